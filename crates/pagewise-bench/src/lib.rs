@@ -1,0 +1,1 @@
+//! pagewise-bench: see the crate description in Cargo.toml.

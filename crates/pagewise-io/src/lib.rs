@@ -1,0 +1,19 @@
+//! pagewise-io: the only door to the disk for the probe and the engine.
+//!
+//! Everything that reads or writes goes through [`Backend`], so accounting
+//! ([`Accounted`]), the emulated compressing drive and fault injection see every byte.
+//! Direct I/O needs buffers, offsets and lengths aligned to the device's logical
+//! block size; [`AlignedBuf`] provides the memory and backends check the rest.
+
+mod backend;
+mod buf;
+mod error;
+mod file;
+mod stats;
+pub mod topology;
+
+pub use backend::{Backend, Completion, InlineQueue, IoOp, IoQueue, OpKind};
+pub use buf::AlignedBuf;
+pub use error::{IoError, Result};
+pub use file::{open, DirectMode, FileBackend, OpenOptions};
+pub use stats::{Accounted, IoStats, IoStatsSnapshot, SIZE_BUCKETS};

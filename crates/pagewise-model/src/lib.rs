@@ -1,0 +1,1 @@
+//! pagewise-model: see the crate description in Cargo.toml.

@@ -1,0 +1,1 @@
+//! pagewise-probe: see the crate description in Cargo.toml.

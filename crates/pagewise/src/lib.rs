@@ -1,0 +1,1 @@
+//! pagewise: see the crate description in Cargo.toml.
