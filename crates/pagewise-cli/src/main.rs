@@ -1,4 +1,7 @@
-//! The `pagewise` command.
+//! The `pagewise` command. Each subcommand lives in its own module under
+//! `cmd/` with an `Args` struct (clap) and a `run(args) -> anyhow::Result<()>`.
+
+mod cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -12,28 +15,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Print the device topology behind a path.
-    Topology {
-        /// A file, directory or block device.
-        path: std::path::PathBuf,
-    },
+    /// Print the device topology behind a file, directory or block device.
+    Topology(cmd::topology::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Topology { path } => topology(&path),
+        Command::Topology(a) => cmd::topology::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
-}
-
-fn topology(path: &std::path::Path) -> anyhow::Result<()> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
-    let lbs = pagewise_io::topology::logical_block_size(&f, path);
-    println!("logical block size: {lbs:?}");
-    Ok(())
 }
