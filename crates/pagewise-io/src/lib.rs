@@ -9,6 +9,7 @@ mod backend;
 mod buf;
 mod error;
 mod file;
+mod fs;
 mod stats;
 pub mod topology;
 
@@ -16,4 +17,5 @@ pub use backend::{Backend, Completion, InlineQueue, IoOp, IoQueue, OpKind};
 pub use buf::AlignedBuf;
 pub use error::{IoError, Result};
 pub use file::{open, DirectMode, FileBackend, OpenOptions};
+pub use fs::{Fs, LockGuard, RealFs};
 pub use stats::{Accounted, IoStats, IoStatsSnapshot, SIZE_BUCKETS};

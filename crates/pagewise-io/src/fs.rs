@@ -1,0 +1,102 @@
+//! Where backends come from. The engine opens every file through an [`Fs`], so
+//! tests can swap the real filesystem for a simulated, crashable one.
+
+use crate::{open, Backend, IoError, OpenOptions, Result};
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Held while a file lock is taken; dropping it releases the lock.
+pub trait LockGuard: Send + Sync + Debug {}
+
+/// A namespace of files that yields [`Backend`]s.
+pub trait Fs: Send + Sync + Debug {
+    fn open(&self, path: &Path, opts: &OpenOptions) -> Result<Arc<dyn Backend>>;
+    fn exists(&self, path: &Path) -> bool;
+    fn remove(&self, path: &Path) -> Result<()>;
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (created if missing) without waiting:
+    /// a second holder gets an error naming the path.
+    fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>>;
+}
+
+/// The operating system's filesystem.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+#[derive(Debug)]
+struct FileLock(#[allow(dead_code)] std::fs::File);
+impl LockGuard for FileLock {}
+
+fn os_err(path: &Path, source: std::io::Error) -> IoError {
+    IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl Fs for RealFs {
+    fn open(&self, path: &Path, opts: &OpenOptions) -> Result<Arc<dyn Backend>> {
+        Ok(Arc::new(open(path, opts)?))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        std::fs::remove_file(path).map_err(|e| os_err(path, e))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::rename(from, to).map_err(|e| os_err(from, e))?;
+        // Make the rename itself durable: fsync the directory holding it.
+        if let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let d = std::fs::File::open(dir).map_err(|e| os_err(dir, e))?;
+            d.sync_all().map_err(|source| IoError::Sync {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        std::fs::create_dir_all(path).map_err(|e| os_err(path, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| os_err(path, e))?;
+        match f.try_lock() {
+            Ok(()) => Ok(Box::new(FileLock(f))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(IoError::Invalid {
+                path: path.to_path_buf(),
+                what: "is locked by another process (or another open handle in this one); close it first".into(),
+            }),
+            Err(std::fs::TryLockError::Error(e)) => Err(os_err(path, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_is_refused_until_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("LOCK");
+        let g = RealFs.lock(&p).unwrap();
+        let err = RealFs.lock(&p).unwrap_err().to_string();
+        assert!(err.contains("locked by another"), "{err}");
+        drop(g);
+        RealFs.lock(&p).unwrap();
+    }
+}
