@@ -1,5 +1,6 @@
 use crate::{AlignedBuf, IoError, Result};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Direction of one I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -150,3 +151,46 @@ impl<B: Backend + ?Sized> IoQueue for InlineQueue<'_, B> {
         Ok(())
     }
 }
+
+/// Shared and boxed backends are backends, so wrappers such as
+/// [`crate::Accounted`] work on the `Arc<dyn Backend>` that [`crate::Fs`] and
+/// [`crate::open_engine`] return.
+macro_rules! forward_backend {
+    ($ptr:ident) => {
+        impl<B: Backend + ?Sized> Backend for $ptr<B> {
+            fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+                (**self).read_at(buf, offset)
+            }
+            fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+                (**self).write_at(buf, offset)
+            }
+            fn sync(&self) -> Result<()> {
+                (**self).sync()
+            }
+            fn size(&self) -> Result<u64> {
+                (**self).size()
+            }
+            fn set_len(&self, len: u64) -> Result<()> {
+                (**self).set_len(len)
+            }
+            fn alignment(&self) -> usize {
+                (**self).alignment()
+            }
+            fn is_direct(&self) -> bool {
+                (**self).is_direct()
+            }
+            fn path(&self) -> &Path {
+                (**self).path()
+            }
+            fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {
+                (**self).queue(depth)
+            }
+            fn engine(&self) -> &'static str {
+                (**self).engine()
+            }
+        }
+    };
+}
+
+forward_backend!(Arc);
+forward_backend!(Box);

@@ -38,7 +38,7 @@ pub enum IoError {
     },
     #[error("{path}: {what}")]
     Invalid { path: PathBuf, what: String },
-    #[error("io_uring is not available here: {0}; use the sync engine")]
+    #[error("io_uring is not available here: {0}; use `--engine sync`")]
     Unsupported(String),
     #[error("injected fault: {0}")]
     Injected(String),

@@ -12,6 +12,7 @@ mod file;
 mod fs;
 mod stats;
 pub mod topology;
+mod uring;
 
 pub use backend::{Backend, Completion, InlineQueue, IoOp, IoQueue, OpKind};
 pub use buf::AlignedBuf;
@@ -19,3 +20,4 @@ pub use error::{IoError, Result};
 pub use file::{open, DirectMode, FileBackend, OpenOptions};
 pub use fs::{Fs, LockGuard, RealFs};
 pub use stats::{Accounted, IoStats, IoStatsSnapshot, SIZE_BUCKETS};
+pub use uring::{open_engine, probe_uring, Engine, UringBackend, UringQueue};
