@@ -2,6 +2,7 @@
 //! `cmd/` with an `Args` struct (clap) and a `run(args) -> anyhow::Result<()>`.
 
 mod cmd;
+mod plot;
 
 use clap::{Parser, Subcommand};
 

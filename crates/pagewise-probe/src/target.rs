@@ -1,0 +1,364 @@
+//! Turning a user's path into a backend safely: a test file the probe creates in
+//! a directory, an existing file (read-only unless allowed), or a block device
+//! (read-only unless `destroy_data`, and never written while mounted).
+
+use crate::device::{device_in_use, free_space, DeviceTopology, InUse};
+use crate::progress::{Progress, Stage};
+use crate::spec::{Engine, SweepSpec};
+use crate::{interrupted, ProbeError};
+use pagewise_io::{AlignedBuf, Backend, DirectMode, OpenOptions};
+use rand::{rngs::SmallRng, RngCore, SeedableRng};
+use serde::{Deserialize, Serialize};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What kind of target was probed. JSON: `"created_file"`, `"existing_file"`, `"block_device"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    /// A test file the probe created in the given directory and removed afterwards.
+    CreatedFile,
+    ExistingFile,
+    BlockDevice,
+}
+
+/// The probed target as recorded in the results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// The path the user gave.
+    pub path: PathBuf,
+    /// The file actually read and written (the created test file for a directory).
+    pub file: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes addressed by the probe.
+    pub size: u64,
+    /// True if O_DIRECT was in effect.
+    pub direct: bool,
+    /// "uring" or "sync".
+    pub engine: String,
+}
+
+/// An opened target. Dropping it removes a test file the probe created.
+pub struct Prepared {
+    pub backend: Arc<dyn Backend>,
+    pub info: TargetInfo,
+    pub topology: DeviceTopology,
+    pub warnings: Vec<String>,
+    created: Option<PathBuf>,
+    /// Exclusive claim on a block device being written (O_EXCL): the kernel
+    /// refuses it while the device is mounted and refuses mounts while held.
+    _claim: Option<std::fs::File>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let Some(p) = self.created.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Removes a half-created test file if preparation fails.
+struct Cleanup(Option<PathBuf>);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Bytes kept free on the filesystem when sizing the test file.
+fn reserve(free: u64) -> u64 {
+    (64u64 << 20).min(free / 10)
+}
+
+/// Opens `path` for `spec` after every safety check; writes nothing before
+/// all checks pass.
+pub fn prepare(
+    path: &Path,
+    spec: &SweepSpec,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Prepared, ProbeError> {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ProbeError::NotFound {
+            path: path.to_path_buf(),
+        },
+        _ => pagewise_io::IoError::Open {
+            path: path.to_path_buf(),
+            source: e,
+        }
+        .into(),
+    })?;
+    spec.validate()?;
+    let handle = std::fs::File::open(path).map_err(|source| pagewise_io::IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let topology = DeviceTopology::of(&handle);
+    drop(handle);
+    let lbs = topology.logical_block_size.unwrap_or(512);
+    let device = topology
+        .device
+        .clone()
+        .unwrap_or_else(|| path.display().to_string());
+    spec.validate_for_device(lbs, &device)?;
+    let ft = meta.file_type();
+    let first_writer = spec
+        .modes
+        .iter()
+        .find(|m| m.writes())
+        .map(|m| m.to_string());
+    let mut prepared = if ft.is_dir() {
+        create_test_file(path, spec, lbs, progress)?
+    } else if ft.is_file() {
+        if let Some(mode) = first_writer.filter(|_| !spec.allow_write) {
+            return Err(ProbeError::WriteNeedsAllowWrite {
+                path: path.into(),
+                mode,
+            });
+        }
+        check_size(path, meta.len(), spec)?;
+        open_existing(path, spec, TargetKind::ExistingFile, None)?
+    } else if ft.is_block_device() {
+        if let Some(mode) = first_writer.clone().filter(|_| !spec.destroy_data) {
+            return Err(ProbeError::WriteNeedsDestroyData {
+                path: path.into(),
+                mode,
+            });
+        }
+        let mut warnings = Vec::new();
+        let claim = match (device_in_use(path), first_writer.is_some()) {
+            (Ok(()), true) => Some(claim_exclusive(path)?),
+            (Ok(()), false) => None,
+            (Err(InUse::Mounted(mp)), true) => {
+                return Err(ProbeError::Mounted {
+                    device: path.into(),
+                    mountpoint: mp,
+                })
+            }
+            (Err(InUse::Holder(h)), true) => {
+                return Err(ProbeError::InUse {
+                    device: path.into(),
+                    holder: h,
+                })
+            }
+            (Err(why), false) => {
+                warnings.push(format!("{} is in use ({why:?}); reading only, but other I/O on it disturbs the figures", path.display()));
+                None
+            }
+        };
+        let mut p = open_existing(path, spec, TargetKind::BlockDevice, claim)?;
+        check_size(path, p.info.size, spec)?;
+        p.warnings.extend(warnings);
+        p
+    } else {
+        return Err(ProbeError::UnsupportedTarget { path: path.into() });
+    };
+    prepared.topology = topology;
+    Ok(prepared)
+}
+
+fn check_size(path: &Path, size: u64, spec: &SweepSpec) -> Result<(), ProbeError> {
+    let bs = spec.max_bs();
+    if size < bs {
+        return Err(ProbeError::FileTooSmall {
+            path: path.into(),
+            size,
+            bs,
+        });
+    }
+    Ok(())
+}
+
+fn claim_exclusive(dev: &Path) -> Result<std::fs::File, ProbeError> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(dev)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EBUSY) => ProbeError::InUse {
+                device: dev.into(),
+                holder: "another exclusive user (mount, md, another probe)".into(),
+            },
+            _ => pagewise_io::IoError::Open {
+                path: dev.into(),
+                source: e,
+            }
+            .into(),
+        })
+}
+
+fn open_opts(spec: &SweepSpec, write: bool, create_new: bool) -> OpenOptions {
+    OpenOptions {
+        write,
+        create: create_new,
+        create_new,
+        direct: if spec.direct {
+            DirectMode::Try
+        } else {
+            DirectMode::Off
+        },
+    }
+}
+
+/// Opens with the spec's engine.
+pub fn open_backend(
+    path: &Path,
+    opts: &OpenOptions,
+    engine: Engine,
+) -> Result<Arc<dyn Backend>, ProbeError> {
+    let b: Arc<dyn Backend> = match engine {
+        Engine::Sync => Arc::new(pagewise_io::open(path, opts)?),
+        Engine::Uring => crate::uring::open(path, opts)?,
+    };
+    Ok(b)
+}
+
+fn direct_warning(spec: &SweepSpec, b: &dyn Backend) -> Vec<String> {
+    if spec.direct && !b.is_direct() {
+        vec![format!(
+            "{}: the filesystem refused O_DIRECT, so I/O goes through the page cache and the figures describe memory, not the drive",
+            b.path().display()
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+fn open_existing(
+    path: &Path,
+    spec: &SweepSpec,
+    kind: TargetKind,
+    claim: Option<std::fs::File>,
+) -> Result<Prepared, ProbeError> {
+    let backend = open_backend(path, &open_opts(spec, spec.writes(), false), spec.engine)?;
+    let size = backend.size()?;
+    Ok(Prepared {
+        info: TargetInfo {
+            path: path.into(),
+            file: path.into(),
+            kind,
+            size,
+            direct: backend.is_direct(),
+            engine: backend.engine().into(),
+        },
+        warnings: direct_warning(spec, backend.as_ref()),
+        backend,
+        topology: DeviceTopology::default(),
+        created: None,
+        _claim: claim,
+    })
+}
+
+/// Size of the test file: the request, shrunk to fit the free space, rounded
+/// down to whole MiB (or whole largest blocks below 1 MiB).
+fn test_file_size(
+    dir: &Path,
+    spec: &SweepSpec,
+    lbs: u64,
+) -> Result<(u64, Vec<String>), ProbeError> {
+    let free = free_space(dir).map_err(|source| pagewise_io::IoError::Open {
+        path: dir.into(),
+        source,
+    })?;
+    let usable = free.saturating_sub(reserve(free));
+    let unit = if spec.file_size.min(usable) >= 1 << 20 {
+        1 << 20
+    } else {
+        spec.max_bs().max(lbs)
+    };
+    let size = spec.file_size.min(usable) / unit * unit;
+    let needed = spec
+        .max_bs()
+        .max(1 << 20)
+        .min(spec.file_size.max(spec.max_bs()));
+    if size < needed {
+        return Err(ProbeError::NoSpace {
+            dir: dir.into(),
+            free,
+            needed: needed + reserve(free),
+        });
+    }
+    let mut warnings = Vec::new();
+    if size < spec.file_size {
+        warnings.push(format!(
+            "only {free} bytes free in {}: the test file is {size} bytes instead of {}",
+            dir.display(),
+            spec.file_size
+        ));
+    }
+    Ok((size, warnings))
+}
+
+fn create_test_file(
+    dir: &Path,
+    spec: &SweepSpec,
+    lbs: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Prepared, ProbeError> {
+    let (size, mut warnings) = test_file_size(dir, spec, lbs)?;
+    let name = format!(
+        "pagewise-probe-{}-{:08x}.dat",
+        std::process::id(),
+        rand::random::<u32>()
+    );
+    let file = dir.join(name);
+    let backend = open_backend(&file, &open_opts(spec, true, true), spec.engine)?;
+    let mut cleanup = Cleanup(Some(file.clone()));
+    fill_random(backend.as_ref(), size, spec.seed, progress)?;
+    warnings.extend(direct_warning(spec, backend.as_ref()));
+    let created = cleanup.0.take();
+    Ok(Prepared {
+        info: TargetInfo {
+            path: dir.into(),
+            file,
+            kind: TargetKind::CreatedFile,
+            size,
+            direct: backend.is_direct(),
+            engine: backend.engine().into(),
+        },
+        backend,
+        topology: DeviceTopology::default(),
+        warnings,
+        created,
+        _claim: None,
+    })
+}
+
+/// Writes `size` bytes of incompressible random data so that a compressing or
+/// deduplicating drive cannot answer reads from nothing, then syncs.
+pub fn fill_random(
+    b: &dyn Backend,
+    size: u64,
+    seed: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(), ProbeError> {
+    let align = b.alignment().max(4096);
+    let chunk = (1u64 << 20).min(size) as usize;
+    let mut buf = AlignedBuf::new(chunk, align);
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xf111);
+    let mut off = 0u64;
+    while off < size {
+        if interrupted() {
+            return Err(ProbeError::Interrupted);
+        }
+        let len = (size - off).min(chunk as u64) as usize;
+        buf.set_len(len);
+        rng.fill_bytes(&mut buf);
+        b.write_at(&buf, off)?;
+        off += len as u64;
+        if off.is_multiple_of(64 << 20) || off == size {
+            progress(Progress {
+                stage: Stage::Filling {
+                    done: off,
+                    total: size,
+                },
+                ..Progress::default()
+            });
+        }
+    }
+    b.sync()?;
+    Ok(())
+}
