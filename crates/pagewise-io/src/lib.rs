@@ -7,6 +7,7 @@
 
 mod backend;
 mod buf;
+mod compress;
 mod error;
 mod fault;
 mod file;
@@ -18,6 +19,10 @@ mod uring;
 
 pub use backend::{Backend, Completion, InlineQueue, IoOp, IoQueue, OpKind};
 pub use buf::AlignedBuf;
+pub use compress::{
+    compressed_size_4k, CompressingDrive, CompressingFs, CompressionMeter, CompressionStats,
+    DEVICE_BLOCK,
+};
 pub use error::{IoError, Result};
 pub use fault::{FaultInjector, FaultKinds, Faulty};
 pub use file::{open, DirectMode, FileBackend, OpenOptions};
