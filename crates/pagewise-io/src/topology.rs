@@ -173,7 +173,12 @@ fn read_sys_string(dir: &Path, rel: &str) -> Option<String> {
 
 /// `/sys/devices/...` directory of block device `major:minor`.
 fn sysfs_dev_dir(major: u32, minor: u32) -> Option<PathBuf> {
-    std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()
+    sysfs_dev_dir_in(Path::new("/sys"), major, minor)
+}
+
+/// As [`sysfs_dev_dir`] under another sysfs root (tests use a fake tree).
+fn sysfs_dev_dir_in(sys: &Path, major: u32, minor: u32) -> Option<PathBuf> {
+    std::fs::canonicalize(sys.join(format!("dev/block/{major}:{minor}"))).ok()
 }
 
 /// A partition's queue/ and device/ live in its parent disk's directory.
@@ -254,7 +259,7 @@ pub fn is_mounted(device_path: &Path) -> Result<bool> {
         });
     }
     let rdev = meta.rdev();
-    let devs = related_devices(libc::major(rdev), libc::minor(rdev));
+    let devs = related_devices(Path::new("/sys"), libc::major(rdev), libc::minor(rdev));
     let in_use = |dev: &str| devs.iter().any(|d| d == dev);
     let mounted = mountinfo()
         .iter()
@@ -283,16 +288,21 @@ fn swaps() -> Vec<String> {
         .collect()
 }
 
-/// `MAJ:MIN` of the device, its parent disk, its partitions and everything
-/// holding any of them, transitively.
-fn related_devices(major: u32, minor: u32) -> Vec<String> {
+/// `MAJ:MIN` of the devices whose data a write to `major:minor` can destroy:
+/// the device, its partitions (for a disk) or its disk itself (for a
+/// partition; sibling partitions are independent), and everything holding
+/// any of these, transitively.
+fn related_devices(sys: &Path, major: u32, minor: u32) -> Vec<String> {
     let mut out = vec![format!("{major}:{minor}")];
-    let Some(dir) = sysfs_dev_dir(major, minor) else {
+    let Some(dir) = sysfs_dev_dir_in(sys, major, minor) else {
         return out;
     };
     let disk = whole_disk_dir(&dir);
-    let mut todo = vec![disk.clone()];
-    todo.extend(partitions(&disk));
+    if disk != dir {
+        out.extend(read_sys_string(&disk, "dev"));
+    }
+    let mut todo = vec![dir.clone()];
+    todo.extend(partitions(&dir));
     let mut seen = Vec::new();
     while let Some(d) = todo.pop() {
         if seen.contains(&d) {
@@ -438,6 +448,60 @@ mod tests {
                 assert!(free.abs_diff(avail) < 1 << 30, "{free} vs df {avail}");
             }
         }
+    }
+
+    /// A fake sysfs: disk sdz (8:0) with partitions sdz1 (8:1) and sdz2
+    /// (8:2); sdz2 is held by dm-0 (252:0), which is held by dm-1 (252:1).
+    fn fake_sysfs() -> tempfile::TempDir {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let devs = t.path().join("devices/virtual/block");
+        let node = |rel: &str, dev: &str| {
+            std::fs::create_dir_all(devs.join(rel).join("holders")).unwrap();
+            std::fs::write(devs.join(rel).join("dev"), format!("{dev}\n")).unwrap();
+            let link = t.path().join(format!("dev/block/{dev}"));
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(devs.join(rel), link).unwrap();
+        };
+        node("sdz", "8:0");
+        node("sdz/sdz1", "8:1");
+        node("sdz/sdz2", "8:2");
+        node("dm-0", "252:0");
+        node("dm-1", "252:1");
+        node("sdy", "8:16");
+        for p in ["sdz/sdz1", "sdz/sdz2"] {
+            std::fs::write(devs.join(p).join("partition"), "1\n").unwrap();
+        }
+        symlink(devs.join("dm-0"), devs.join("sdz/sdz2/holders/dm-0")).unwrap();
+        symlink(devs.join("dm-1"), devs.join("dm-0/holders/dm-1")).unwrap();
+        t
+    }
+
+    #[test]
+    fn related_devices_follow_partitions_parents_and_holders() {
+        let t = fake_sysfs();
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v.dedup();
+            v
+        };
+        let all = ["252:0", "252:1", "8:0", "8:1", "8:2"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(sorted(related_devices(t.path(), 8, 0)), all, "disk");
+        let p1 = ["8:0", "8:1"].map(String::from).to_vec();
+        assert_eq!(sorted(related_devices(t.path(), 8, 1)), p1, "not sdz2");
+        let p2 = ["252:0", "252:1", "8:0", "8:2"].map(String::from).to_vec();
+        assert_eq!(sorted(related_devices(t.path(), 8, 2)), p2, "sdz2 is held");
+        assert_eq!(
+            sorted(related_devices(t.path(), 8, 16)),
+            vec!["8:16".to_string()]
+        );
+        assert_eq!(
+            related_devices(t.path(), 9, 9),
+            vec!["9:9".to_string()],
+            "unknown"
+        );
     }
 
     #[test]

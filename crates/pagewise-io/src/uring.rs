@@ -530,4 +530,13 @@ mod tests {
         let b = open_engine(dir.path().join("f"), &rw(), Engine::Sync).unwrap();
         assert_eq!(b.engine(), "sync");
     }
+
+    #[test]
+    fn unavailable_uring_says_what_to_do() {
+        for errno in [libc::ENOSYS, libc::EPERM] {
+            let e = unsupported(std::io::Error::from_raw_os_error(errno));
+            assert!(matches!(e, IoError::Unsupported(_)));
+            assert!(e.to_string().contains("--engine sync"), "{e}");
+        }
+    }
 }
