@@ -151,9 +151,19 @@ fn run_thread(plan: &ThreadPlan, stop: &Stop) -> Result<ThreadOutcome, ProbeErro
     let read_pct = p.mode.read_pct() as u32;
     let (mut measuring, mut stopping) = (Instant::now() >= plan.warm_end, false);
     let (mut m_start, mut cpu0) = (Instant::now(), thread_cpu_ns());
-    let mut unsynced = 0u64;
+    let (mut unsynced, mut m_submitted) = (0u64, 0u64);
     loop {
-        while let Some(slot) = free.pop().filter(|_| !stopping) {
+        // In op-count mode never submit more measured I/Os than asked for, so
+        // the I/Os that reach the device are exactly the I/Os reported.
+        let cap = match *stop {
+            Stop::Ops(n) if measuring => n.saturating_sub(m_submitted),
+            _ => u64::MAX,
+        };
+        let mut budget = cap;
+        while !stopping && budget > 0 {
+            let Some(slot) = free.pop() else { break };
+            budget -= 1;
+            m_submitted += u64::from(measuring);
             let kind = if read_pct == 100 || (read_pct > 0 && rng.gen_range(0..100) < read_pct) {
                 OpKind::Read
             } else {
@@ -212,6 +222,10 @@ fn run_thread(plan: &ThreadPlan, stop: &Stop) -> Result<ThreadOutcome, ProbeErro
                 o.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
             }
         }
+    }
+    if !stopping {
+        o.secs = m_start.elapsed().as_secs_f64();
+        o.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
     }
     Ok(o)
 }

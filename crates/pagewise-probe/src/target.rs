@@ -209,11 +209,7 @@ pub fn open_backend(
     opts: &OpenOptions,
     engine: Engine,
 ) -> Result<Arc<dyn Backend>, ProbeError> {
-    let b: Arc<dyn Backend> = match engine {
-        Engine::Sync => Arc::new(pagewise_io::open(path, opts)?),
-        Engine::Uring => crate::uring::open(path, opts)?,
-    };
-    Ok(b)
+    crate::uring::open(path, opts, engine)
 }
 
 fn direct_warning(spec: &SweepSpec, b: &dyn Backend) -> Vec<String> {
