@@ -16,6 +16,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Measure a drive the way a database uses it: IOPS, MB/s and latency by block size, alignment, pattern and queue depth.
+    Probe(Box<cmd::probe::Args>),
     /// Print the device topology behind a file, directory or block device.
     Topology(cmd::topology::Args),
 }
@@ -23,6 +25,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Probe(a) => cmd::probe::run(*a),
         Command::Topology(a) => cmd::topology::run(a),
     };
     if let Err(e) = result {

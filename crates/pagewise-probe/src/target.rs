@@ -85,17 +85,48 @@ pub fn prepare(
         std::io::ErrorKind::NotFound => ProbeError::NotFound {
             path: path.to_path_buf(),
         },
-        _ => pagewise_io::IoError::Open {
-            path: path.to_path_buf(),
-            source: e,
-        }
-        .into(),
+        _ => open_err(path, e),
     })?;
     spec.validate()?;
-    let handle = std::fs::File::open(path).map_err(|source| pagewise_io::IoError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let ft = meta.file_type();
+    let writer = spec
+        .modes
+        .iter()
+        .find(|m| m.writes())
+        .map(|m| m.to_string());
+    // Refusals that need no access to the target come first.
+    if let Some(mode) = writer.clone() {
+        if ft.is_file() && !spec.allow_write {
+            return Err(ProbeError::WriteNeedsAllowWrite {
+                path: path.into(),
+                mode,
+            });
+        }
+        if ft.is_block_device() && !spec.destroy_data {
+            return Err(ProbeError::WriteNeedsDestroyData {
+                path: path.into(),
+                mode,
+            });
+        }
+        if ft.is_block_device() {
+            match device_in_use(path) {
+                Err(InUse::Mounted(mountpoint)) => {
+                    return Err(ProbeError::Mounted {
+                        device: path.into(),
+                        mountpoint,
+                    })
+                }
+                Err(InUse::Holder(holder)) => {
+                    return Err(ProbeError::InUse {
+                        device: path.into(),
+                        holder,
+                    })
+                }
+                Ok(()) => {}
+            }
+        }
+    }
+    let handle = std::fs::File::open(path).map_err(|e| open_err(path, e))?;
     let topology = DeviceTopology::of(&handle);
     drop(handle);
     let lbs = topology.logical_block_size.unwrap_or(512);
@@ -104,50 +135,23 @@ pub fn prepare(
         .clone()
         .unwrap_or_else(|| path.display().to_string());
     spec.validate_for_device(lbs, &device)?;
-    let ft = meta.file_type();
-    let first_writer = spec
-        .modes
-        .iter()
-        .find(|m| m.writes())
-        .map(|m| m.to_string());
     let mut prepared = if ft.is_dir() {
         create_test_file(path, spec, lbs, progress)?
     } else if ft.is_file() {
-        if let Some(mode) = first_writer.filter(|_| !spec.allow_write) {
-            return Err(ProbeError::WriteNeedsAllowWrite {
-                path: path.into(),
-                mode,
-            });
-        }
         check_size(path, meta.len(), spec)?;
         open_existing(path, spec, TargetKind::ExistingFile, None)?
     } else if ft.is_block_device() {
-        if let Some(mode) = first_writer.clone().filter(|_| !spec.destroy_data) {
-            return Err(ProbeError::WriteNeedsDestroyData {
-                path: path.into(),
-                mode,
-            });
-        }
         let mut warnings = Vec::new();
-        let claim = match (device_in_use(path), first_writer.is_some()) {
-            (Ok(()), true) => Some(claim_exclusive(path)?),
-            (Ok(()), false) => None,
-            (Err(InUse::Mounted(mp)), true) => {
-                return Err(ProbeError::Mounted {
-                    device: path.into(),
-                    mountpoint: mp,
-                })
+        let claim = if writer.is_some() {
+            Some(claim_exclusive(path)?)
+        } else {
+            if let Err(why) = device_in_use(path) {
+                warnings.push(format!(
+                    "{} is in use ({why:?}); reading only, but other I/O on it disturbs the figures",
+                    path.display()
+                ));
             }
-            (Err(InUse::Holder(h)), true) => {
-                return Err(ProbeError::InUse {
-                    device: path.into(),
-                    holder: h,
-                })
-            }
-            (Err(why), false) => {
-                warnings.push(format!("{} is in use ({why:?}); reading only, but other I/O on it disturbs the figures", path.display()));
-                None
-            }
+            None
         };
         let mut p = open_existing(path, spec, TargetKind::BlockDevice, claim)?;
         check_size(path, p.info.size, spec)?;
@@ -158,6 +162,14 @@ pub fn prepare(
     };
     prepared.topology = topology;
     Ok(prepared)
+}
+
+fn open_err(path: &Path, source: std::io::Error) -> ProbeError {
+    pagewise_io::IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    }
+    .into()
 }
 
 fn check_size(path: &Path, size: u64, spec: &SweepSpec) -> Result<(), ProbeError> {

@@ -1,14 +1,24 @@
 //! A real, small probe on a temp file: the figures it reports must match what
 //! an accounting backend saw reach the file.
 
-use pagewise_io::{open_engine, Accounted, Backend, DirectMode, Engine as IoEngine, IoStats, OpenOptions};
-use pagewise_probe::{run_sweep, run_sweep_on, target, Dist, Engine, Limit, Mode, Progress, Stage, SweepSpec, TargetKind};
+use pagewise_io::{
+    open_engine, Accounted, Backend, DirectMode, Engine as IoEngine, IoStats, OpenOptions,
+};
+use pagewise_probe::{
+    run_sweep, run_sweep_on, target, Dist, Engine, Limit, Mode, Progress, Stage, SweepSpec,
+    TargetKind,
+};
 use std::sync::Arc;
 
 const SIZE: u64 = 8 << 20;
 
 fn test_file(dir: &std::path::Path, engine: IoEngine) -> Arc<dyn Backend> {
-    let opts = OpenOptions { write: true, create: true, create_new: true, direct: DirectMode::Try };
+    let opts = OpenOptions {
+        write: true,
+        create: true,
+        create_new: true,
+        direct: DirectMode::Try,
+    };
     let b = open_engine(dir.join("probe.dat"), &opts, engine).unwrap();
     target::fill_random(b.as_ref(), SIZE, 7, &mut |_| {}).unwrap();
     b
@@ -16,7 +26,12 @@ fn test_file(dir: &std::path::Path, engine: IoEngine) -> Arc<dyn Backend> {
 
 fn small_spec() -> SweepSpec {
     SweepSpec {
-        modes: vec![Mode::RandRead, Mode::RandWrite, Mode::SeqRead, Mode::Mixed { read_pct: 50 }],
+        modes: vec![
+            Mode::RandRead,
+            Mode::RandWrite,
+            Mode::SeqRead,
+            Mode::Mixed { read_pct: 50 },
+        ],
         block_sizes: vec![4096, 16384],
         distributions: vec![Dist::Uniform],
         threads: vec![1, 2],
@@ -37,7 +52,14 @@ fn reported_ops_are_the_ops_that_reached_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let stats = IoStats::new();
         let backend = Accounted::new(test_file(dir.path(), engine), stats.clone());
-        let spec = SweepSpec { engine: if engine == IoEngine::Uring { Engine::Uring } else { Engine::Sync }, ..small_spec() };
+        let spec = SweepSpec {
+            engine: if engine == IoEngine::Uring {
+                Engine::Uring
+            } else {
+                Engine::Sync
+            },
+            ..small_spec()
+        };
         let mut per_point = Vec::new();
         let mut before = stats.snapshot();
         let results = run_sweep_on(&backend, &spec, &mut |p: Progress| match p.stage {
@@ -53,10 +75,22 @@ fn reported_ops_are_the_ops_that_reached_the_file() {
             let reps = r.repetitions.count as u64;
             assert!((1..=2).contains(&reps), "{what}");
             assert_eq!(r.ops, 150 * reps, "{what}: ops");
-            assert_eq!(seen.read_ops + seen.write_ops, r.ops, "{what}: accounted ops");
-            assert_eq!((seen.read_ops, seen.write_ops), (r.reads, r.writes), "{what}: read/write split");
+            assert_eq!(
+                seen.read_ops + seen.write_ops,
+                r.ops,
+                "{what}: accounted ops"
+            );
+            assert_eq!(
+                (seen.read_ops, seen.write_ops),
+                (r.reads, r.writes),
+                "{what}: read/write split"
+            );
             assert_eq!(r.bytes, r.ops * r.params.bs, "{what}: bytes");
-            assert_eq!(seen.read_bytes + seen.write_bytes, r.bytes, "{what}: accounted bytes");
+            assert_eq!(
+                seen.read_bytes + seen.write_bytes,
+                r.bytes,
+                "{what}: accounted bytes"
+            );
             assert_eq!(seen.syncs, r.fsyncs, "{what}: accounted fsyncs");
             if r.params.mode == Mode::RandWrite {
                 // Each thread syncs after every 16 of its 150 / threads writes.
@@ -69,11 +103,26 @@ fn reported_ops_are_the_ops_that_reached_the_file() {
                 _ => assert!(r.reads > 0 && r.writes > 0, "{what}: mixed did both"),
             }
             let l = &r.latency_us;
-            assert!(0.0 < l.min && l.min <= l.p50 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.p999 && l.p999 <= l.max, "{what}: {l:?}");
+            assert!(
+                0.0 < l.min
+                    && l.min <= l.p50
+                    && l.p50 <= l.p90
+                    && l.p90 <= l.p99
+                    && l.p99 <= l.p999
+                    && l.p999 <= l.max,
+                "{what}: {l:?}"
+            );
             assert!(r.iops > 0.0, "{what}");
-            assert!((r.mb_per_s - r.iops * r.params.bs as f64 / 1e6).abs() < 1e-6 * r.mb_per_s.max(1.0), "{what}");
+            assert!(
+                (r.mb_per_s - r.iops * r.params.bs as f64 / 1e6).abs() < 1e-6 * r.mb_per_s.max(1.0),
+                "{what}"
+            );
             assert_eq!(r.repetitions.iops.len() as u64, reps);
-            let want_qd = if engine == IoEngine::Sync { 1 } else { r.params.qd };
+            let want_qd = if engine == IoEngine::Sync {
+                1
+            } else {
+                r.params.qd
+            };
             assert_eq!(r.effective_qd, want_qd, "{what}");
         }
         // Writes stayed inside the file.
@@ -82,7 +131,10 @@ fn reported_ops_are_the_ops_that_reached_the_file() {
         let back = pagewise_probe::ProbeResults::from_json(&json).unwrap();
         assert_eq!(back.points.len(), results.points.len());
         for (a, b) in back.points.iter().zip(&results.points) {
-            assert_eq!((a.params, a.ops, a.bytes, a.fsyncs), (b.params, b.ops, b.bytes, b.fsyncs));
+            assert_eq!(
+                (a.params, a.ops, a.bytes, a.fsyncs),
+                (b.params, b.ops, b.bytes, b.fsyncs)
+            );
             assert!((a.iops - b.iops).abs() <= 1e-9 * b.iops);
         }
         assert_eq!(back.spec, results.spec);
@@ -119,7 +171,11 @@ fn directory_target_creates_fills_and_removes_its_file() {
     assert_eq!(results.target.size, SIZE);
     assert_eq!(results.points.len(), 2);
     assert!(results.points.iter().all(|p| p.ops == 64));
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "test file removed");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "test file removed"
+    );
 }
 
 #[test]
@@ -138,7 +194,10 @@ fn fill_is_incompressible() {
     data.iter().for_each(|&x| hist[x as usize] += 1);
     let expect = SIZE as f64 / 256.0;
     // Chi-square with 255 degrees of freedom: mean 255, sd ~22.6; 400 is > 6 sd.
-    let chi2: f64 = hist.iter().map(|&c| (c as f64 - expect).powi(2) / expect).sum();
+    let chi2: f64 = hist
+        .iter()
+        .map(|&c| (c as f64 - expect).powi(2) / expect)
+        .sum();
     assert!(chi2 < 400.0, "byte histogram not uniform: chi2 {chi2}");
     // No two 4 KiB blocks are equal, so a deduplicating drive gains nothing.
     let mut blocks: Vec<&[u8]> = data.chunks(4096).collect();

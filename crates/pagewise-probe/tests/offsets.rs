@@ -10,12 +10,19 @@ fn dist() -> impl Strategy<Value = Dist> {
         Just(Dist::Uniform),
         (0.1f64..3.0).prop_map(|theta| Dist::Zipf { theta }),
         (0.01f64..0.99).prop_map(|h| Dist::Pareto { h }),
-        (0.0f64..100.0, 0.5f64..99.5).prop_map(|(pct_ops, pct_space)| Dist::HotCold { pct_ops, pct_space }),
+        (0.0f64..100.0, 0.5f64..99.5)
+            .prop_map(|(pct_ops, pct_space)| Dist::HotCold { pct_ops, pct_space }),
     ]
 }
 
 fn mode() -> impl Strategy<Value = Mode> {
-    prop_oneof![Just(Mode::RandRead), Just(Mode::RandWrite), Just(Mode::SeqRead), Just(Mode::SeqWrite), (0u8..=100).prop_map(|read_pct| Mode::Mixed { read_pct })]
+    prop_oneof![
+        Just(Mode::RandRead),
+        Just(Mode::RandWrite),
+        Just(Mode::SeqRead),
+        Just(Mode::SeqWrite),
+        (0u8..=100).prop_map(|read_pct| Mode::Mixed { read_pct })
+    ]
 }
 
 proptest! {
