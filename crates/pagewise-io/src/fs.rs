@@ -21,6 +21,29 @@ pub trait Fs: Send + Sync + Debug {
     fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>>;
 }
 
+/// A shared filesystem is a filesystem, so wrappers such as
+/// [`crate::Faulty`] and [`crate::CompressingFs`] accept an `Arc<dyn Fs>`.
+impl<F: Fs + ?Sized> Fs for Arc<F> {
+    fn open(&self, path: &Path, opts: &OpenOptions) -> Result<Arc<dyn Backend>> {
+        (**self).open(path, opts)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        (**self).exists(path)
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        (**self).remove(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        (**self).rename(from, to)
+    }
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        (**self).create_dir_all(path)
+    }
+    fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>> {
+        (**self).lock(path)
+    }
+}
+
 /// The operating system's filesystem.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;

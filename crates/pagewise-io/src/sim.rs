@@ -216,6 +216,8 @@ impl SimFs {
 
     /// The durable image after a power loss, as a new filesystem (no locks,
     /// fresh counters). The same `seed` and history give the same image.
+    /// `self` is left untouched, so one history can be crashed at many points
+    /// and with many seeds while the workload goes on.
     pub fn crash(&self, seed: u64, mode: CrashMode) -> SimFs {
         self.crash_report(seed, mode).0
     }
