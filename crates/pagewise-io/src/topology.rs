@@ -111,11 +111,15 @@ impl Topology {
             dev: format!("{major}:{minor}"),
             ..Default::default()
         };
-        if let Some(dir) = sysfs_dev_dir(major, minor) {
-            t.fill_from_sysfs(&dir);
-        }
+        let mut sys = sysfs_dev_dir(major, minor);
         if !is_dev {
-            t.fill_mount(path, &t.dev.clone());
+            // btrfs and overlay report an anonymous st_dev: fall back to the
+            // device node the filesystem was mounted from.
+            let source = t.fill_mount(path, &t.dev.clone());
+            sys = sys.or_else(|| source.and_then(|s| source_sysfs_dir(&s)));
+        }
+        if let Some(dir) = sys {
+            t.fill_from_sysfs(&dir);
         }
         Ok(t)
     }
@@ -138,20 +142,26 @@ impl Topology {
         self.write_cache = read_sys_string(&disk, "queue/write_cache");
     }
 
-    fn fill_mount(&mut self, path: &Path, dev: &str) {
-        let Ok(canon) = std::fs::canonicalize(path) else {
-            return;
-        };
+    /// Sets fs type and mount point; returns the mount source.
+    fn fill_mount(&mut self, path: &Path, dev: &str) -> Option<String> {
+        let canon = std::fs::canonicalize(path).ok()?;
         let mounts = mountinfo();
         let best = mounts
             .iter()
             .filter(|m| canon.starts_with(&m.mount_point))
             .max_by_key(|m| (m.dev == dev, m.mount_point.as_os_str().len()));
-        if let Some(m) = best {
-            self.mount_point = Some(m.mount_point.clone());
-            self.fs_type = Some(m.fs_type.clone());
-        }
+        let m = best?;
+        self.mount_point = Some(m.mount_point.clone());
+        self.fs_type = Some(m.fs_type.clone());
+        Some(m.source.clone())
     }
+}
+
+/// sysfs directory of a mount source that is a block device node.
+fn source_sysfs_dir(source: &str) -> Option<PathBuf> {
+    let dev = source_dev(source)?;
+    let (major, minor) = dev.split_once(':')?;
+    sysfs_dev_dir(major.parse().ok()?, minor.parse().ok()?)
 }
 
 /// The entry marked `[like-this]` in a sysfs choice list.
@@ -426,6 +436,10 @@ mod tests {
         let t = Topology::for_path(Path::new("/proc/self")).unwrap();
         assert_eq!(t.logical_block_size, None);
         assert_eq!(t.fs_type.as_deref(), Some("proc"));
+        if Path::new("/dev/shm").is_dir() {
+            let t = Topology::for_path(Path::new("/dev/shm")).unwrap();
+            assert_eq!((t.fs_type.as_deref(), t.device), (Some("tmpfs"), None));
+        }
     }
 
     #[test]

@@ -275,6 +275,17 @@ impl IoQueue for UringQueue<'_> {
                 ),
             });
         }
+        if op.buf.len() > u32::MAX as usize {
+            let e = IoError::Invalid {
+                path: self.path().to_path_buf(),
+                what: format!(
+                    "one I/O of {} bytes exceeds io_uring's 4 GiB limit; split it",
+                    op.buf.len()
+                ),
+            };
+            self.ready.push(Completion { op, result: Err(e) });
+            return Ok(());
+        }
         let align = self.backend.alignment();
         if let Err(e) = check_aligned(self.path(), align, op.buf.as_ptr(), op.buf.len(), op.offset)
         {
