@@ -1,0 +1,109 @@
+//! A B-epsilon tree sized from the affine model.
+//!
+//! Nodes are as large as the half-bandwidth point S x W: bigger nodes mean more
+//! buffered messages per flush, and up to S x W each I/O costs at most twice a
+//! minimal one. Point queries read only a basement node (a partial read of the
+//! leaf), sized so its transfer costs at most a quarter of the setup time.
+//! With B entries per node the fanout is B^epsilon; each flush moves at least
+//! B / fanout messages one level down, so an insert costs
+//! height x fanout / B amortised node reads and writes (Brodal and Fagerberg
+//! 2003; Bender et al., ";login:" 2015).
+
+use super::btree::{caching, levels};
+use super::{Dataset, Device, Row};
+use crate::units::fmt_bytes;
+use serde::{Deserialize, Serialize};
+
+pub const EPSILON: f64 = 0.5;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeTreeAdvice {
+    pub epsilon: f64,
+    /// S x W of the random-read fit, bytes.
+    pub half_bandwidth_point: f64,
+    /// The recommended node size: the power of two nearest S x W (>= 4 KiB).
+    pub node_size: u64,
+    /// Partial-read unit for point queries: largest power of two <= S x W / 4.
+    pub basement_size: u64,
+    pub entries_per_node: f64,
+    /// floor(entries per node ^ epsilon).
+    pub fanout: u64,
+    pub height: u32,
+    pub cached_levels: f64,
+    /// Amortised node I/Os (reads + writes) per insert.
+    pub insert_ios: f64,
+    /// Basement reads per point query.
+    pub point_ios: f64,
+    pub inserts_per_s: f64,
+    pub point_qps: f64,
+    /// The same for the recommended B+tree page, for comparison.
+    pub btree_inserts_per_s: f64,
+    pub btree_point_qps: f64,
+    pub summary: String,
+}
+
+pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTreeAdvice, String> {
+    let hbp = dev.read.affine.half_bandwidth_point();
+    if !hbp.is_finite() || hbp <= 0.0 {
+        return Err("the read fit has no finite half-bandwidth point".into());
+    }
+    let node = nearest_pow2(hbp).max(4096);
+    let basement = floor_pow2(hbp / 4.0).clamp(512, node);
+    let entries = node as f64 * d.fill / d.internal_entry() as f64;
+    let fanout = (entries.powf(EPSILON).floor() as u64).max(2);
+    let leaf_cap = ((node as f64 * d.fill / d.leaf_entry() as f64).floor() as u64).max(1);
+    let lv = levels(d.rows, leaf_cap, fanout);
+    let c = caching(&lv, node, d.cache_bytes);
+    let h = lv.len() as f64;
+    let uncached_levels = (h - c.whole_levels as f64 - c.partial).max(1.0);
+    // Every level's flushes read and write one child per fanout/entries messages.
+    let flushes = uncached_levels * fanout as f64 / entries;
+    let (r_node, _) = dev.read.iops(node);
+    let (w_node, _, _) = dev.write_iops(node);
+    let insert_s = flushes * (1.0 / r_node + 1.0 / w_node);
+    let (r_base, _) = dev.read.iops(basement);
+    let point_qps = r_base / uncached_levels;
+    let inserts_per_s = 1.0 / insert_s;
+    let summary = format!(
+        "B-epsilon tree (epsilon {EPSILON}): {} nodes (half-bandwidth point {}), {} basements, fanout {}: {:.4} I/Os per insert ({:.0}x the B+tree's {:.0} inserts/s), {:.2} basement reads per point query ({:.0} q/s vs the B+tree's {:.0})",
+        fmt_bytes(node as f64),
+        fmt_bytes(hbp),
+        fmt_bytes(basement as f64),
+        fanout,
+        2.0 * flushes,
+        inserts_per_s / btree_best.insert_ops,
+        btree_best.insert_ops,
+        uncached_levels,
+        point_qps,
+        btree_best.point_qps
+    );
+    Ok(BeTreeAdvice {
+        epsilon: EPSILON,
+        half_bandwidth_point: hbp,
+        node_size: node,
+        basement_size: basement,
+        entries_per_node: entries,
+        fanout,
+        height: lv.len() as u32,
+        cached_levels: c.whole_levels as f64 + c.partial,
+        insert_ios: 2.0 * flushes,
+        point_ios: uncached_levels,
+        inserts_per_s,
+        point_qps,
+        btree_inserts_per_s: btree_best.insert_ops,
+        btree_point_qps: btree_best.point_qps,
+        summary,
+    })
+}
+
+/// The power of two nearest `v` on a log scale.
+pub fn nearest_pow2(v: f64) -> u64 {
+    let k = v.max(1.0).log2().round().clamp(0.0, 62.0);
+    1u64 << (k as u32)
+}
+
+/// The largest power of two <= `v` (1 for v < 2).
+pub fn floor_pow2(v: f64) -> u64 {
+    let k = v.max(1.0).log2().floor().clamp(0.0, 62.0);
+    1u64 << (k as u32)
+}

@@ -1,0 +1,239 @@
+//! Page-size advisor: for each candidate page size, the B+tree's shape, the
+//! I/Os per operation after caching, and the operations per second the drive
+//! sustains at that size; then the best size for the workload mix, and a
+//! B-epsilon tree alternative sized from the half-bandwidth point.
+
+pub mod betree;
+pub mod btree;
+pub mod dataset;
+
+pub use betree::{advise_betree, BeTreeAdvice};
+pub use btree::{caching, Caching, Shape};
+pub use dataset::{Dataset, Mix};
+
+use crate::fit::{GroupFit, Source};
+use crate::units::{fmt_bytes, fmt_count};
+use crate::ModelError;
+use serde::{Deserialize, Serialize};
+
+/// The drive as the advisor sees it: a random-read curve and, if measured,
+/// a random-write curve (same concurrency preferred).
+#[derive(Debug, Clone, Copy)]
+pub struct Device<'a> {
+    pub read: &'a GroupFit,
+    pub write: Option<&'a GroupFit>,
+}
+
+impl Device<'_> {
+    fn write_iops(&self, page: u64) -> (f64, Source, bool) {
+        match self.write {
+            Some(w) => {
+                let (i, s) = w.iops(page);
+                (i, s, true)
+            }
+            None => {
+                let (i, s) = self.read.iops(page);
+                (i, s, false)
+            }
+        }
+    }
+}
+
+/// One candidate page size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub page_size: u64,
+    pub read_iops: f64,
+    pub read_source: Source,
+    pub write_iops: f64,
+    pub write_source: Source,
+    pub fanout: u64,
+    pub leaf_capacity: u64,
+    pub continuous_hops: f64,
+    pub height: u32,
+    /// Whole levels cached plus the cached fraction of the next.
+    pub cached_levels: f64,
+    pub uncached_hops: f64,
+    /// read IOPS / uncached hops.
+    pub point_qps: f64,
+    /// read IOPS / log_fanout(rows), no cache: the blog post's column.
+    pub envelope_qps: f64,
+    /// I/Os per range query of `range_records` records.
+    pub range_ios: f64,
+    /// Time of one range query at the measured concurrency, milliseconds.
+    pub range_ms: f64,
+    pub range_qps: f64,
+    /// Reads to find the leaf plus one page write.
+    pub insert_ops: f64,
+    /// Operations per second of the weighted mix.
+    pub mix_ops: f64,
+}
+
+/// The advisor's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Advice {
+    pub dataset: Dataset,
+    pub mix: Mix,
+    pub read_curve: String,
+    pub write_curve: Option<String>,
+    pub rows: Vec<Row>,
+    /// Page sizes left out, and why.
+    pub excluded: Vec<(u64, String)>,
+    pub best: u64,
+    pub reason: String,
+    pub betree: Option<BeTreeAdvice>,
+}
+
+/// Powers of two from 512 B to 1 MiB within the measured range, plus every
+/// measured size: the advisor never extrapolates the model past the data.
+pub fn candidates(read: &GroupFit) -> Vec<u64> {
+    let lo = read.measured.first().map_or(512, |m| m.0);
+    let hi = read.measured.last().map_or(1 << 20, |m| m.0);
+    let mut v: Vec<u64> = (9..=20)
+        .map(|k| 1u64 << k)
+        .filter(|p| *p >= lo && *p <= hi)
+        .chain(read.measured.iter().map(|m| m.0))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Rows for the given page sizes, best size for the mix, and the reason.
+pub fn advise(dev: Device, d: &Dataset, mix: Mix, pages: &[u64]) -> Result<Advice, ModelError> {
+    d.validate()?;
+    let mut rows = Vec::new();
+    let mut excluded = Vec::new();
+    for &p in pages {
+        match row(dev, d, mix, p) {
+            Ok(r) => rows.push(r),
+            Err(why) => excluded.push((p, why)),
+        }
+    }
+    let best = rows
+        .iter()
+        .max_by(|a, b| a.mix_ops.total_cmp(&b.mix_ops))
+        .ok_or_else(|| {
+            ModelError::Dataset(format!(
+                "no candidate page size can hold the entries ({}); use smaller --key-bytes/--value-bytes",
+                excluded
+                    .first()
+                    .map(|e| e.1.clone())
+                    .unwrap_or_else(|| "no page sizes".into())
+            ))
+        })?
+        .clone();
+    let reason = explain(&best, &rows, d, mix);
+    let betree = advise_betree(dev, d, &best).ok();
+    Ok(Advice {
+        dataset: d.clone(),
+        mix,
+        read_curve: dev.read.key.label(),
+        write_curve: dev.write.map(|w| w.key.label()),
+        rows,
+        excluded,
+        best: best.page_size,
+        reason,
+        betree,
+    })
+}
+
+fn row(dev: Device, d: &Dataset, mix: Mix, page: u64) -> Result<Row, String> {
+    let shape = Shape::new(page, d)?;
+    let c = caching(&shape.levels, page, d.cache_bytes);
+    let (read_iops, read_source) = dev.read.iops(page);
+    let (write_iops, write_source, _) = dev.write_iops(page);
+    let conc = dev.read.key.concurrency() as f64;
+    let point_qps = read_iops / c.uncached_hops;
+    // Leaves touched by R consecutive records starting anywhere in a leaf of
+    // L records: 1 + (R - 1)/L on average; the first is the point query's leaf.
+    let extra_leaves = (d.range_records - 1) as f64 / shape.leaf_capacity as f64 * c.leaf_miss;
+    let range_ios = c.uncached_hops + extra_leaves;
+    let range_qps = read_iops / range_ios;
+    let insert_s = c.uncached_hops / read_iops + 1.0 / write_iops;
+    let point_s = 1.0 / point_qps;
+    let range_s = 1.0 / range_qps;
+    let mix_s = mix.point * point_s + mix.range * range_s + mix.insert * insert_s;
+    Ok(Row {
+        page_size: page,
+        read_iops,
+        read_source,
+        write_iops,
+        write_source,
+        fanout: shape.fanout,
+        leaf_capacity: shape.leaf_capacity,
+        continuous_hops: shape.continuous_hops,
+        height: shape.height(),
+        cached_levels: c.whole_levels as f64 + c.partial,
+        uncached_hops: c.uncached_hops,
+        point_qps,
+        envelope_qps: read_iops / shape.continuous_hops,
+        range_ios,
+        range_ms: range_ios * conc / read_iops * 1e3,
+        range_qps,
+        insert_ops: 1.0 / insert_s,
+        mix_ops: 1.0 / mix_s,
+    })
+}
+
+fn explain(best: &Row, rows: &[Row], d: &Dataset, mix: Mix) -> String {
+    let mut s = format!(
+        "{} pages: fanout {}, height {}, {:.2} levels cached in {} of cache, so a point query costs {:.2} I/Os at {} IOPS ({}) = {} point queries/s",
+        fmt_bytes(best.page_size as f64),
+        best.fanout,
+        best.height,
+        best.cached_levels,
+        fmt_bytes(d.cache_bytes as f64),
+        best.uncached_hops,
+        fmt_count(best.read_iops),
+        match best.read_source {
+            Source::Measured => "measured",
+            Source::Model => "model",
+        },
+        fmt_count(best.point_qps)
+    );
+    if mix.point < 1.0 {
+        s.push_str(&format!(
+            "; for the mix ({}) {} ops/s",
+            mix.describe(),
+            fmt_count(best.mix_ops)
+        ));
+    }
+    let smaller = rows.iter().rev().find(|r| r.page_size < best.page_size);
+    let larger = rows.iter().find(|r| r.page_size > best.page_size);
+    let mut cmp = Vec::new();
+    if let Some(r) = smaller {
+        cmp.push(format!(
+            "{} pages give {:.0}% less ({:+.2} I/Os per query{})",
+            fmt_bytes(r.page_size as f64),
+            (1.0 - r.mix_ops / best.mix_ops) * 100.0,
+            r.uncached_hops - best.uncached_hops,
+            if r.read_iops > best.read_iops {
+                " despite faster I/Os"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(r) = larger {
+        cmp.push(format!(
+            "{} pages give {:.0}% less (each I/O {:.0}% slower{})",
+            fmt_bytes(r.page_size as f64),
+            (1.0 - r.mix_ops / best.mix_ops) * 100.0,
+            (best.read_iops / r.read_iops - 1.0) * 100.0,
+            if r.uncached_hops < best.uncached_hops {
+                format!(
+                    ", {:.2} fewer I/Os per query",
+                    best.uncached_hops - r.uncached_hops
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if !cmp.is_empty() {
+        s.push_str(". ");
+        s.push_str(&cmp.join("; "));
+    }
+    s
+}
