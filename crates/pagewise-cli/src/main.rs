@@ -20,6 +20,12 @@ enum Command {
     Probe(Box<cmd::probe::Args>),
     /// Print the device topology behind a file, directory or block device.
     Topology(cmd::topology::Args),
+    /// Fit T(B) = S + B/W to measurements (probe JSON, fio JSON or CSV).
+    Model(cmd::model::Args),
+    /// Recommend a B+tree page size (and B-epsilon node size) for a dataset on a drive.
+    Advise(cmd::advise::Args),
+    /// Estimate drive lifetime from write rate and write amplification.
+    Wear(cmd::wear::Args),
 }
 
 fn main() {
@@ -27,6 +33,9 @@ fn main() {
     let result = match cli.command {
         Command::Probe(a) => cmd::probe::run(*a),
         Command::Topology(a) => cmd::topology::run(a),
+        Command::Model(a) => cmd::model::run(a),
+        Command::Advise(a) => cmd::advise::run(a),
+        Command::Wear(a) => cmd::wear::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -31,7 +31,7 @@ pub enum ModelError {
         hint: &'static str,
     },
     #[error(
-        "unknown operation {0:?}: use randread, randwrite, seqread, seqwrite, read, write or mixed"
+        "unknown operation {0:?}: use randread, randwrite, seqread (or read), seqwrite (or write), mixed or mixed:READPCT"
     )]
     UnknownOp(String),
     #[error("need measurements at two or more block sizes for the same operation and queue depth to fit T = S + B/W (got {0})")]

@@ -117,19 +117,19 @@ pub fn workload_name(op: OpKind, pattern: Pattern) -> &'static str {
     }
 }
 
-/// Parses a workload name. `read` and `write` alone mean random I/O (CSV
-/// convention: the pages of a B-tree are read at random); use `seqread` or
-/// `seqwrite` for sequential. fio's own `rw=read` is handled in the fio parser.
+/// Parses a workload name as the probe and fio spell it: `read` and `write`
+/// alone are sequential (fio's `rw=read`), `randread`/`randwrite` random;
+/// `mixed`, `mixed:70` and `randrw` are random mixed reads and writes.
 pub fn parse_workload(s: &str) -> Result<(OpKind, Pattern), ModelError> {
     let t = s.trim().to_ascii_lowercase();
     let name = t.split(':').next().unwrap_or("");
     Ok(match name {
-        "randread" | "read" => (OpKind::Read, Pattern::Random),
-        "randwrite" | "write" => (OpKind::Write, Pattern::Random),
-        "seqread" => (OpKind::Read, Pattern::Sequential),
-        "seqwrite" => (OpKind::Write, Pattern::Sequential),
+        "randread" => (OpKind::Read, Pattern::Random),
+        "randwrite" => (OpKind::Write, Pattern::Random),
+        "seqread" | "read" => (OpKind::Read, Pattern::Sequential),
+        "seqwrite" | "write" => (OpKind::Write, Pattern::Sequential),
         "mixed" | "randrw" | "randmixed" => (OpKind::Mixed, Pattern::Random),
-        "seqmixed" | "readwrite" => (OpKind::Mixed, Pattern::Sequential),
+        "seqmixed" | "readwrite" | "rw" => (OpKind::Mixed, Pattern::Sequential),
         _ => return Err(ModelError::UnknownOp(s.into())),
     })
 }

@@ -1,4 +1,7 @@
 //! One module per subcommand.
 
+pub mod advise;
+pub mod model;
 pub mod probe;
 pub mod topology;
+pub mod wear;

@@ -201,39 +201,54 @@ fn explain(best: &Row, rows: &[Row], d: &Dataset, mix: Mix) -> String {
     }
     let smaller = rows.iter().rev().find(|r| r.page_size < best.page_size);
     let larger = rows.iter().find(|r| r.page_size > best.page_size);
-    let mut cmp = Vec::new();
-    if let Some(r) = smaller {
-        cmp.push(format!(
-            "{} pages give {:.0}% less ({:+.2} I/Os per query{})",
-            fmt_bytes(r.page_size as f64),
-            (1.0 - r.mix_ops / best.mix_ops) * 100.0,
-            r.uncached_hops - best.uncached_hops,
-            if r.read_iops > best.read_iops {
-                " despite faster I/Os"
-            } else {
-                ""
-            }
-        ));
-    }
-    if let Some(r) = larger {
-        cmp.push(format!(
-            "{} pages give {:.0}% less (each I/O {:.0}% slower{})",
-            fmt_bytes(r.page_size as f64),
-            (1.0 - r.mix_ops / best.mix_ops) * 100.0,
-            (best.read_iops / r.read_iops - 1.0) * 100.0,
-            if r.uncached_hops < best.uncached_hops {
-                format!(
-                    ", {:.2} fewer I/Os per query",
-                    best.uncached_hops - r.uncached_hops
-                )
-            } else {
-                String::new()
-            }
-        ));
-    }
+    let cmp: Vec<String> = [smaller, larger]
+        .into_iter()
+        .flatten()
+        .map(|r| compare(best, r, mix))
+        .collect();
     if !cmp.is_empty() {
         s.push_str(". ");
         s.push_str(&cmp.join("; "));
     }
     s
+}
+
+/// Why neighbour `r` loses to `best`: its throughput and the terms that differ.
+fn compare(best: &Row, r: &Row, mix: Mix) -> String {
+    let mut why = Vec::new();
+    let hop_diff = r.uncached_hops - best.uncached_hops;
+    if hop_diff.abs() >= 0.005 {
+        why.push(format!("{hop_diff:+.2} I/Os per point query"));
+    }
+    let iops_diff = r.read_iops / best.read_iops - 1.0;
+    if iops_diff.abs() >= 0.005 {
+        why.push(format!(
+            "I/Os {:.0}% {}",
+            iops_diff.abs() * 100.0,
+            if iops_diff > 0.0 { "faster" } else { "slower" }
+        ));
+    }
+    if mix.range > 0.0 && (r.range_ms / best.range_ms - 1.0).abs() >= 0.005 {
+        why.push(format!(
+            "range queries {:.3} ms instead of {:.3} ms",
+            r.range_ms, best.range_ms
+        ));
+    }
+    if mix.insert > 0.0 && (r.insert_ops / best.insert_ops - 1.0).abs() >= 0.005 {
+        why.push(format!(
+            "{} inserts/s instead of {}",
+            fmt_count(r.insert_ops),
+            fmt_count(best.insert_ops)
+        ));
+    }
+    format!(
+        "{} pages give {:.1}% fewer operations/s ({})",
+        fmt_bytes(r.page_size as f64),
+        (1.0 - r.mix_ops / best.mix_ops) * 100.0,
+        if why.is_empty() {
+            "about the same on every term".to_string()
+        } else {
+            why.join(", ")
+        }
+    )
 }
