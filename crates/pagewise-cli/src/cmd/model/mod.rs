@@ -1,6 +1,7 @@
 //! `pagewise model INPUT...`: fit T(B) = S + B/W per workload and queue
 //! depth, report how good the fit is, and how throughput scales with depth.
 
+pub mod chart;
 pub mod input;
 pub mod table;
 
@@ -31,8 +32,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let loaded = input::load(&args.inputs)?;
     let report = fit_all(&loaded.measurements).context("cannot fit the model")?;
     if let Some(path) = &args.plot {
-        let svg = chart::fits_svg(&report, "Service time per I/O vs block size");
-        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+        let svg = chart::iops_chart(&report, "Measured IOPS and fitted T(B) = S + B/W").to_svg();
+        crate::plot::save(path, &svg)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         if !args.json {
             eprintln!("chart written to {}", path.display());
         }
@@ -203,13 +205,5 @@ pub fn fmt_hbp(b: f64) -> String {
         fmt_bytes(b.round())
     } else {
         "-".into()
-    }
-}
-
-pub mod chart {
-    //! Placeholder until the plot module lands; replaced in the next commit.
-    use pagewise_model::fit::ModelReport;
-    pub fn fits_svg(_r: &ModelReport, _title: &str) -> String {
-        String::new()
     }
 }
