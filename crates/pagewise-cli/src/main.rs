@@ -3,6 +3,7 @@
 
 mod cmd;
 mod plot;
+mod report;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +27,8 @@ enum Command {
     Advise(cmd::advise::Args),
     /// Estimate drive lifetime from write rate and write amplification.
     Wear(cmd::wear::Args),
+    /// Probe the drive under DIR, fit the model, advise, and write DIR/report.html.
+    Tune(cmd::tune::Args),
 }
 
 fn main() {
@@ -36,6 +39,7 @@ fn main() {
         Command::Model(a) => cmd::model::run(a),
         Command::Advise(a) => cmd::advise::run(a),
         Command::Wear(a) => cmd::wear::run(a),
+        Command::Tune(a) => cmd::tune::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

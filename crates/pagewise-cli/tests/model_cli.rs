@@ -85,7 +85,11 @@ fn as_probe() -> String {
 }
 
 fn summary(out: &Output) -> (f64, f64) {
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = &v["summary"][0];
     (
@@ -102,7 +106,11 @@ fn same_data_same_fit_in_every_format() {
     let probe = write(dir.path(), "d.probe.json", &as_probe());
     let mut fits = Vec::new();
     for p in [&csv, &fio, &probe] {
-        fits.push(summary(&pagewise(&["model", "--json", p.to_str().unwrap()])));
+        fits.push(summary(&pagewise(&[
+            "model",
+            "--json",
+            p.to_str().unwrap(),
+        ])));
     }
     for f in &fits {
         assert!((f.0 - 60.0).abs() < 0.6, "S {f:?}");
@@ -127,7 +135,11 @@ fn model_table_and_plot_from_real_fio_output() {
     assert!(out.contains("randread qd1"), "{out}");
     assert!(out.contains("PDAM P"), "{out}");
     let svg = std::fs::read_to_string(svg).unwrap();
-    assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{}", &svg[..svg.len().min(80)]);
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{}",
+        &svg[..svg.len().min(80)]
+    );
     assert!(svg.contains("randread qd1"));
 }
 
@@ -137,22 +149,85 @@ fn bad_inputs_fail_with_one_line() {
     let d = dir.path();
     let s = |p: PathBuf| p.display().to_string();
     fails_cleanly(&["model", &s(write(d, "empty.csv", ""))], "empty");
-    fails_cleanly(&["model", &s(write(d, "cols.csv", "size,speed\n4096,100\n"))], "unknown");
-    fails_cleanly(&["model", &s(write(d, "neg.csv", "block_size,iops\n4096,-1\n8192,5\n"))], "positive");
-    fails_cleanly(&["model", &s(write(d, "zero.csv", "block_size,iops\n4096,0\n8192,5\n"))], "positive");
-    fails_cleanly(&["model", &s(write(d, "one.csv", "block_size,iops\n4096,100\n"))], "one point only");
+    fails_cleanly(
+        &["model", &s(write(d, "cols.csv", "size,speed\n4096,100\n"))],
+        "unknown",
+    );
+    fails_cleanly(
+        &[
+            "model",
+            &s(write(d, "neg.csv", "block_size,iops\n4096,-1\n8192,5\n")),
+        ],
+        "positive",
+    );
+    fails_cleanly(
+        &[
+            "model",
+            &s(write(d, "zero.csv", "block_size,iops\n4096,0\n8192,5\n")),
+        ],
+        "positive",
+    );
+    fails_cleanly(
+        &[
+            "model",
+            &s(write(d, "one.csv", "block_size,iops\n4096,100\n")),
+        ],
+        "one point only",
+    );
     fails_cleanly(&["model", &s(write(d, "junk.json", "{\"a\":1}"))], "fio");
     fails_cleanly(&["model", &s(d.join("missing.csv"))], "cannot read");
-    fails_cleanly(&["wear", "--capacity", "12parsecs", "--write-rate", "10MB/s"], "size");
-    fails_cleanly(&["wear", "--capacity", "256GB", "--write-rate", "10MB/fortnight"], "rate");
-    fails_cleanly(&["wear", "--capacity", "256GB", "--write-rate", "0MB/s"], "positive");
-    fails_cleanly(&["wear", "--capacity", "256GB", "--write-rate", "1MB/s", "--over-provisioning", "lots"], "percentage");
+    fails_cleanly(
+        &["wear", "--capacity", "12parsecs", "--write-rate", "10MB/s"],
+        "size",
+    );
+    fails_cleanly(
+        &[
+            "wear",
+            "--capacity",
+            "256GB",
+            "--write-rate",
+            "10MB/fortnight",
+        ],
+        "rate",
+    );
+    fails_cleanly(
+        &["wear", "--capacity", "256GB", "--write-rate", "0MB/s"],
+        "positive",
+    );
+    fails_cleanly(
+        &[
+            "wear",
+            "--capacity",
+            "256GB",
+            "--write-rate",
+            "1MB/s",
+            "--over-provisioning",
+            "lots",
+        ],
+        "percentage",
+    );
     let csv = s(write(d, "ok.csv", &as_csv()));
-    fails_cleanly(&["advise", "--device", &csv, "--rows", "1e9", "--cache", "1XB"], "size");
+    fails_cleanly(
+        &[
+            "advise", "--device", &csv, "--rows", "1e9", "--cache", "1XB",
+        ],
+        "size",
+    );
     fails_cleanly(&["advise", "--device", &csv, "--rows=-5"], "row count");
-    fails_cleanly(&["advise", "--device", &csv, "--rows", "1e9", "--mix", "point=0"], "mix");
-    fails_cleanly(&["advise", "--device", &csv, "--rows", "1e9", "--fill", "1.5"], "fill");
-    fails_cleanly(&["advise", "--device", &csv, "--rows", "1e9", "--qd", "7"], "7 I/Os in flight");
+    fails_cleanly(
+        &[
+            "advise", "--device", &csv, "--rows", "1e9", "--mix", "point=0",
+        ],
+        "mix",
+    );
+    fails_cleanly(
+        &["advise", "--device", &csv, "--rows", "1e9", "--fill", "1.5"],
+        "fill",
+    );
+    fails_cleanly(
+        &["advise", "--device", &csv, "--rows", "1e9", "--qd", "7"],
+        "7 I/Os in flight",
+    );
 }
 
 #[test]
@@ -160,23 +235,43 @@ fn advise_recommends_with_reason() {
     let dir = tempfile::tempdir().unwrap();
     let csv = write(dir.path(), "d.csv", &as_csv());
     let o = pagewise(&[
-        "advise", "--device", csv.to_str().unwrap(), "--rows", "1e9", "--cache", "1GiB",
+        "advise",
+        "--device",
+        csv.to_str().unwrap(),
+        "--rows",
+        "1e9",
+        "--cache",
+        "1GiB",
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(out.contains("Recommendation:") && out.contains("Why:"), "{out}");
+    assert!(
+        out.contains("Recommendation:") && out.contains("Why:"),
+        "{out}"
+    );
     assert!(out.contains("B-epsilon tree"), "{out}");
     // JSON: the best row has the highest ops/s of the table.
     let o = pagewise(&[
-        "advise", "--device", csv.to_str().unwrap(), "--rows", "1e9", "--json",
-        "--mix", "point=0.5,range=0.3,insert=0.2",
+        "advise",
+        "--device",
+        csv.to_str().unwrap(),
+        "--rows",
+        "1e9",
+        "--json",
+        "--mix",
+        "point=0.5,range=0.3,insert=0.2",
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let best = v["advice"]["best"].as_u64().unwrap();
     let rows = v["advice"]["rows"].as_array().unwrap();
     let top = rows
         .iter()
-        .max_by(|a, b| a["mix_ops"].as_f64().unwrap().total_cmp(&b["mix_ops"].as_f64().unwrap()))
+        .max_by(|a, b| {
+            a["mix_ops"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["mix_ops"].as_f64().unwrap())
+        })
         .unwrap();
     assert_eq!(top["page_size"].as_u64().unwrap(), best);
 }
@@ -184,13 +279,27 @@ fn advise_recommends_with_reason() {
 #[test]
 fn wear_tokutek_example() {
     let o = pagewise(&[
-        "wear", "--capacity", "256GB", "--pe-cycles", "1000", "--write-rate", "10MB/s",
-        "--ftl-wa", "1", "--json",
+        "wear",
+        "--capacity",
+        "256GB",
+        "--pe-cycles",
+        "1000",
+        "--write-rate",
+        "10MB/s",
+        "--ftl-wa",
+        "1",
+        "--json",
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!((v["days"].as_f64().unwrap() - 296.3).abs() < 0.1);
     let o = pagewise(&[
-        "wear", "--capacity", "256GB", "--write-rate", "10MB/s", "--ftl-wa", "4",
+        "wear",
+        "--capacity",
+        "256GB",
+        "--write-rate",
+        "10MB/s",
+        "--ftl-wa",
+        "4",
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("lifetime: 74 days"), "{out}");

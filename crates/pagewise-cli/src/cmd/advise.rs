@@ -110,7 +110,7 @@ pub fn parse_rows(s: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a row count: write e.g. 1000000, 1e9 or 250M"))?;
     let rows = v * mult;
-    if !(rows >= 1.0 && rows < 1.8e19) || rows.fract() != 0.0 {
+    if !(1.0..1.8e19).contains(&rows) || rows.fract() != 0.0 {
         return Err(format!("{s:?}: the row count must be a whole number >= 1"));
     }
     Ok(rows as u64)
@@ -120,14 +120,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let loaded = input::load(&args.device)?;
     let report = fit_all(&loaded.measurements).context("cannot fit the drive model")?;
     let mut notes = loaded.notes.clone();
-    let a = advise_report(&report, &args.data.dataset(), args.mix, args.qd, &args.pages, &mut notes)?;
+    let a = advise_report(
+        &report,
+        &args.data.dataset(),
+        args.mix,
+        args.qd,
+        &args.pages,
+        &mut notes,
+    )?;
     if args.json {
         #[derive(serde::Serialize)]
         struct Out<'a> {
             advice: &'a Advice,
             notes: &'a [String],
         }
-        println!("{}", serde_json::to_string_pretty(&Out { advice: &a, notes: &notes })?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Out {
+                advice: &a,
+                notes: &notes
+            })?
+        );
         return Ok(());
     }
     print!("{}", render_text(&a));
@@ -150,12 +163,17 @@ pub fn advise_report(
         Some(r) => r,
         None => {
             if let Some(q) = qd {
-                bail!("no random-read curve measured at {q} I/Os in flight; measured: {}", levels(report));
+                bail!(
+                    "no random-read curve measured at {q} I/Os in flight; measured: {}",
+                    levels(report)
+                );
             }
             let r = report
                 .find(OpKind::Read, Pattern::Sequential, None)
                 .context("no random-read measurements at two or more block sizes: the advisor needs randread IOPS per block size (op column randread)")?;
-            notes.push("no random-read curve: using sequential reads, which flatter large pages".into());
+            notes.push(
+                "no random-read curve: using sequential reads, which flatter large pages".into(),
+            );
             r
         }
     };
@@ -163,7 +181,9 @@ pub fn advise_report(
         .find(OpKind::Write, Pattern::Random, Some(read.key.concurrency()))
         .or_else(|| report.find(OpKind::Write, Pattern::Random, None));
     if write.is_none() && mix.insert > 0.0 {
-        notes.push("no random-write curve: inserts' page writes are costed at random-read speed".into());
+        notes.push(
+            "no random-write curve: inserts' page writes are costed at random-read speed".into(),
+        );
     }
     let pages = if pages.is_empty() {
         candidates(read)
@@ -206,8 +226,19 @@ pub fn render_text(a: &Advice) -> String {
         a.write_curve.as_deref().unwrap_or("(none: read curve)")
     ));
     let mut t = Table::new(&[
-        "page", "read IOPS", "fanout", "leaf recs", "log_f N", "height", "cached", "I/O per get",
-        "gets/s", "range ms", "inserts/s", "mix ops/s", "",
+        "page",
+        "read IOPS",
+        "fanout",
+        "leaf recs",
+        "log_f N",
+        "height",
+        "cached",
+        "I/O per get",
+        "gets/s",
+        "range ms",
+        "inserts/s",
+        "mix ops/s",
+        "",
     ]);
     let mut modelled = false;
     for r in &a.rows {
@@ -231,7 +262,11 @@ pub fn render_text(a: &Advice) -> String {
             format!("{:.3}", r.range_ms),
             fmt_count(r.insert_ops),
             fmt_count(r.mix_ops),
-            if r.page_size == a.best { "<- best".into() } else { String::new() },
+            if r.page_size == a.best {
+                "<- best".into()
+            } else {
+                String::new()
+            },
         ]);
     }
     s.push_str(&t.render());

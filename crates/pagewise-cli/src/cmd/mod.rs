@@ -4,4 +4,5 @@ pub mod advise;
 pub mod model;
 pub mod probe;
 pub mod topology;
+pub mod tune;
 pub mod wear;

@@ -34,9 +34,6 @@ pub fn residual_chart(r: &ModelReport) -> LineChart {
             .collect();
         c.add(Series::markers(&g.key.label(), pts).color(i));
     }
-    if let Some((lo, hi)) = size_range(r) {
-        c.add(Series::line("zero", vec![(lo, 0.0), (hi, 0.0)]).color(7));
-    }
     c
 }
 
@@ -44,7 +41,7 @@ fn fit_label(g: &GroupFit) -> String {
     let f = &g.affine;
     let w = f.bandwidth();
     let mut s = format!(
-        "fit: S {:.0} us, W {}",
+        "fit: S {:.0} µs, W {}",
         f.setup_s * 1e6,
         if w.is_finite() {
             format!("{:.0} MB/s", w / 1e6)
@@ -64,15 +61,10 @@ fn curve(g: &GroupFit, f: impl Fn(u64) -> f64) -> Vec<(f64, f64)> {
     let hi = g.measured.last().map_or(1 << 20, |m| m.0) as f64;
     (0..48)
         .map(|i| {
-            let b = (lo.ln() + (hi.ln() - lo.ln()) * i as f64 / 47.0).exp().round() as u64;
+            let b = (lo.ln() + (hi.ln() - lo.ln()) * i as f64 / 47.0)
+                .exp()
+                .round() as u64;
             (b as f64, f(b.max(1)))
         })
         .collect()
-}
-
-fn size_range(r: &ModelReport) -> Option<(f64, f64)> {
-    let sizes = r.fits.iter().flat_map(|g| g.measured.iter().map(|m| m.0 as f64));
-    let lo = sizes.clone().fold(f64::INFINITY, f64::min);
-    let hi = sizes.fold(0.0, f64::max);
-    lo.is_finite().then_some((lo, hi))
 }

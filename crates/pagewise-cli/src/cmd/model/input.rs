@@ -41,8 +41,8 @@ fn parse_text(text: &str, p: &Path, out: &mut Loaded) -> anyhow::Result<Vec<Meas
     }
     let t = text.trim_start();
     if t.starts_with('{') && t.contains("\"schema\"") && t.contains("pagewise-probe/") {
-        let v: Value =
-            serde_json::from_str(t).with_context(|| format!("{name}: invalid probe results JSON"))?;
+        let v: Value = serde_json::from_str(t)
+            .with_context(|| format!("{name}: invalid probe results JSON"))?;
         if out.topology.is_none() {
             out.topology = v.get("topology").cloned();
         }
@@ -63,7 +63,9 @@ pub fn from_probe(v: &Value, notes: &mut Vec<String>) -> anyhow::Result<Vec<Meas
     let mut out = Vec::new();
     let mut skipped = 0usize;
     for (i, pt) in points.iter().enumerate() {
-        let params = pt.get("params").context(format!("point {i} has no params"))?;
+        let params = pt
+            .get("params")
+            .context(format!("point {i} has no params"))?;
         let s = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
         let u = |v: Option<&Value>| v.and_then(Value::as_u64);
         let mode = s("mode");
@@ -75,7 +77,9 @@ pub fn from_probe(v: &Value, notes: &mut Vec<String>) -> anyhow::Result<Vec<Meas
             skipped += 1;
             continue;
         }
-        let qd = u(pt.get("effective_qd")).or(u(params.get("qd"))).unwrap_or(1);
+        let qd = u(pt.get("effective_qd"))
+            .or(u(params.get("qd")))
+            .unwrap_or(1);
         let threads = u(params.get("threads")).unwrap_or(1);
         let iops = pt.get("iops").and_then(Value::as_f64).unwrap_or(0.0);
         let latency_us = pt
@@ -92,7 +96,8 @@ pub fn from_probe(v: &Value, notes: &mut Vec<String>) -> anyhow::Result<Vec<Meas
             iops,
             latency_us,
         };
-        m.validate().with_context(|| format!("point {i} ({mode} {bs} B)"))?;
+        m.validate()
+            .with_context(|| format!("point {i} ({mode} {bs} B)"))?;
         out.push(m);
     }
     if skipped > 0 {

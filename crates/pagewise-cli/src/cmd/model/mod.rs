@@ -91,7 +91,11 @@ impl Summary {
             r2: g.affine.r2,
             max_rel_residual: g.affine.max_rel_residual,
             poor_fit: g.poor.clone(),
-            knee_bytes: g.piecewise.as_ref().filter(|_| g.knee_found).map(|p| p.knee),
+            knee_bytes: g
+                .piecewise
+                .as_ref()
+                .filter(|_| g.knee_found)
+                .map(|p| p.knee),
         }
     }
 }
@@ -100,9 +104,18 @@ impl Summary {
 pub fn render_text(r: &ModelReport) -> String {
     let mut s = String::new();
     if !r.fits.is_empty() {
-        s.push_str("Fitted T(B) = S + B/W (service time per I/O in flight = qd x threads / IOPS)\n\n");
+        s.push_str(
+            "Fitted T(B) = S + B/W (service time per I/O in flight = qd x threads / IOPS)\n\n",
+        );
         let mut t = Table::new(&[
-            "workload", "points", "S", "W", "S x W", "R^2", "max resid", "fit",
+            "workload",
+            "points",
+            "S",
+            "W",
+            "S x W",
+            "R^2",
+            "max resid",
+            "fit",
         ]);
         for g in &r.fits {
             let f = &g.affine;
@@ -114,7 +127,11 @@ pub fn render_text(r: &ModelReport) -> String {
                 fmt_hbp(f.half_bandwidth_point()),
                 format!("{:.4}", f.r2),
                 format!("{:.1}%", f.max_rel_residual * 100.0),
-                if g.poor.is_some() { "poor".into() } else { "good".into() },
+                if g.poor.is_some() {
+                    "poor".into()
+                } else {
+                    "good".into()
+                },
             ]);
         }
         s.push_str(&t.render());
@@ -124,7 +141,10 @@ pub fn render_text(r: &ModelReport) -> String {
         }
         for g in &r.fits {
             if let Some(why) = &g.poor {
-                s.push_str(&format!("\n{}: the affine fit is poor ({why}).\n", g.key.label()));
+                s.push_str(&format!(
+                    "\n{}: the affine fit is poor ({why}).\n",
+                    g.key.label()
+                ));
                 match (&g.piecewise, g.knee_found) {
                     (Some(p), found) => s.push_str(&format!(
                         "  two-segment fit: S {}, knee at {}, W {} below and {} above, max residual {:.1}%{}\n",
@@ -155,14 +175,26 @@ fn residual_line(g: &GroupFit) -> String {
         .affine
         .points
         .iter()
-        .map(|p| format!("{} {:+.1}%", fmt_bytes(p.block_size as f64), p.rel_residual * 100.0))
+        .map(|p| {
+            format!(
+                "{} {:+.1}%",
+                fmt_bytes(p.block_size as f64),
+                p.rel_residual * 100.0
+            )
+        })
         .collect();
     format!("residuals {}: {}\n", g.key.label(), parts.join(", "))
 }
 
 pub fn parallelism_table(ps: &[ParallelismFit]) -> Table {
     let mut t = Table::new(&[
-        "workload", "block", "in flight", "peak IOPS", "peak at", "PDAM P", "95% of peak at",
+        "workload",
+        "block",
+        "in flight",
+        "peak IOPS",
+        "peak at",
+        "PDAM P",
+        "95% of peak at",
     ]);
     for p in ps {
         let q = &p.parallelism;
