@@ -1,1 +1,26 @@
-//! pagewise-bench: see the crate description in Cargo.toml.
+//! pagewise-bench: standard storage workloads (fillseq, fillrandom, overwrite,
+//! readrandom, multireadrandom, readseq, scan, YCSB A-F, iiBench) run against
+//! engines behind one adapter trait ([`Engine`]), measuring throughput over
+//! time, latency percentiles, CPU, memory, space amplification and write
+//! amplification at the device (a loop-mounted ext4 per run) and at the syscall.
+//!
+//! Peers (redb, LMDB, SQLite, RocksDB) compile only with the `peers` /
+//! `peers-all` features so the default build stays fast.
+
+pub mod engine;
+pub mod engines;
+mod error;
+pub mod exec;
+pub mod iibench;
+pub mod keys;
+pub mod loopfs;
+pub mod metrics;
+pub mod runner;
+pub mod sysinfo;
+pub mod values;
+pub mod workload;
+
+pub use engine::{compiled_engines, open_engine, Engine, Settings, SyncPolicy, WriteOp};
+pub use error::{BenchError, Result};
+pub use runner::{run, Measure, PhaseResult, RunConfig};
+pub use workload::{Kind, Params, Spec};

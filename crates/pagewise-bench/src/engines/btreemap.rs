@@ -1,0 +1,125 @@
+//! In-memory reference engine (a `BTreeMap` per table behind a lock). Not a
+//! peer: it is the model the other adapters are tested against and the fastest
+//! possible "engine" for checking the harness itself. `close` writes a dump so
+//! multi-phase runs can reopen it.
+
+use crate::engine::{Engine, Visit, WriteOp};
+use crate::{BenchError, Result};
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+type Table = BTreeMap<Vec<u8>, Vec<u8>>;
+
+pub struct BTreeEngine {
+    tables: RwLock<Vec<Table>>,
+    dump: Option<PathBuf>,
+}
+
+impl BTreeEngine {
+    pub fn new(tables: usize) -> Self {
+        Self {
+            tables: RwLock::new(vec![Table::new(); tables]),
+            dump: None,
+        }
+    }
+
+    /// Opens the dump in `dir` if there is one; `close` writes it back.
+    pub fn open(dir: &Path, tables: usize) -> Result<Self> {
+        let path = dir.join("btreemap.dump");
+        let mut eng = Self::new(tables);
+        if path.exists() {
+            let mut bytes = Vec::new();
+            std::fs::File::open(&path)
+                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .map_err(|e| BenchError::os("read btreemap dump", &path, e))?;
+            eng.load(&bytes);
+        }
+        eng.dump = Some(path);
+        Ok(eng)
+    }
+
+    fn load(&mut self, mut b: &[u8]) {
+        let take = |n: usize, b: &mut &[u8]| {
+            let (h, t) = b.split_at(n);
+            *b = t;
+            h.to_vec()
+        };
+        let tables = self.tables.get_mut();
+        while b.len() >= 12 {
+            let t = u32::from_le_bytes(take(4, &mut b).try_into().unwrap()) as usize;
+            let kl = u32::from_le_bytes(take(4, &mut b).try_into().unwrap()) as usize;
+            let vl = u32::from_le_bytes(take(4, &mut b).try_into().unwrap()) as usize;
+            let k = take(kl, &mut b);
+            let v = take(vl, &mut b);
+            if t < tables.len() {
+                tables[t].insert(k, v);
+            }
+        }
+    }
+}
+
+impl Engine for BTreeEngine {
+    fn name(&self) -> &'static str {
+        "btreemap"
+    }
+
+    fn version(&self) -> String {
+        "std BTreeMap".into()
+    }
+
+    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+        let mut t = self.tables.write();
+        for op in ops {
+            match op {
+                WriteOp::Put { table, key, value } => {
+                    t[*table].insert(key.clone(), value.clone());
+                }
+                WriteOp::Delete { table, key } => {
+                    t[*table].remove(key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.tables.read()[table].get(key).cloned())
+    }
+
+    fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
+        let t = self.tables.read();
+        let mut n = 0;
+        for (k, v) in t[table].range(start.to_vec()..).take(limit) {
+            n += 1;
+            if !visit(k, v) {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        let Some(path) = &self.dump else {
+            return Ok(());
+        };
+        let mut out = Vec::new();
+        for (i, t) in self.tables.read().iter().enumerate() {
+            for (k, v) in t {
+                out.extend_from_slice(&(i as u32).to_le_bytes());
+                out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                out.extend_from_slice(k);
+                out.extend_from_slice(v);
+            }
+        }
+        std::fs::File::create(path)
+            .and_then(|mut f| f.write_all(&out).and_then(|_| f.sync_all()))
+            .map_err(|e| BenchError::os("write btreemap dump", path, e))
+    }
+}

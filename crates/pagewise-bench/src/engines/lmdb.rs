@@ -1,0 +1,106 @@
+//! LMDB through heed: memory-mapped copy-on-write B+tree. LMDB has no cache
+//! of its own (the OS page cache is its cache), no compression and no direct I/O.
+//! Sync off: the env is opened with NO_SYNC and `force_sync` runs at sync.
+
+use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
+use crate::{BenchError, Result};
+use heed::types::Bytes;
+use heed::{Database, Env, EnvFlags, EnvOpenOptions};
+use std::ops::Bound;
+use std::path::Path;
+
+const NAME: &str = "lmdb";
+/// Address space reserved for the map; the file grows only as pages are used.
+const MAP_SIZE: usize = 256 << 30;
+
+pub struct LmdbEngine {
+    env: Env,
+    dbs: Vec<Database<Bytes, Bytes>>,
+}
+
+fn err(e: impl std::fmt::Display) -> BenchError {
+    BenchError::engine(NAME, e)
+}
+
+pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
+    let mut o = EnvOpenOptions::new();
+    o.map_size(MAP_SIZE).max_dbs(tables.len() as u32 + 1);
+    if s.sync == SyncPolicy::Off {
+        // SAFETY: NO_SYNC only weakens durability, which the harness restores with force_sync.
+        unsafe { o.flags(EnvFlags::NO_SYNC) };
+    }
+    // SAFETY: the directory is private to this run; no other process maps it.
+    let env = unsafe { o.open(dir) }.map_err(err)?;
+    let mut txn = env.write_txn().map_err(err)?;
+    let mut dbs = Vec::new();
+    for t in tables {
+        dbs.push(
+            env.create_database::<Bytes, Bytes>(&mut txn, Some(t))
+                .map_err(err)?,
+        );
+    }
+    txn.commit().map_err(err)?;
+    Ok(Box::new(LmdbEngine { env, dbs }))
+}
+
+impl Engine for LmdbEngine {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn version(&self) -> String {
+        "heed 0.20.5 (lmdb-master-sys 0.2.6)".into()
+    }
+
+    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+        let mut txn = self.env.write_txn().map_err(err)?;
+        for op in ops {
+            match op {
+                WriteOp::Put { table, key, value } => {
+                    self.dbs[*table].put(&mut txn, key, value).map_err(err)?
+                }
+                WriteOp::Delete { table, key } => {
+                    self.dbs[*table].delete(&mut txn, key).map_err(err)?;
+                }
+            }
+        }
+        txn.commit().map_err(err)
+    }
+
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let txn = self.env.read_txn().map_err(err)?;
+        Ok(self.dbs[table].get(&txn, key).map_err(err)?.map(<[u8]>::to_vec))
+    }
+
+    fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        let txn = self.env.read_txn().map_err(err)?;
+        keys.iter()
+            .map(|k| Ok(self.dbs[table].get(&txn, k).map_err(err)?.map(<[u8]>::to_vec)))
+            .collect()
+    }
+
+    fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
+        let txn = self.env.read_txn().map_err(err)?;
+        let range = (Bound::Included(start), Bound::Unbounded);
+        let mut n = 0;
+        for item in self.dbs[table].range(&txn, &range).map_err(err)?.take(limit) {
+            let (k, v) = item.map_err(err)?;
+            n += 1;
+            if !visit(k, v) {
+                break;
+            }
+        }
+        Ok(n)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.env.force_sync().map_err(err)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.env.force_sync().map_err(err)?;
+        let this = *self;
+        this.env.prepare_for_closing().wait();
+        Ok(())
+    }
+}

@@ -1,0 +1,165 @@
+//! SQLite (bundled) through rusqlite: one `WITHOUT ROWID` table per bench table,
+//! so rows live in the primary-key B-tree like the other engines' entries.
+//! WAL journal mode; `synchronous=OFF` when sync is off (with a checkpoint and
+//! fsync at sync), `FULL` when every batch must be durable. Readers get their own
+//! connections from a pool so threads read in parallel.
+
+use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
+use crate::{BenchError, Result};
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+
+const NAME: &str = "sqlite";
+
+pub struct SqliteEngine {
+    path: PathBuf,
+    settings: Settings,
+    tables: Vec<String>,
+    writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+fn err(e: impl std::fmt::Display) -> BenchError {
+    BenchError::engine(NAME, e)
+}
+
+fn connect(path: &Path, s: &Settings) -> Result<Connection> {
+    let c = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(err)?;
+    let sync = match s.sync {
+        SyncPolicy::Off => "OFF",
+        SyncPolicy::EveryBatch => "FULL",
+    };
+    // cache_size < 0 is in KiB.
+    let kib = (s.cache_bytes / 1024).max(64);
+    c.execute_batch(&format!(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA cache_size=-{kib}; PRAGMA busy_timeout=60000;"
+    ))
+    .map_err(err)?;
+    Ok(c)
+}
+
+pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
+    let path = dir.join("bench.sqlite");
+    let fresh = !path.exists();
+    let c = connect(&path, s)?;
+    if fresh {
+        if let Some(ps) = s.page_size {
+            // page_size must be set before the first table; WAL mode keeps it.
+            c.execute_batch(&format!("PRAGMA journal_mode=DELETE; PRAGMA page_size={ps}; VACUUM; PRAGMA journal_mode=WAL;"))
+                .map_err(err)?;
+        }
+    }
+    for t in tables {
+        c.execute_batch(&format!(
+            "CREATE TABLE IF NOT EXISTS \"{t}\" (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;"
+        ))
+        .map_err(err)?;
+    }
+    Ok(Box::new(SqliteEngine {
+        path,
+        settings: s.clone(),
+        tables: tables.iter().map(|t| t.to_string()).collect(),
+        writer: Mutex::new(c),
+        readers: Mutex::new(Vec::new()),
+    }))
+}
+
+impl SqliteEngine {
+    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        let c = match self.readers.lock().pop() {
+            Some(c) => c,
+            None => connect(&self.path, &self.settings)?,
+        };
+        let out = f(&c);
+        self.readers.lock().push(c);
+        out
+    }
+}
+
+impl Engine for SqliteEngine {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn version(&self) -> String {
+        format!("SQLite {} (rusqlite 0.32.1, bundled)", rusqlite::version())
+    }
+
+    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+        let mut c = self.writer.lock();
+        let txn = c.transaction().map_err(err)?;
+        for op in ops {
+            match op {
+                WriteOp::Put { table, key, value } => {
+                    let sql = format!("INSERT OR REPLACE INTO \"{}\" (k, v) VALUES (?1, ?2)", self.tables[*table]);
+                    txn.prepare_cached(&sql)
+                        .and_then(|mut st| st.execute((key, value)))
+                        .map_err(err)?;
+                }
+                WriteOp::Delete { table, key } => {
+                    let sql = format!("DELETE FROM \"{}\" WHERE k = ?1", self.tables[*table]);
+                    txn.prepare_cached(&sql)
+                        .and_then(|mut st| st.execute([key]))
+                        .map_err(err)?;
+                }
+            }
+        }
+        txn.commit().map_err(err)
+    }
+
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let sql = format!("SELECT v FROM \"{}\" WHERE k = ?1", self.tables[table]);
+        self.with_reader(|c| {
+            c.prepare_cached(&sql)
+                .and_then(|mut st| st.query_row([key], |r| r.get::<_, Vec<u8>>(0)).optional())
+                .map_err(err)
+        })
+    }
+
+    fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
+        let sql = format!(
+            "SELECT k, v FROM \"{}\" WHERE k >= ?1 ORDER BY k LIMIT ?2",
+            self.tables[table]
+        );
+        self.with_reader(|c| {
+            let mut st = c.prepare_cached(&sql).map_err(err)?;
+            let mut rows = st.query((start, limit as i64)).map_err(err)?;
+            let mut n = 0;
+            while let Some(r) = rows.next().map_err(err)? {
+                let k = r.get_ref(0).map_err(err)?.as_blob().map_err(err)?;
+                let v = r.get_ref(1).map_err(err)?.as_blob().map_err(err)?;
+                n += 1;
+                if !visit(k, v) {
+                    break;
+                }
+            }
+            Ok(n)
+        })
+    }
+
+    fn sync(&self) -> Result<()> {
+        // Move the WAL into the main file, then fsync it (synchronous=OFF skipped that).
+        let c = self.writer.lock();
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").map_err(err)?;
+        for p in [self.path.clone(), self.path.with_extension("sqlite-wal")] {
+            if let Ok(f) = std::fs::File::open(&p) {
+                f.sync_all().map_err(|e| BenchError::os("fsync", &p, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.sync()?;
+        self.readers.lock().clear();
+        let c = self.writer.into_inner();
+        c.close().map_err(|(_, e)| err(e))
+    }
+}

@@ -1,0 +1,253 @@
+//! A run: one engine, a fresh filesystem, phases in order; one result per phase.
+
+use crate::engine::{open_engine, Settings};
+use crate::exec::{latency_unit, run_phase, DbState, Progress, TABLES};
+use crate::loopfs::LoopFs;
+use crate::metrics::Latency;
+use crate::sysinfo::{self, Host};
+use crate::workload::{Params, Spec};
+use crate::{BenchError, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// How bytes written are measured.
+#[derive(Debug, Clone)]
+pub enum Measure {
+    /// A fresh ext4 on a loop device under `work_dir` (root only).
+    Loop { work_dir: PathBuf, image_bytes: u64 },
+    /// A plain directory: only the syscall figure (`wchar`).
+    Plain { dir: PathBuf },
+}
+
+/// One `pagewise bench run` for one engine.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub engine: String,
+    pub settings: Settings,
+    pub specs: Vec<Spec>,
+    pub measure: Measure,
+}
+
+/// Device-level write figures of a phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceWrites {
+    /// Loop device sectors written x 512, unmounted to unmounted, minus the baseline.
+    pub bytes: u64,
+    /// Before subtracting the baseline.
+    pub raw_bytes: u64,
+    /// One empty mount + umount on this filesystem (median of 3), subtracted.
+    pub baseline_bytes: u64,
+    pub device: String,
+}
+
+/// One JSON line of results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub engine: String,
+    pub engine_version: String,
+    pub workload: String,
+    pub spec: String,
+    pub params: Params,
+    pub settings: Settings,
+    pub host: Host,
+    pub pagewise_version: String,
+    /// Unix seconds when the phase started.
+    pub started_at: u64,
+    pub elapsed_s: f64,
+    pub open_s: f64,
+    /// Final sync + close (flushes; counted in write figures, not in throughput).
+    pub close_s: f64,
+    pub ops: u64,
+    pub ops_per_s: f64,
+    /// Ops completed in each second of the phase.
+    pub throughput: Vec<u64>,
+    pub latency: Latency,
+    pub found: u64,
+    pub missing: u64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub peak_rss_bytes: Option<u64>,
+    /// Keys + values handed to the engine in this phase.
+    pub user_bytes_written: u64,
+    /// Keys + values the Db holds after the phase.
+    pub live_user_bytes: u64,
+    /// Bytes allocated by the Db's files after close.
+    pub db_bytes: u64,
+    pub space_amp: Option<f64>,
+    /// Bytes this process handed to write syscalls (`wchar`).
+    pub syscall_write_bytes: Option<u64>,
+    pub write_amp_syscall: Option<f64>,
+    pub device_writes: Option<DeviceWrites>,
+    pub write_amp_device: Option<f64>,
+    /// Engine's own statistics (pagewise: bytes by category, compressed bytes).
+    pub engine_stats: Option<serde_json::Value>,
+    pub notes: Vec<String>,
+}
+
+fn ratio(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| a as f64 / b as f64)
+}
+
+/// Where the run's files live and how device bytes are read.
+struct Place {
+    fs: Option<LoopFs>,
+    dir: PathBuf,
+    baseline: u64,
+    notes: Vec<String>,
+}
+
+fn prepare(cfg: &RunConfig) -> Result<Place> {
+    match &cfg.measure {
+        Measure::Loop { work_dir, image_bytes } => {
+            if let Some(why) = crate::loopfs::unavailable_reason() {
+                let dir = work_dir.join(format!("run-{}-{}", cfg.engine, std::process::id()));
+                return Ok(Place {
+                    fs: None,
+                    dir,
+                    baseline: 0,
+                    notes: vec![format!("device bytes not measured: {why}; write amplification is the syscall figure only")],
+                });
+            }
+            std::fs::create_dir_all(work_dir).map_err(|e| BenchError::os("create work directory", work_dir, e))?;
+            let tag = format!("run-{}-{}", cfg.engine, std::process::id());
+            let mut fs = LoopFs::create(&work_dir.join(format!("{tag}.img")), &work_dir.join(&tag), *image_bytes)?;
+            let baseline = fs.mount_cycle_baseline(3)?;
+            fs.umount()?;
+            let dir = fs.mount_point().join("db");
+            Ok(Place {
+                fs: Some(fs),
+                dir,
+                baseline,
+                notes: vec![],
+            })
+        }
+        Measure::Plain { dir } => Ok(Place {
+            fs: None,
+            dir: dir.join(format!("run-{}-{}", cfg.engine, std::process::id())),
+            baseline: 0,
+            notes: vec!["device bytes not measured (plain directory); write amplification is the syscall figure only".into()],
+        }),
+    }
+}
+
+/// Runs every phase of `cfg` in order, handing each result to `emit` as it completes.
+pub fn run(cfg: &RunConfig, progress: &dyn Progress, emit: &mut dyn FnMut(&PhaseResult) -> Result<()>) -> Result<()> {
+    let host = Host::detect();
+    let mut place = prepare(cfg)?;
+    let state = DbState::default();
+    let out = (|| {
+        for spec in &cfg.specs {
+            let r = phase(cfg, spec, &mut place, &state, &host, progress)?;
+            emit(&r)?;
+        }
+        Ok(())
+    })();
+    if place.fs.is_none() {
+        let _ = std::fs::remove_dir_all(&place.dir);
+    }
+    out
+}
+
+fn phase(
+    cfg: &RunConfig,
+    spec: &Spec,
+    place: &mut Place,
+    state: &DbState,
+    host: &Host,
+    progress: &dyn Progress,
+) -> Result<PhaseResult> {
+    let p = &spec.params;
+    let mut notes = place.notes.clone();
+    let dev_before = match &mut place.fs {
+        Some(fs) => Some(fs.bytes_written()?),
+        None => None,
+    };
+    if let Some(fs) = &mut place.fs {
+        fs.mount()?;
+    }
+    let db_before = sysinfo::disk_usage(&place.dir);
+    let mut settings = cfg.settings.clone();
+    if let Some(c) = p.cache {
+        settings.cache_bytes = c.resolve(db_before);
+        notes.push(format!("cache {} bytes = {:?} of the Db's {} bytes on disk", settings.cache_bytes, c, db_before));
+    }
+    let started_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let wchar0 = sysinfo::wchar();
+    let (u0, s0) = sysinfo::cpu_times();
+    let rss_reset = sysinfo::reset_peak_rss();
+    let t_open = Instant::now();
+    let engine = open_engine(&cfg.engine, &place.dir, &settings, &TABLES)?;
+    let open_s = t_open.elapsed().as_secs_f64();
+    let engine_version = engine.version();
+    let (rec, elapsed) = run_phase(engine.as_ref(), spec.kind, p, state, progress)?;
+    let t_close = Instant::now();
+    engine.sync()?;
+    let engine_stats = engine.stats();
+    engine.close()?;
+    let close_s = t_close.elapsed().as_secs_f64();
+    let (u1, s1) = sysinfo::cpu_times();
+    let wchar = wchar0.zip(sysinfo::wchar()).map(|(a, b)| b - a);
+    let peak_rss_bytes = if rss_reset { sysinfo::peak_rss() } else { None };
+    let db_bytes = sysinfo::disk_usage(&place.dir);
+    let device_writes = match (&mut place.fs, dev_before) {
+        (Some(fs), Some(before)) => {
+            fs.umount()?;
+            let raw = fs.bytes_written()? - before;
+            Some(DeviceWrites {
+                bytes: raw.saturating_sub(place.baseline),
+                raw_bytes: raw,
+                baseline_bytes: place.baseline,
+                device: fs.device().into(),
+            })
+        }
+        _ => None,
+    };
+    if rec.missing > 0 {
+        notes.push(format!("{} lookups found no value (keys not loaded, or a truncated load)", rec.missing));
+    }
+    let live = state.live_bytes();
+    let user = rec.user_bytes;
+    let secs = elapsed.as_secs_f64().max(1e-9);
+    Ok(PhaseResult {
+        engine: cfg.engine.clone(),
+        engine_version,
+        workload: spec.kind.name(),
+        spec: spec.text.clone(),
+        params: p.clone(),
+        settings,
+        host: host.clone(),
+        pagewise_version: env!("CARGO_PKG_VERSION").into(),
+        started_at,
+        elapsed_s: elapsed.as_secs_f64(),
+        open_s,
+        close_s,
+        ops: rec.ops,
+        ops_per_s: rec.ops as f64 / secs,
+        throughput: rec.throughput(elapsed),
+        latency: rec.latency(latency_unit(spec.kind, p)),
+        found: rec.found,
+        missing: rec.missing,
+        cpu_user_s: u1 - u0,
+        cpu_sys_s: s1 - s0,
+        peak_rss_bytes,
+        user_bytes_written: user,
+        live_user_bytes: live,
+        db_bytes,
+        space_amp: ratio(db_bytes, live),
+        syscall_write_bytes: wchar,
+        write_amp_syscall: wchar.and_then(|w| ratio(w, user)),
+        write_amp_device: device_writes.as_ref().and_then(|d| ratio(d.bytes, user)),
+        device_writes,
+        engine_stats,
+        notes,
+    })
+}
+
+impl PhaseResult {
+    /// Main-table keys after this phase, for messages.
+    pub fn describe(&self) -> String {
+        format!("{} {} {:.0} ops/s", self.engine, self.spec, self.ops_per_s)
+    }
+}
+
