@@ -29,6 +29,8 @@ enum Command {
     Wear(cmd::wear::Args),
     /// Probe the drive under DIR, fit the model, advise, and write DIR/report.html.
     Tune(cmd::tune::Args),
+    /// Benchmark pagewise against peers: workloads, write amplification, reports.
+    Bench(cmd::bench::Args),
 }
 
 fn main() {
@@ -40,6 +42,7 @@ fn main() {
         Command::Advise(a) => cmd::advise::run(a),
         Command::Wear(a) => cmd::wear::run(a),
         Command::Tune(a) => cmd::tune::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

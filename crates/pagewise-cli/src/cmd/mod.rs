@@ -2,6 +2,7 @@
 
 pub mod advise;
 pub mod model;
+pub mod bench;
 pub mod probe;
 pub mod topology;
 pub mod tune;

@@ -1,0 +1,278 @@
+//! `pagewise bench run`: parse the workload list, run each engine on a fresh
+//! filesystem, print a line per phase and append JSON lines to the results file.
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pagewise_bench::exec::Progress;
+use pagewise_bench::keys::KeyDist;
+use pagewise_bench::values::Compressibility;
+use pagewise_bench::workload::{parse_count, parse_dist, parse_duration, parse_size};
+use pagewise_bench::{compiled_engines, Measure, Params, PhaseResult, RunConfig, Settings, Spec, SyncPolicy};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Engines, comma-separated: pagewise, redb, lmdb, sqlite, rocksdb (peers need
+    /// `--features peers` / `peers-all`), or `all` for every engine compiled in.
+    #[arg(short, long, default_value = "pagewise", value_delimiter = ',')]
+    pub engine: Vec<String>,
+    /// Phases in order, each `name[:opt=value,...]`; repeat -w or separate with spaces.
+    /// Names: fillseq fillrandom overwrite readrandom multireadrandom readseq scan
+    /// ycsb-a..ycsb-f iibench. Options: ops threads duration cache(=64M|5%) dist
+    /// values batch multiget scan keys seed value_size.
+    #[arg(short, long = "workload", default_value = "fillrandom readrandom")]
+    pub workloads: Vec<String>,
+    /// Keys loaded by fills (rows for iibench), e.g. 1M.
+    #[arg(long, default_value = "1M", value_parser = count)]
+    pub keys: u64,
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Value compressibility: random, half (half zeros) or text.
+    #[arg(long, default_value = "random")]
+    pub values: Compressibility,
+    /// Key distribution for reads and updates: uniform, zipf[=theta], latest[=theta].
+    #[arg(long, default_value = "uniform", value_parser = dist)]
+    pub dist: KeyDist,
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Operations per phase (default: the key count; scans: keys / scan length).
+    #[arg(long, value_parser = count)]
+    pub ops: Option<u64>,
+    /// Stop each phase after this long (e.g. 60s), even if ops remain.
+    #[arg(long, value_parser = duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Writes per batch (rows per batch for iibench).
+    #[arg(long, default_value_t = 1000)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 16)]
+    pub multiget: usize,
+    #[arg(long, default_value_t = 100)]
+    pub scan_len: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Engine cache (buffer pool / block cache), e.g. 256M; a phase may override it.
+    #[arg(long, default_value = "256M", value_parser = size)]
+    pub cache: u64,
+    /// Engine-side compression where offered (rocksdb LZ4, pagewise).
+    #[arg(long)]
+    pub compression: bool,
+    /// off: no fsync while loading, one sync at the end of each phase;
+    /// batch: every batch fsync'd before it is acknowledged.
+    #[arg(long, default_value = "off", value_parser = sync_policy)]
+    pub sync: SyncPolicy,
+    /// Direct I/O where the engine offers it (pagewise, rocksdb).
+    #[arg(long)]
+    pub direct: bool,
+    /// Page size for engines that take one (pagewise, sqlite), e.g. 8K.
+    #[arg(long, value_parser = size)]
+    pub page_size: Option<u64>,
+    /// Work directory: loop images and mount points (or plain run directories).
+    #[arg(long, default_value = "/var/tmp/pagewise-bench")]
+    pub dir: PathBuf,
+    /// Do not use a loop device: measure only the syscall write figure.
+    #[arg(long)]
+    pub no_loop: bool,
+    /// Size of each run's sparse loop image.
+    #[arg(long, default_value = "48G", value_parser = size)]
+    pub image_size: u64,
+    /// Append JSON lines here.
+    #[arg(short, long, default_value = "bench-results.jsonl")]
+    pub out: PathBuf,
+    /// Print JSON lines on stdout instead of the table (no progress bars).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn count(s: &str) -> Result<u64, String> {
+    parse_count(s).ok_or_else(|| format!("{s:?} is not a count (e.g. 1000000, 5M)"))
+}
+fn size(s: &str) -> Result<u64, String> {
+    parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 64M, 1G)"))
+}
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration(s).ok_or_else(|| format!("{s:?} is not a duration (e.g. 30s, 2m)"))
+}
+fn dist(s: &str) -> Result<KeyDist, String> {
+    parse_dist(s).ok_or_else(|| format!("{s:?}: use uniform, zipf[=theta] or latest[=theta]"))
+}
+fn sync_policy(s: &str) -> Result<SyncPolicy, String> {
+    match s {
+        "off" => Ok(SyncPolicy::Off),
+        "batch" | "every-batch" | "on" => Ok(SyncPolicy::EveryBatch),
+        _ => Err(format!("{s:?}: use off or batch")),
+    }
+}
+
+/// A progress bar per phase on stderr.
+struct Bar {
+    bar: ProgressBar,
+    engine: String,
+}
+
+impl Progress for Bar {
+    fn start(&self, label: &str, total: u64) {
+        self.bar.reset();
+        self.bar.set_length(total);
+        self.bar.set_message(format!("{} {label}", self.engine));
+    }
+    fn inc(&self, n: u64) {
+        self.bar.inc(n);
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn params(a: &Args) -> Params {
+    Params {
+        keys: a.keys,
+        key_size: a.key_size,
+        value_size: a.value_size,
+        values: a.values,
+        dist: a.dist,
+        threads: a.threads.max(1),
+        ops: a.ops,
+        duration: a.duration,
+        batch: a.batch.max(1),
+        multiget: a.multiget.max(1),
+        scan_len: a.scan_len.max(1),
+        cache: None,
+        seed: a.seed,
+    }
+}
+
+fn engines(a: &Args) -> anyhow::Result<Vec<String>> {
+    let compiled = compiled_engines();
+    let mut out = Vec::new();
+    for e in &a.engine {
+        if e == "all" {
+            out.extend(compiled.iter().map(|s| s.to_string()));
+        } else {
+            out.push(e.clone());
+        }
+    }
+    Ok(out)
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    if a.key_size < pagewise_bench::keys::MIN_KEY_SIZE {
+        bail!("--key-size {} is too small: keys hold an 8-byte number, use 8 or more", a.key_size);
+    }
+    let base = params(&a);
+    let specs: Vec<Spec> = a
+        .workloads
+        .iter()
+        .flat_map(|w| w.split_whitespace())
+        .map(|w| Spec::parse(w, &base))
+        .collect::<Result<_, _>>()?;
+    if specs.is_empty() {
+        bail!("no workloads given: use e.g. -w fillrandom -w readrandom");
+    }
+    let settings = Settings {
+        cache_bytes: a.cache,
+        compression: a.compression,
+        sync: a.sync,
+        direct_io: a.direct,
+        page_size: a.page_size.map(|p| p as usize),
+    };
+    let measure = if a.no_loop {
+        Measure::Plain { dir: a.dir.clone() }
+    } else {
+        Measure::Loop {
+            work_dir: a.dir.clone(),
+            image_bytes: a.image_size,
+        }
+    };
+    if !a.no_loop {
+        if let Some(why) = pagewise_bench::loopfs::unavailable_reason() {
+            eprintln!("note: no loop device ({why}); reporting the syscall write figure only");
+        }
+    }
+    let command: String = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&a.out)
+        .with_context(|| format!("cannot open results file {}", a.out.display()))?;
+    let show = !a.json && std::io::stderr().is_terminal();
+    if !a.json {
+        println!("{}", header());
+    }
+    for engine in engines(&a)? {
+        let bar = ProgressBar::with_draw_target(None, if show { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+        bar.set_style(
+            ProgressStyle::with_template("{msg:28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        let progress = Bar { bar, engine: engine.clone() };
+        let cfg = RunConfig {
+            engine: engine.clone(),
+            settings: settings.clone(),
+            specs: specs.clone(),
+            measure: measure.clone(),
+        };
+        pagewise_bench::run(&cfg, &progress, &mut |r: &PhaseResult| {
+            let mut v = serde_json::to_value(r).expect("results serialise");
+            v["command"] = serde_json::Value::String(command.clone());
+            let line = serde_json::to_string(&v).expect("results serialise");
+            writeln!(out, "{line}").map_err(|e| pagewise_bench::BenchError::Os {
+                what: "append results".into(),
+                path: a.out.clone(),
+                source: e,
+            })?;
+            if a.json {
+                println!("{line}");
+            } else {
+                println!("{}", row(r));
+            }
+            Ok(())
+        })
+        .with_context(|| format!("engine {engine}"))?;
+    }
+    if !a.json {
+        eprintln!("results appended to {}; render with `pagewise bench report {} -o report.html`", a.out.display(), a.out.display());
+    }
+    Ok(())
+}
+
+fn header() -> String {
+    format!(
+        "{:<9} {:<28} {:>11} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9}",
+        "engine", "workload", "ops/s", "p50", "p99", "WA dev", "WA sys", "SA", "db size"
+    )
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
+pub fn ns(v: u64) -> String {
+    match v {
+        0..=9_999 => format!("{v}ns"),
+        10_000..=9_999_999 => format!("{:.1}us", v as f64 / 1e3),
+        _ => format!("{:.1}ms", v as f64 / 1e6),
+    }
+}
+
+pub fn mib(v: u64) -> String {
+    format!("{:.1}MiB", v as f64 / (1 << 20) as f64)
+}
+
+fn row(r: &PhaseResult) -> String {
+    format!(
+        "{:<9} {:<28} {:>11.0} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9}",
+        r.engine,
+        r.spec,
+        r.ops_per_s,
+        ns(r.latency.p50_ns),
+        ns(r.latency.p99_ns),
+        opt(r.write_amp_device),
+        opt(r.write_amp_syscall),
+        opt(r.space_amp),
+        mib(r.db_bytes)
+    )
+}
