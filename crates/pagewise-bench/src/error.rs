@@ -7,7 +7,9 @@ pub enum BenchError {
     Engine { engine: &'static str, what: String },
     #[error("engine {0:?} is not compiled into this binary: rebuild with `--features peers` (redb, lmdb, sqlite) or `--features peers-all` (adds rocksdb)")]
     NotCompiled(String),
-    #[error("unknown engine {0:?}: expected one of pagewise, redb, lmdb, sqlite, rocksdb, btreemap")]
+    #[error(
+        "unknown engine {0:?}: expected one of pagewise, redb, lmdb, sqlite, rocksdb, btreemap"
+    )]
     UnknownEngine(String),
     #[error("bad workload spec {spec:?}: {what}")]
     BadSpec { spec: String, what: String },
@@ -36,7 +38,11 @@ impl BenchError {
         }
     }
 
-    pub(crate) fn os(what: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn os(
+        what: impl Into<String>,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         Self::Os {
             what: what.into(),
             path: path.into(),

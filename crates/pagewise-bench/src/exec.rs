@@ -106,7 +106,9 @@ pub fn default_ops(kind: Kind, p: &Params) -> u64 {
 /// What a phase's samples are, for the latency summary.
 pub fn latency_unit(kind: Kind, p: &Params) -> String {
     match kind {
-        Kind::FillSeq | Kind::FillRandom | Kind::Overwrite => format!("batch of {} writes", p.batch),
+        Kind::FillSeq | Kind::FillRandom | Kind::Overwrite => {
+            format!("batch of {} writes", p.batch)
+        }
         Kind::IiBench => format!("batch of {} rows (4 writes each)", p.batch),
         Kind::MultiReadRandom => format!("multi-get of {} keys", p.multiget),
         Kind::ReadSeq => "chunk of 1000 entries".into(),
@@ -214,7 +216,8 @@ impl Ctx<'_> {
     }
 
     fn thread(&self, tid: u64, rec: &mut Recorder) -> Result<()> {
-        let mut rng = SmallRng::seed_from_u64(self.params.seed ^ (tid + 1).wrapping_mul(0x9e37_79b9));
+        let mut rng =
+            SmallRng::seed_from_u64(self.params.seed ^ (tid + 1).wrapping_mul(0x9e37_79b9));
         let picker = KeyPicker::new(self.params.dist, self.main_keys(), self.params.seed);
         let batch = self.params.batch as u64;
         let mut key = Vec::new();
@@ -222,10 +225,16 @@ impl Ctx<'_> {
             let t0 = Instant::now();
             let done = match self.kind {
                 Kind::FillSeq | Kind::FillRandom => {
-                    let Some((first, n)) = self.claim(batch) else { break };
+                    let Some((first, n)) = self.claim(batch) else {
+                        break;
+                    };
                     let ops: Vec<WriteOp> = (first..first + n)
                         .map(|i| {
-                            let k = if self.kind == Kind::FillSeq { i } else { self.perm.apply(i % self.params.keys.max(1)) };
+                            let k = if self.kind == Kind::FillSeq {
+                                i
+                            } else {
+                                self.perm.apply(i % self.params.keys.max(1))
+                            };
                             self.key_and_value(k, 0)
                         })
                         .collect();
@@ -234,7 +243,9 @@ impl Ctx<'_> {
                     n
                 }
                 Kind::Overwrite => {
-                    let Some((_, n)) = self.claim(batch) else { break };
+                    let Some((_, n)) = self.claim(batch) else {
+                        break;
+                    };
                     let ops: Vec<WriteOp> = (0..n)
                         .map(|_| {
                             let k = picker.pick(&mut rng, self.main_keys());
@@ -247,14 +258,25 @@ impl Ctx<'_> {
                 }
                 Kind::ReadRandom => {
                     let Some(_) = self.claim(1) else { break };
-                    encode_key_into(picker.pick(&mut rng, self.main_keys()), self.params.key_size, &mut key);
+                    encode_key_into(
+                        picker.pick(&mut rng, self.main_keys()),
+                        self.params.key_size,
+                        &mut key,
+                    );
                     self.count_found(rec, self.engine.get(MAIN, &key)?.is_some());
                     1
                 }
                 Kind::MultiReadRandom => {
-                    let Some((_, n)) = self.claim(self.params.multiget as u64) else { break };
+                    let Some((_, n)) = self.claim(self.params.multiget as u64) else {
+                        break;
+                    };
                     let keys: Vec<Vec<u8>> = (0..n)
-                        .map(|_| encode_key(picker.pick(&mut rng, self.main_keys()), self.params.key_size))
+                        .map(|_| {
+                            encode_key(
+                                picker.pick(&mut rng, self.main_keys()),
+                                self.params.key_size,
+                            )
+                        })
                         .collect();
                     for v in self.engine.multi_get(MAIN, &keys)? {
                         self.count_found(rec, v.is_some());
@@ -263,7 +285,9 @@ impl Ctx<'_> {
                 }
                 Kind::ReadSeq => {
                     // Each thread reads the whole table in chunks of 1000 from where it left off.
-                    let Some((_, n)) = self.claim(1000) else { break };
+                    let Some((_, n)) = self.claim(1000) else {
+                        break;
+                    };
                     let mut last = None;
                     let got = self.engine.scan(MAIN, &key, n as usize, &mut |k, _| {
                         last = Some(k.to_vec());
@@ -281,8 +305,15 @@ impl Ctx<'_> {
                 }
                 Kind::Scan => {
                     let Some(_) = self.claim(1) else { break };
-                    encode_key_into(picker.pick(&mut rng, self.main_keys()), self.params.key_size, &mut key);
-                    rec.found += self.engine.scan(MAIN, &key, self.params.scan_len, &mut |_, _| true)? as u64;
+                    encode_key_into(
+                        picker.pick(&mut rng, self.main_keys()),
+                        self.params.key_size,
+                        &mut key,
+                    );
+                    rec.found +=
+                        self.engine
+                            .scan(MAIN, &key, self.params.scan_len, &mut |_, _| true)?
+                            as u64;
                     1
                 }
                 Kind::Ycsb(y) => {
@@ -291,10 +322,14 @@ impl Ctx<'_> {
                     1
                 }
                 Kind::IiBench => {
-                    let Some((first, n)) = self.claim(batch) else { break };
+                    let Some((first, n)) = self.claim(batch) else {
+                        break;
+                    };
                     let mut ops = Vec::with_capacity(4 * n as usize);
                     for id in self.base_rows + first..self.base_rows + first + n {
-                        ops.extend(Row::generate(id, self.params.seed).ops(IIBENCH_TABLES, &self.values));
+                        ops.extend(
+                            Row::generate(id, self.params.seed).ops(IIBENCH_TABLES, &self.values),
+                        );
                     }
                     rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
                     self.engine.write_batch(&ops)?;
@@ -315,7 +350,13 @@ impl Ctx<'_> {
         }
     }
 
-    fn ycsb_op(&self, y: Ycsb, picker: &KeyPicker, rng: &mut SmallRng, rec: &mut Recorder) -> Result<()> {
+    fn ycsb_op(
+        &self,
+        y: Ycsb,
+        picker: &KeyPicker,
+        rng: &mut SmallRng,
+        rec: &mut Recorder,
+    ) -> Result<()> {
         let ks = self.params.key_size;
         match ycsb_pick(y, rng) {
             YcsbOp::Read => {
@@ -323,7 +364,8 @@ impl Ctx<'_> {
                 self.count_found(rec, self.engine.get(MAIN, &k)?.is_some());
             }
             YcsbOp::Update => {
-                let op = self.key_and_value(picker.pick(rng, self.main_keys()), rng.gen::<u64>() | 1);
+                let op =
+                    self.key_and_value(picker.pick(rng, self.main_keys()), rng.gen::<u64>() | 1);
                 rec.user_bytes += op.user_bytes();
                 self.engine.write_batch(&[op])?;
             }
@@ -358,11 +400,16 @@ impl Ctx<'_> {
     /// Records what a load added to the Db.
     fn finish_state(&self) {
         let done = self.claimed.load(Relaxed).min(self.total);
-        let entry = (self.params.key_size.max(crate::keys::MIN_KEY_SIZE) + self.params.value_size) as u64;
+        let entry =
+            (self.params.key_size.max(crate::keys::MIN_KEY_SIZE) + self.params.value_size) as u64;
         match self.kind {
             Kind::FillSeq | Kind::FillRandom => {
                 // Keys are 0..keys (fillrandom visits a permutation of them).
-                let keys = if self.kind == Kind::FillSeq { done } else { done.min(self.params.keys) };
+                let keys = if self.kind == Kind::FillSeq {
+                    done
+                } else {
+                    done.min(self.params.keys)
+                };
                 if keys > self.base_keys {
                     self.state.main_keys.store(keys, Relaxed);
                     self.state.main_bytes.store(keys * entry, Relaxed);
@@ -373,7 +420,11 @@ impl Ctx<'_> {
                 self.state.iib_rows.store(rows, Relaxed);
                 let pad = ValueGen::new(self.params.values, self.params.value_size, 0);
                 let r = Row::generate(0, 0);
-                let per_row: u64 = r.ops(IIBENCH_TABLES, &pad).iter().map(WriteOp::user_bytes).sum();
+                let per_row: u64 = r
+                    .ops(IIBENCH_TABLES, &pad)
+                    .iter()
+                    .map(WriteOp::user_bytes)
+                    .sum();
                 self.state.iib_bytes.store(rows * per_row, Relaxed);
             }
             _ => {}
@@ -474,7 +525,11 @@ mod tests {
             let (rec, _) = run_phase(&e, kind, &p, &state, &NoProgress).unwrap();
             assert_eq!(rec.ops, 5_000);
             assert_eq!(e.writes.load(Relaxed), 5_000, "{kind:?}: one write per key");
-            let nums: BTreeSet<u64> = e.keys(MAIN).iter().map(|(k, _)| decode_key(k).unwrap()).collect();
+            let nums: BTreeSet<u64> = e
+                .keys(MAIN)
+                .iter()
+                .map(|(k, _)| decode_key(k).unwrap())
+                .collect();
             assert_eq!(nums, (0..5_000).collect(), "{kind:?}: key set");
             assert_eq!(rec.user_bytes, 5_000 * 116);
             assert_eq!(state.live_bytes(), 5_000 * 116);
@@ -488,28 +543,53 @@ mod tests {
     #[test]
     fn fillrandom_order_is_not_sequential() {
         let e = Counting::new();
-        let p = Params { batch: 1, ..params(1000, 1) };
+        let p = Params {
+            batch: 1,
+            ..params(1000, 1)
+        };
         // Record insertion order through a batch-of-one load.
         let order = std::sync::Mutex::new(Vec::new());
         struct Spy<'a>(&'a Counting, &'a std::sync::Mutex<Vec<u64>>);
         impl Engine for Spy<'_> {
-            fn name(&self) -> &'static str { "spy" }
-            fn version(&self) -> String { String::new() }
+            fn name(&self) -> &'static str {
+                "spy"
+            }
+            fn version(&self) -> String {
+                String::new()
+            }
             fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
                 if let WriteOp::Put { key, .. } = &ops[0] {
                     self.1.lock().unwrap().push(decode_key(key).unwrap());
                 }
                 self.0.write_batch(ops)
             }
-            fn get(&self, t: usize, k: &[u8]) -> Result<Option<Vec<u8>>> { self.0.get(t, k) }
-            fn scan(&self, t: usize, s: &[u8], l: usize, v: Visit) -> Result<usize> { self.0.scan(t, s, l, v) }
-            fn sync(&self) -> Result<()> { Ok(()) }
-            fn close(self: Box<Self>) -> Result<()> { Ok(()) }
+            fn get(&self, t: usize, k: &[u8]) -> Result<Option<Vec<u8>>> {
+                self.0.get(t, k)
+            }
+            fn scan(&self, t: usize, s: &[u8], l: usize, v: Visit) -> Result<usize> {
+                self.0.scan(t, s, l, v)
+            }
+            fn sync(&self) -> Result<()> {
+                Ok(())
+            }
+            fn close(self: Box<Self>) -> Result<()> {
+                Ok(())
+            }
         }
-        run_phase(&Spy(&e, &order), Kind::FillRandom, &p, &DbState::default(), &NoProgress).unwrap();
+        run_phase(
+            &Spy(&e, &order),
+            Kind::FillRandom,
+            &p,
+            &DbState::default(),
+            &NoProgress,
+        )
+        .unwrap();
         let o = order.into_inner().unwrap();
         let ascending = o.windows(2).filter(|w| w[1] == w[0] + 1).count();
-        assert!(ascending < 20, "{ascending} of 999 inserts were the next key");
+        assert!(
+            ascending < 20,
+            "{ascending} of 999 inserts were the next key"
+        );
     }
 
     #[test]
@@ -531,14 +611,27 @@ mod tests {
             let p = params(2_000, 1);
             load(&e, &state, &p);
             e.gets.store(0, Relaxed);
-            let p = Params { ops: Some(n), ..Spec_params(y, &p) };
+            let p = Params {
+                ops: Some(n),
+                ..Spec_params(y, &p)
+            };
             let (rec, _) = run_phase(&e, Kind::Ycsb(y), &p, &state, &NoProgress).unwrap();
             assert_eq!(rec.ops, n);
             let share = |c: &AtomicU64| c.load(Relaxed) as f64 / n as f64;
-            for (what, got, want) in [("gets", share(&e.gets), gets), ("writes", share(&e.writes), writes), ("scans", share(&e.scans), scans)] {
-                assert!((got - want).abs() < 0.02, "{y:?}: {what} {got:.3}, expected {want}");
+            for (what, got, want) in [
+                ("gets", share(&e.gets), gets),
+                ("writes", share(&e.writes), writes),
+                ("scans", share(&e.scans), scans),
+            ] {
+                assert!(
+                    (got - want).abs() < 0.02,
+                    "{y:?}: {what} {got:.3}, expected {want}"
+                );
             }
-            assert_eq!(rec.missing, 0, "{y:?}: reads of loaded or inserted keys must hit");
+            assert_eq!(
+                rec.missing, 0,
+                "{y:?}: reads of loaded or inserted keys must hit"
+            );
             if matches!(y, Ycsb::D | Ycsb::E) {
                 let inserted = state.main_keys.load(Relaxed) - 2_000;
                 assert_eq!(e.keys(MAIN).len() as u64, 2_000 + inserted);
@@ -549,14 +642,19 @@ mod tests {
 
     #[allow(non_snake_case)]
     fn Spec_params(y: Ycsb, base: &Params) -> Params {
-        crate::workload::Spec::parse(&Kind::Ycsb(y).name(), base).unwrap().params
+        crate::workload::Spec::parse(&Kind::Ycsb(y).name(), base)
+            .unwrap()
+            .params
     }
 
     #[test]
     fn iibench_rows_and_index_entries_agree() {
         let e = Counting::new();
         let state = DbState::default();
-        let p = Params { batch: 50, ..params(3_000, 2) };
+        let p = Params {
+            batch: 50,
+            ..params(3_000, 2)
+        };
         let (rec, _) = run_phase(&e, Kind::IiBench, &p, &state, &NoProgress).unwrap();
         assert_eq!(rec.ops, 3_000);
         assert_eq!(e.batches.load(Relaxed), 60);
@@ -576,15 +674,34 @@ mod tests {
                 assert!(v.is_empty());
                 let id = u64::from_be_bytes(k[k.len() - 8..].try_into().unwrap());
                 let row = by_id[&id];
-                let want = [row.ix_price_customer(), row.ix_register_price_customer(), row.ix_price_date_customer()][i].clone();
+                let want = [
+                    row.ix_price_customer(),
+                    row.ix_register_price_customer(),
+                    row.ix_price_date_customer(),
+                ][i]
+                    .clone();
                 assert_eq!(k, &want, "index {i} entry of row {id}");
             }
         }
-        let bytes: u64 = IIBENCH_TABLES.iter().flat_map(|t| e.keys(*t)).map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        let bytes: u64 = IIBENCH_TABLES
+            .iter()
+            .flat_map(|t| e.keys(*t))
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum();
         assert_eq!(rec.user_bytes, bytes);
         assert_eq!(state.live_bytes(), bytes);
         // A second phase continues the transactionid sequence.
-        run_phase(&e, Kind::IiBench, &Params { ops: Some(500), ..p }, &state, &NoProgress).unwrap();
+        run_phase(
+            &e,
+            Kind::IiBench,
+            &Params {
+                ops: Some(500),
+                ..p
+            },
+            &state,
+            &NoProgress,
+        )
+        .unwrap();
         assert_eq!(e.keys(IIBENCH_TABLES[0]).len(), 3_500);
     }
 
@@ -594,16 +711,71 @@ mod tests {
         let state = DbState::default();
         let p = params(3_000, 2);
         load(&e, &state, &p);
-        let (rec, _) = run_phase(&e, Kind::ReadRandom, &Params { ops: Some(2000), ..p.clone() }, &state, &NoProgress).unwrap();
+        let (rec, _) = run_phase(
+            &e,
+            Kind::ReadRandom,
+            &Params {
+                ops: Some(2000),
+                ..p.clone()
+            },
+            &state,
+            &NoProgress,
+        )
+        .unwrap();
         assert_eq!((rec.found, rec.missing), (2000, 0));
-        let (rec, _) = run_phase(&e, Kind::MultiReadRandom, &Params { ops: Some(160), ..p.clone() }, &state, &NoProgress).unwrap();
+        let (rec, _) = run_phase(
+            &e,
+            Kind::MultiReadRandom,
+            &Params {
+                ops: Some(160),
+                ..p.clone()
+            },
+            &state,
+            &NoProgress,
+        )
+        .unwrap();
         assert_eq!((rec.ops, rec.found), (160, 160));
-        let (rec, _) = run_phase(&e, Kind::ReadSeq, &Params { threads: 1, ..p.clone() }, &state, &NoProgress).unwrap();
+        let (rec, _) = run_phase(
+            &e,
+            Kind::ReadSeq,
+            &Params {
+                threads: 1,
+                ..p.clone()
+            },
+            &state,
+            &NoProgress,
+        )
+        .unwrap();
         assert_eq!(rec.found, 3_000);
-        let (rec, _) = run_phase(&e, Kind::Scan, &Params { ops: Some(50), scan_len: 10, ..p.clone() }, &state, &NoProgress).unwrap();
+        let (rec, _) = run_phase(
+            &e,
+            Kind::Scan,
+            &Params {
+                ops: Some(50),
+                scan_len: 10,
+                ..p.clone()
+            },
+            &state,
+            &NoProgress,
+        )
+        .unwrap();
         assert_eq!(rec.ops, 50);
-        assert!(rec.found > 50 * 9, "scans of 10 returned {} entries in all", rec.found);
-        let (rec, _) = run_phase(&e, Kind::Overwrite, &Params { ops: Some(1000), ..p }, &state, &NoProgress).unwrap();
+        assert!(
+            rec.found > 50 * 9,
+            "scans of 10 returned {} entries in all",
+            rec.found
+        );
+        let (rec, _) = run_phase(
+            &e,
+            Kind::Overwrite,
+            &Params {
+                ops: Some(1000),
+                ..p
+            },
+            &state,
+            &NoProgress,
+        )
+        .unwrap();
         assert_eq!(e.writes.load(Relaxed), 1000);
         assert_eq!(e.keys(MAIN).len(), 3_000, "overwrite adds no keys");
         assert_eq!(rec.user_bytes, 1000 * 116);

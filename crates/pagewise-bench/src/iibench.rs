@@ -81,7 +81,11 @@ impl Row {
 
     /// Key of (price, customerid) + pk.
     pub fn ix_price_customer(&self) -> Vec<u8> {
-        cat(&[&self.price.to_be_bytes(), &self.customerid.to_be_bytes(), &self.pk()])
+        cat(&[
+            &self.price.to_be_bytes(),
+            &self.customerid.to_be_bytes(),
+            &self.pk(),
+        ])
     }
 
     /// Key of (cashregisterid, price, customerid) + pk.
@@ -135,12 +139,21 @@ mod tests {
         assert!(r.productid < PRODUCTS && r.price < PRICE_CENTS);
         let k = r.ix_register_price_customer();
         assert_eq!(k.len(), 4 + 4 + 4 + 8);
-        assert_eq!(u32::from_be_bytes(k[0..4].try_into().unwrap()), r.cashregisterid);
+        assert_eq!(
+            u32::from_be_bytes(k[0..4].try_into().unwrap()),
+            r.cashregisterid
+        );
         assert_eq!(u32::from_be_bytes(k[4..8].try_into().unwrap()), r.price);
-        assert_eq!(u32::from_be_bytes(k[8..12].try_into().unwrap()), r.customerid);
+        assert_eq!(
+            u32::from_be_bytes(k[8..12].try_into().unwrap()),
+            r.customerid
+        );
         assert_eq!(u64::from_be_bytes(k[12..].try_into().unwrap()), 123_456);
         let k = r.ix_price_date_customer();
-        assert_eq!(u64::from_be_bytes(k[4..12].try_into().unwrap()), r.dateandtime);
+        assert_eq!(
+            u64::from_be_bytes(k[4..12].try_into().unwrap()),
+            r.dateandtime
+        );
         assert_eq!(Row::decode(123_456, &r.value(&pad)), Some(r));
         assert_eq!(r.value(&pad).len(), 34);
     }

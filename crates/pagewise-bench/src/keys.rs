@@ -64,7 +64,11 @@ impl Permutation {
         let mask = (1u64 << self.half_bits) - 1;
         let (mut l, mut r) = (x >> self.half_bits, x & mask);
         for round in 0..4u64 {
-            let f = mix64(r ^ self.seed.wrapping_add(round.wrapping_mul(0x632b_e59b_d9b4_e019))) & mask;
+            let f = mix64(
+                r ^ self
+                    .seed
+                    .wrapping_add(round.wrapping_mul(0x632b_e59b_d9b4_e019)),
+            ) & mask;
             (l, r) = (r, l ^ f);
         }
         (l << self.half_bits) | r
@@ -88,9 +92,13 @@ pub enum KeyDist {
     Uniform,
     /// Zipfian with exponent `theta` (YCSB uses 0.99); hot items are scattered
     /// over the key space by a permutation, like YCSB's scrambled zipfian.
-    Zipf { theta: f64 },
+    Zipf {
+        theta: f64,
+    },
     /// YCSB "latest": zipfian over recency, the newest key hottest.
-    Latest { theta: f64 },
+    Latest {
+        theta: f64,
+    },
 }
 
 /// A sampler of key numbers in `0..n` for one thread.
@@ -164,7 +172,10 @@ mod tests {
 
     #[test]
     fn keys_sort_by_number() {
-        let mut keys: Vec<Vec<u8>> = [5u64, 300, 1, 70_000, 2].iter().map(|&n| encode_key(n, 16)).collect();
+        let mut keys: Vec<Vec<u8>> = [5u64, 300, 1, 70_000, 2]
+            .iter()
+            .map(|&n| encode_key(n, 16))
+            .collect();
         keys.sort();
         let nums: Vec<u64> = keys.iter().map(|k| decode_key(k).unwrap()).collect();
         assert_eq!(nums, vec![1, 2, 5, 300, 70_000]);
@@ -184,7 +195,12 @@ mod tests {
         // Rank 1 of a zipf(0.99) over 10k items holds about 10% of the mass.
         assert!(top > 5_000, "hottest key only {top} of 100000");
         let l = KeyPicker::new(KeyDist::Latest { theta: 0.99 }, n, 3);
-        let recent = (0..10_000).filter(|_| l.pick(&mut rng, n) >= n - 100).count();
-        assert!(recent > 5_000, "only {recent} of 10000 picks in the newest 100 keys");
+        let recent = (0..10_000)
+            .filter(|_| l.pick(&mut rng, n) >= n - 100)
+            .count();
+        assert!(
+            recent > 5_000,
+            "only {recent} of 10000 picks in the newest 100 keys"
+        );
     }
 }

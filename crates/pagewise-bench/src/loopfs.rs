@@ -67,7 +67,13 @@ impl LoopFs {
             .write(true)
             .create_new(true)
             .open(image)
-            .map_err(|e| BenchError::os("create loop image (remove it if left from a crashed run)", image, e))?;
+            .map_err(|e| {
+                BenchError::os(
+                    "create loop image (remove it if left from a crashed run)",
+                    image,
+                    e,
+                )
+            })?;
         f.set_len(size)
             .map_err(|e| BenchError::os("size loop image", image, e))?;
         drop(f);
@@ -87,7 +93,17 @@ impl LoopFs {
         };
         run(
             "mkfs.ext4",
-            &["-q", "-F", "-m", "0", "-N", "65536", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard", &fs.dev],
+            &[
+                "-q",
+                "-F",
+                "-m",
+                "0",
+                "-N",
+                "65536",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0,nodiscard",
+                &fs.dev,
+            ],
         )?;
         std::fs::create_dir_all(mnt).map_err(|e| BenchError::os("create mount point", mnt, e))?;
         fs.mount()?;
@@ -104,7 +120,10 @@ impl LoopFs {
 
     pub fn mount(&mut self) -> Result<()> {
         if !self.mounted {
-            run("mount", &["-o", "noatime", &self.dev, &self.mnt.to_string_lossy()])?;
+            run(
+                "mount",
+                &["-o", "noatime", &self.dev, &self.mnt.to_string_lossy()],
+            )?;
             self.mounted = true;
         }
         Ok(())
@@ -126,7 +145,8 @@ impl LoopFs {
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
         let path = PathBuf::from(format!("/sys/block/{name}/stat"));
-        let s = std::fs::read_to_string(&path).map_err(|e| BenchError::os("read device stats", &path, e))?;
+        let s = std::fs::read_to_string(&path)
+            .map_err(|e| BenchError::os("read device stats", &path, e))?;
         let sectors: u64 = s
             .split_whitespace()
             .nth(6)

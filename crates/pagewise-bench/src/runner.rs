@@ -132,7 +132,11 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
 }
 
 /// Runs every phase of `cfg` in order, handing each result to `emit` as it completes.
-pub fn run(cfg: &RunConfig, progress: &dyn Progress, emit: &mut dyn FnMut(&PhaseResult) -> Result<()>) -> Result<()> {
+pub fn run(
+    cfg: &RunConfig,
+    progress: &dyn Progress,
+    emit: &mut dyn FnMut(&PhaseResult) -> Result<()>,
+) -> Result<()> {
     let host = Host::detect();
     let mut place = prepare(cfg)?;
     let state = DbState::default();
@@ -170,9 +174,14 @@ fn phase(
     let mut settings = cfg.settings.clone();
     if let Some(c) = p.cache {
         settings.cache_bytes = c.resolve(db_before);
-        notes.push(format!("cache {} bytes = {:?} of the Db's {} bytes on disk", settings.cache_bytes, c, db_before));
+        notes.push(format!(
+            "cache {} bytes = {:?} of the Db's {} bytes on disk",
+            settings.cache_bytes, c, db_before
+        ));
     }
-    let started_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let started_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     // Before reading wchar: the reset is itself a 1-byte write.
     let rss_reset = sysinfo::reset_peak_rss();
     let wchar0 = sysinfo::wchar();
@@ -205,7 +214,10 @@ fn phase(
         _ => None,
     };
     if rec.missing > 0 {
-        notes.push(format!("{} lookups found no value (keys not loaded, or a truncated load)", rec.missing));
+        notes.push(format!(
+            "{} lookups found no value (keys not loaded, or a truncated load)",
+            rec.missing
+        ));
     }
     let live = state.live_bytes();
     let user = rec.user_bytes;
@@ -251,4 +263,3 @@ impl PhaseResult {
         format!("{} {} {:.0} ops/s", self.engine, self.spec, self.ops_per_s)
     }
 }
-

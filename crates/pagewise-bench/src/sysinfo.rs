@@ -72,7 +72,10 @@ impl Host {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
         let cpu_model = read("/proc/cpuinfo")
             .lines()
-            .find_map(|l| l.strip_prefix("model name").map(|r| r.trim_start_matches([' ', '\t', ':']).to_string()))
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+            })
             .unwrap_or_default();
         let mem_bytes = read("/proc/meminfo")
             .lines()

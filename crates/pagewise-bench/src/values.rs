@@ -24,16 +24,44 @@ impl std::str::FromStr for Compressibility {
             "random" => Ok(Self::Random),
             "half" | "half-zeros" => Ok(Self::Half),
             "text" | "text-like" => Ok(Self::Text),
-            _ => Err(format!("unknown value kind {s:?}: use random, half or text")),
+            _ => Err(format!(
+                "unknown value kind {s:?}: use random, half or text"
+            )),
         }
     }
 }
 
 const POOL: usize = 1 << 20;
 const WORDS: &[&str] = &[
-    "select", "insert", "update", "delete", "from", "where", "order", "customer", "price",
-    "register", "product", "status", "ok", "error", "timeout", "user", "session", "GET", "POST",
-    "/api/v1/items", "200", "404", "500", "latency_ms", "db01", "db02", "cache", "miss", "hit",
+    "select",
+    "insert",
+    "update",
+    "delete",
+    "from",
+    "where",
+    "order",
+    "customer",
+    "price",
+    "register",
+    "product",
+    "status",
+    "ok",
+    "error",
+    "timeout",
+    "user",
+    "session",
+    "GET",
+    "POST",
+    "/api/v1/items",
+    "200",
+    "404",
+    "500",
+    "latency_ms",
+    "db01",
+    "db02",
+    "cache",
+    "miss",
+    "hit",
 ];
 
 /// Produces values of `size` bytes from a 1 MiB pool of the chosen kind.

@@ -179,7 +179,7 @@ pub fn parse_size(s: &str) -> Option<u64> {
         None => (s, 1),
     };
     let v: f64 = num.parse().ok()?;
-    (v >= 0.0).then(|| (v * mult as f64) as u64)
+    (v >= 0.0).then_some((v * mult as f64) as u64)
 }
 
 /// Parses a count like `5M` or `100000` or `1e6` (decimal units).
@@ -192,7 +192,7 @@ pub fn parse_count(s: &str) -> Option<u64> {
         _ => (s, 1.0),
     };
     let v: f64 = num.parse().ok()?;
-    (v >= 0.0).then(|| (v * mult).round() as u64)
+    (v >= 0.0).then_some((v * mult).round() as u64)
 }
 
 /// Parses `30s`, `2m`, `1.5` (seconds).
@@ -210,7 +210,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         (s, 1.0)
     };
     let v: f64 = num.parse().ok()?;
-    (v >= 0.0).then(|| Duration::from_secs_f64(v * mult))
+    (v >= 0.0).then_some(Duration::from_secs_f64(v * mult))
 }
 
 pub fn parse_dist(s: &str) -> Option<KeyDist> {
@@ -261,12 +261,14 @@ impl Spec {
                 "seed" => p.seed = num(v)?,
                 "duration" => {
                     p.duration = Some(
-                        parse_duration(v).ok_or_else(|| bad(format!("duration={v}: use e.g. 30s")))?,
+                        parse_duration(v)
+                            .ok_or_else(|| bad(format!("duration={v}: use e.g. 30s")))?,
                     )
                 }
                 "dist" => {
-                    p.dist = parse_dist(v)
-                        .ok_or_else(|| bad(format!("dist={v}: use uniform, zipf[=theta] or latest")))?
+                    p.dist = parse_dist(v).ok_or_else(|| {
+                        bad(format!("dist={v}: use uniform, zipf[=theta] or latest"))
+                    })?
                 }
                 "values" => p.values = v.parse().map_err(bad)?,
                 "cache" => {
@@ -279,7 +281,8 @@ impl Spec {
                         )
                     } else {
                         CacheSpec::Bytes(
-                            parse_size(v).ok_or_else(|| bad(format!("cache={v}: use e.g. 64M or 5%")))?,
+                            parse_size(v)
+                                .ok_or_else(|| bad(format!("cache={v}: use e.g. 64M or 5%")))?,
                         )
                     })
                 }

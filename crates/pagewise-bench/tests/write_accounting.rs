@@ -43,10 +43,18 @@ fn harness_reports_exactly_the_bytes_written() {
         dir: dir.path().to_path_buf(),
     });
     assert_eq!(r.user_bytes_written, KEYS * 116);
-    assert_eq!(r.syscall_write_bytes, Some(DUMP_BYTES), "wchar of a {DUMP_BYTES}-byte dump");
+    assert_eq!(
+        r.syscall_write_bytes,
+        Some(DUMP_BYTES),
+        "wchar of a {DUMP_BYTES}-byte dump"
+    );
     assert_eq!(r.device_writes, None);
     assert!(r.notes.iter().any(|n| n.contains("syscall figure only")));
-    assert_eq!(r.db_bytes.div_ceil(4096), DUMP_BYTES.div_ceil(4096), "db bytes on disk");
+    assert_eq!(
+        r.db_bytes.div_ceil(4096),
+        DUMP_BYTES.div_ceil(4096),
+        "db bytes on disk"
+    );
 
     if let Some(why) = pagewise_bench::loopfs::unavailable_reason() {
         eprintln!("SKIPPED loop-device accounting: {why}");
@@ -57,14 +65,29 @@ fn harness_reports_exactly_the_bytes_written() {
         image_bytes: 1 << 30,
     });
     let d = r.device_writes.expect("device figure with loop devices");
-    eprintln!("loop device: {} raw, {} baseline, {} net for {DUMP_BYTES} file bytes", d.raw_bytes, d.baseline_bytes, d.bytes);
+    eprintln!(
+        "loop device: {} raw, {} baseline, {} net for {DUMP_BYTES} file bytes",
+        d.raw_bytes, d.baseline_bytes, d.bytes
+    );
     assert_eq!(r.syscall_write_bytes, Some(DUMP_BYTES));
     // The file's data blocks reach the device in full; ext4 adds its inode,
     // bitmaps, extent and journal blocks on top (tens of KiB).
     let data = DUMP_BYTES.div_ceil(4096) * 4096;
-    assert!(d.bytes >= data, "device saw {} < {data} data bytes", d.bytes);
-    assert!(d.bytes <= data + (512 << 10), "device saw {} bytes, more than {data} + 512 KiB of metadata", d.bytes);
-    assert!(d.baseline_bytes > 0 && d.baseline_bytes < 1 << 20, "baseline {}", d.baseline_bytes);
+    assert!(
+        d.bytes >= data,
+        "device saw {} < {data} data bytes",
+        d.bytes
+    );
+    assert!(
+        d.bytes <= data + (512 << 10),
+        "device saw {} bytes, more than {data} + 512 KiB of metadata",
+        d.bytes
+    );
+    assert!(
+        d.baseline_bytes > 0 && d.baseline_bytes < 1 << 20,
+        "baseline {}",
+        d.baseline_bytes
+    );
     let wa = r.write_amp_device.unwrap();
     assert!((wa - d.bytes as f64 / (KEYS * 116) as f64).abs() < 1e-9);
 }

@@ -69,13 +69,21 @@ impl Engine for LmdbEngine {
 
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let txn = self.env.read_txn().map_err(err)?;
-        Ok(self.dbs[table].get(&txn, key).map_err(err)?.map(<[u8]>::to_vec))
+        Ok(self.dbs[table]
+            .get(&txn, key)
+            .map_err(err)?
+            .map(<[u8]>::to_vec))
     }
 
     fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         let txn = self.env.read_txn().map_err(err)?;
         keys.iter()
-            .map(|k| Ok(self.dbs[table].get(&txn, k).map_err(err)?.map(<[u8]>::to_vec)))
+            .map(|k| {
+                Ok(self.dbs[table]
+                    .get(&txn, k)
+                    .map_err(err)?
+                    .map(<[u8]>::to_vec))
+            })
             .collect()
     }
 
@@ -83,7 +91,11 @@ impl Engine for LmdbEngine {
         let txn = self.env.read_txn().map_err(err)?;
         let range = (Bound::Included(start), Bound::Unbounded);
         let mut n = 0;
-        for item in self.dbs[table].range(&txn, &range).map_err(err)?.take(limit) {
+        for item in self.dbs[table]
+            .range(&txn, &range)
+            .map_err(err)?
+            .take(limit)
+        {
             let (k, v) = item.map_err(err)?;
             n += 1;
             if !visit(k, v) {

@@ -1,9 +1,9 @@
 //! Adapters: one file per engine. Peers compile only with their cargo feature.
 
 pub mod btreemap;
-pub mod pagewise;
 #[cfg(feature = "heed")]
 pub mod lmdb;
+pub mod pagewise;
 #[cfg(feature = "redb")]
 pub mod redb;
 #[cfg(feature = "rocksdb")]

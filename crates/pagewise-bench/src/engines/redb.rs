@@ -66,7 +66,9 @@ impl Engine for RedbEngine {
                 let table = open[t].as_mut().expect("opened above");
                 match op {
                     WriteOp::Put { key, value, .. } => {
-                        table.insert(key.as_slice(), value.as_slice()).map_err(err)?;
+                        table
+                            .insert(key.as_slice(), value.as_slice())
+                            .map_err(err)?;
                     }
                     WriteOp::Delete { key, .. } => {
                         table.remove(key.as_slice()).map_err(err)?;
@@ -87,7 +89,11 @@ impl Engine for RedbEngine {
         let txn = self.db.begin_read().map_err(err)?;
         let t = txn.open_table(def(&self.tables[table])).map_err(err)?;
         keys.iter()
-            .map(|k| Ok(t.get(k.as_slice()).map_err(err)?.map(|g| g.value().to_vec())))
+            .map(|k| {
+                Ok(t.get(k.as_slice())
+                    .map_err(err)?
+                    .map(|g| g.value().to_vec()))
+            })
             .collect()
     }
 

@@ -98,9 +98,10 @@ impl Engine for RocksEngine {
     }
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
-        let it = self
-            .db
-            .iterator_cf(self.cf(table)?, IteratorMode::From(start, Direction::Forward));
+        let it = self.db.iterator_cf(
+            self.cf(table)?,
+            IteratorMode::From(start, Direction::Forward),
+        );
         let mut n = 0;
         for item in it.take(limit) {
             let (k, v) = item.map_err(err)?;

@@ -98,7 +98,10 @@ impl Engine for SqliteEngine {
         for op in ops {
             match op {
                 WriteOp::Put { table, key, value } => {
-                    let sql = format!("INSERT OR REPLACE INTO \"{}\" (k, v) VALUES (?1, ?2)", self.tables[*table]);
+                    let sql = format!(
+                        "INSERT OR REPLACE INTO \"{}\" (k, v) VALUES (?1, ?2)",
+                        self.tables[*table]
+                    );
                     txn.prepare_cached(&sql)
                         .and_then(|mut st| st.execute((key, value)))
                         .map_err(err)?;
@@ -147,7 +150,8 @@ impl Engine for SqliteEngine {
     fn sync(&self) -> Result<()> {
         // Move the WAL into the main file, then fsync it (synchronous=OFF skipped that).
         let c = self.writer.lock();
-        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").map_err(err)?;
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .map_err(err)?;
         for p in [self.path.clone(), self.path.with_extension("sqlite-wal")] {
             if let Ok(f) = std::fs::File::open(&p) {
                 f.sync_all().map_err(|e| BenchError::os("fsync", &p, e))?;

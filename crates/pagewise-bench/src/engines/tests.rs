@@ -15,14 +15,24 @@ type Model = Vec<BTreeMap<Vec<u8>, Vec<u8>>>;
 fn check(engine: &dyn crate::Engine, model: &Model, rng: &mut SmallRng, name: &str) {
     for (t, m) in model.iter().enumerate() {
         for (k, v) in m {
-            let got = engine.get(t, k).unwrap_or_else(|e| panic!("{name}: get: {e}"));
+            let got = engine
+                .get(t, k)
+                .unwrap_or_else(|e| panic!("{name}: get: {e}"));
             assert_eq!(got.as_ref(), Some(v), "{name}: table {t} key {k:?}");
         }
-        assert_eq!(engine.get(t, b"\xffnot-there").unwrap(), None, "{name}: absent key found");
+        assert_eq!(
+            engine.get(t, b"\xffnot-there").unwrap(),
+            None,
+            "{name}: absent key found"
+        );
         for _ in 0..20 {
             let start = encode_key(rng.gen_range(0..1200), 16);
             let limit = rng.gen_range(1..50);
-            let want: Vec<_> = m.range(start.clone()..).take(limit).map(|(k, v)| (k.clone(), v.clone())).collect();
+            let want: Vec<_> = m
+                .range(start.clone()..)
+                .take(limit)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             let mut got = Vec::new();
             let n = engine
                 .scan(t, &start, limit, &mut |k, v| {
@@ -33,10 +43,19 @@ fn check(engine: &dyn crate::Engine, model: &Model, rng: &mut SmallRng, name: &s
             assert_eq!(n, want.len(), "{name}: scan count from {start:?}");
             assert_eq!(got, want, "{name}: scan contents from {start:?}");
         }
-        let keys: Vec<Vec<u8>> = m.keys().take(10).cloned().chain([b"zz-missing".to_vec()]).collect();
+        let keys: Vec<Vec<u8>> = m
+            .keys()
+            .take(10)
+            .cloned()
+            .chain([b"zz-missing".to_vec()])
+            .collect();
         let got = engine.multi_get(t, &keys).unwrap();
         assert_eq!(got.len(), keys.len());
-        assert_eq!(got.last().unwrap(), &None, "{name}: multi_get of a missing key");
+        assert_eq!(
+            got.last().unwrap(),
+            &None,
+            "{name}: multi_get of a missing key"
+        );
         for (k, g) in keys.iter().zip(&got).take(keys.len() - 1) {
             assert_eq!(g.as_ref(), m.get(k), "{name}: multi_get {k:?}");
         }
@@ -53,7 +72,8 @@ fn exercise(name: &str, sync: SyncPolicy, seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let values = ValueGen::new(Compressibility::Text, 120, seed);
     let mut model: Model = vec![BTreeMap::new(); TABLES.len()];
-    let engine = open_engine(name, dir.path(), &settings, &TABLES).unwrap_or_else(|e| panic!("{name}: open: {e}"));
+    let engine = open_engine(name, dir.path(), &settings, &TABLES)
+        .unwrap_or_else(|e| panic!("{name}: open: {e}"));
     for round in 0..30u64 {
         let mut ops = Vec::new();
         for _ in 0..rng.gen_range(1..60) {
@@ -65,25 +85,41 @@ fn exercise(name: &str, sync: SyncPolicy, seed: u64) {
                 ops.push(WriteOp::Delete { table, key });
             } else {
                 // Empty values too: iiBench index entries have none.
-                let value = if n % 17 == 0 { Vec::new() } else { values.value(n, round) };
+                let value = if n % 17 == 0 {
+                    Vec::new()
+                } else {
+                    values.value(n, round)
+                };
                 model[table].insert(key.clone(), value.clone());
                 ops.push(WriteOp::Put { table, key, value });
             }
         }
-        engine.write_batch(&ops).unwrap_or_else(|e| panic!("{name}: write_batch: {e}"));
+        engine
+            .write_batch(&ops)
+            .unwrap_or_else(|e| panic!("{name}: write_batch: {e}"));
     }
     check(engine.as_ref(), &model, &mut rng, name);
     engine.sync().unwrap();
     engine.close().unwrap();
-    let engine = open_engine(name, dir.path(), &settings, &TABLES).unwrap_or_else(|e| panic!("{name}: reopen: {e}"));
-    check(engine.as_ref(), &model, &mut rng, &format!("{name} after reopen"));
+    let engine = open_engine(name, dir.path(), &settings, &TABLES)
+        .unwrap_or_else(|e| panic!("{name}: reopen: {e}"));
+    check(
+        engine.as_ref(),
+        &model,
+        &mut rng,
+        &format!("{name} after reopen"),
+    );
     engine.close().unwrap();
 }
 
 #[test]
 fn every_adapter_reads_back_what_it_wrote() {
     let seed = 0x5eed_0001;
-    for name in compiled_engines().into_iter().filter(|n| *n != "pagewise").chain(["btreemap"]) {
+    for name in compiled_engines()
+        .into_iter()
+        .filter(|n| *n != "pagewise")
+        .chain(["btreemap"])
+    {
         for sync in [SyncPolicy::Off, SyncPolicy::EveryBatch] {
             eprintln!("adapter {name} sync {sync:?} seed {seed:#x}");
             exercise(name, sync, seed);
@@ -94,10 +130,14 @@ fn every_adapter_reads_back_what_it_wrote() {
 #[test]
 fn unknown_and_missing_engines_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let e = open_engine("nosuch", dir.path(), &Settings::default(), &TABLES).err().unwrap();
+    let e = open_engine("nosuch", dir.path(), &Settings::default(), &TABLES)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("unknown engine"), "{e}");
     if !cfg!(feature = "rocksdb") {
-        let e = open_engine("rocksdb", dir.path(), &Settings::default(), &TABLES).err().unwrap();
+        let e = open_engine("rocksdb", dir.path(), &Settings::default(), &TABLES)
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("--features"), "{e}");
     }
 }

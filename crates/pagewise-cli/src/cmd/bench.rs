@@ -1,6 +1,7 @@
 //! `pagewise bench run ...` runs standard workloads against pagewise and peers;
 //! `pagewise bench report RESULTS.jsonl -o report.html` renders the results.
 
+mod chart;
 mod report;
 mod run;
 
@@ -13,14 +14,14 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Command {
     /// Run workloads (fill, read, scan, YCSB, iiBench) on one or more engines.
-    Run(run::Args),
+    Run(Box<run::Args>),
     /// Render results (JSON lines) as a self-contained HTML page or a markdown table.
     Report(report::Args),
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.command {
-        Command::Run(a) => run::run(a),
+        Command::Run(a) => run::run(*a),
         Command::Report(a) => report::run(a),
     }
 }

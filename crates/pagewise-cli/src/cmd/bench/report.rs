@@ -1,6 +1,287 @@
-//! `pagewise bench report`: placeholder replaced below.
+//! `pagewise bench report`: results (JSON lines) to one self-contained HTML
+//! page (inline SVG charts, no scripts or external files), or a markdown table.
+
+use super::chart::{fmt_num, BarChart, Line, LineChart};
+use super::run::{mib, ns};
+use anyhow::Context;
+use pagewise_bench::PhaseResult;
+use std::fmt::Write;
+use std::path::PathBuf;
+
 #[derive(clap::Args)]
-pub struct Args {}
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+pub struct Args {
+    /// Results files written by `pagewise bench run` (JSON lines).
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// HTML output.
+    #[arg(short, long, default_value = "bench-report.html")]
+    pub output: PathBuf,
+    /// Print a markdown comparison table on stdout instead of writing HTML.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// A result line plus the command that produced it (added by `bench run`).
+pub struct Entry {
+    pub r: PhaseResult,
+    pub command: Option<String>,
+}
+
+pub fn load(paths: &[PathBuf]) -> anyhow::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .with_context(|| format!("{}:{}: not JSON", p.display(), i + 1))?;
+            let command = v.get("command").and_then(|c| c.as_str()).map(String::from);
+            let r: PhaseResult = serde_json::from_value(v).with_context(|| {
+                format!(
+                    "{}:{}: not a bench result line (from an older version?)",
+                    p.display(),
+                    i + 1
+                )
+            })?;
+            out.push(Entry { r, command });
+        }
+    }
+    if out.is_empty() {
+        anyhow::bail!("no results in {:?}: run `pagewise bench run` first", paths);
+    }
+    Ok(out)
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let entries = load(&a.results)?;
+    if a.markdown {
+        print!("{}", markdown(&entries));
+        return Ok(());
+    }
+    let html = html(&entries);
+    std::fs::write(&a.output, html)
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    eprintln!("wrote {} ({} results)", a.output.display(), entries.len());
+    Ok(())
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("–".into(), |x| format!("{x:.2}"))
+}
+
+/// Groups results by phase spec, in order of first appearance.
+fn by_spec(entries: &[Entry]) -> Vec<(String, Vec<&PhaseResult>)> {
+    let mut order: Vec<(String, Vec<&PhaseResult>)> = Vec::new();
+    for e in entries {
+        match order.iter_mut().find(|(s, _)| *s == e.r.spec) {
+            Some((_, v)) => v.push(&e.r),
+            None => order.push((e.r.spec.clone(), vec![&e.r])),
+        }
+    }
+    order
+}
+
+/// pagewise's own accounting and compressed bytes, when the engine reported them.
+fn pagewise_detail(r: &PhaseResult) -> String {
+    r.engine_stats
+        .as_ref()
+        .map_or(String::new(), |v| v.to_string())
+}
+
+pub fn markdown(entries: &[Entry]) -> String {
+    let mut s = String::new();
+    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | space amp | Db size | CPU s | peak RSS |\n");
+    s.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (spec, rs) in by_spec(entries) {
+        for r in rs {
+            let _ = writeln!(
+                s,
+                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+                r.engine,
+                r.ops_per_s,
+                ns(r.latency.p50_ns),
+                ns(r.latency.p99_ns),
+                opt(r.write_amp_device),
+                opt(r.write_amp_syscall),
+                opt(r.space_amp),
+                mib(r.db_bytes),
+                r.cpu_user_s + r.cpu_sys_s,
+                r.peak_rss_bytes.map_or("–".into(), mib),
+            );
+        }
+    }
+    s
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+pub fn html(entries: &[Entry]) -> String {
+    let mut s = String::new();
+    s.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>pagewise bench report</title><style>");
+    s.push_str("body{font-family:sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td:first-child,td:nth-child(2),th{text-align:left}h2{margin-top:32px}code{background:#f4f4f4;padding:1px 4px}.note{color:#555;font-size:12px}figure{display:inline-block;margin:8px}");
+    s.push_str("</style></head><body><h1>pagewise bench report</h1>");
+    let first = &entries[0].r;
+    let _ = write!(
+        s,
+        "<p>{} results. Host <b>{}</b>: {} CPUs ({}), {:.1} GiB RAM, kernel {}.</p>",
+        entries.len(),
+        esc(&first.host.hostname),
+        first.host.cpus,
+        esc(&first.host.cpu_model),
+        first.host.mem_bytes as f64 / (1u64 << 30) as f64,
+        esc(&first.host.kernel)
+    );
+    let mut commands: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e.command.as_deref())
+        .collect();
+    commands.dedup();
+    s.push_str("<p>Commands:</p><ul>");
+    for c in commands {
+        let _ = write!(s, "<li><code>{}</code></li>", esc(c));
+    }
+    s.push_str("</ul>");
+    s.push_str("<p class=note>WA device = bytes that reached the run's private loop device (ext4 data + metadata + journal, unmounted after each phase, minus an empty mount/umount) / user bytes written (keys + values). WA syscall = bytes handed to write syscalls (<code>wchar</code>) / user bytes. Space amp = bytes allocated by the Db's files / live user bytes.</p>");
+    comparison_table(&mut s, entries);
+    let groups = by_spec(entries);
+    write_amp_bars(&mut s, &groups);
+    s.push_str("<h2>Throughput over time and latency CDF per phase</h2>");
+    for (spec, rs) in &groups {
+        let _ = write!(s, "<h3><code>{}</code></h3>", esc(spec));
+        let tput = LineChart {
+            title: &format!("{spec}: throughput"),
+            x_label: "seconds since phase start",
+            y_label: "ops/s",
+            log_x: false,
+            x_is_ns: false,
+            lines: rs
+                .iter()
+                .map(|r| Line {
+                    name: r.engine.clone(),
+                    points: r
+                        .throughput
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &v)| (i as f64 + 0.5, v as f64))
+                        .collect(),
+                })
+                .collect(),
+        };
+        let cdf = LineChart {
+            title: &format!("{spec}: latency CDF ({})", rs[0].latency.unit),
+            x_label: "latency",
+            y_label: "fraction of samples at or below",
+            log_x: true,
+            x_is_ns: true,
+            lines: rs
+                .iter()
+                .map(|r| Line {
+                    name: r.engine.clone(),
+                    points: r.latency.cdf.iter().map(|&(q, v)| (v as f64, q)).collect(),
+                })
+                .collect(),
+        };
+        let _ = write!(
+            s,
+            "<figure>{}</figure><figure>{}</figure>",
+            tput.svg(),
+            cdf.svg()
+        );
+    }
+    s.push_str("</body></html>\n");
+    s
+}
+
+fn comparison_table(s: &mut String, entries: &[Entry]) {
+    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>Db size</th><th>space amp</th><th>settings</th><th>notes</th></tr>");
+    for (spec, rs) in by_spec(entries) {
+        for r in rs {
+            let st = &r.settings;
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>cache {}, sync {:?}, direct {}, compression {}</td><td class=note>{}</td></tr>",
+                esc(&spec),
+                esc(&r.engine_version),
+                esc(&r.engine),
+                fmt_num(r.ops_per_s),
+                ns(r.latency.p50_ns),
+                ns(r.latency.p99_ns),
+                ns(r.latency.p999_ns),
+                r.cpu_user_s + r.cpu_sys_s,
+                r.peak_rss_bytes.map_or("–".into(), mib),
+                mib(r.user_bytes_written),
+                r.device_writes.as_ref().map_or("–".into(), |d| mib(d.bytes)),
+                opt(r.write_amp_device),
+                r.syscall_write_bytes.map_or("–".into(), mib),
+                opt(r.write_amp_syscall),
+                mib(r.db_bytes),
+                opt(r.space_amp),
+                mib(st.cache_bytes),
+                st.sync,
+                st.direct_io,
+                st.compression,
+                esc(&[r.notes.join("; "), pagewise_detail(r)].join(" ")),
+            );
+        }
+    }
+    s.push_str("</table>");
+}
+
+fn write_amp_bars(s: &mut String, groups: &[(String, Vec<&PhaseResult>)]) {
+    let writes: Vec<&(String, Vec<&PhaseResult>)> = groups
+        .iter()
+        .filter(|(_, rs)| rs.iter().any(|r| r.user_bytes_written > 0))
+        .collect();
+    if writes.is_empty() {
+        return;
+    }
+    let mut engines: Vec<String> = Vec::new();
+    for (_, rs) in &writes {
+        for r in rs {
+            if !engines.contains(&r.engine) {
+                engines.push(r.engine.clone());
+            }
+        }
+    }
+    let series = |f: fn(&PhaseResult) -> Option<f64>| -> Vec<(String, Vec<Option<f64>>)> {
+        engines
+            .iter()
+            .map(|e| {
+                (
+                    e.clone(),
+                    writes
+                        .iter()
+                        .map(|(_, rs)| rs.iter().find(|r| &r.engine == e).and_then(|r| f(r)))
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    let labels: Vec<String> = writes.iter().map(|(spec, _)| spec.clone()).collect();
+    let dev = BarChart {
+        title: "Write amplification at the device (loop device bytes / user bytes)",
+        y_label: "write amplification",
+        groups: labels.clone(),
+        series: series(|r| r.write_amp_device),
+    };
+    let sys = BarChart {
+        title: "Write amplification at the syscall (wchar / user bytes)",
+        y_label: "write amplification",
+        groups: labels,
+        series: series(|r| r.write_amp_syscall),
+    };
+    let _ = write!(
+        s,
+        "<h2>Write amplification</h2><figure>{}</figure><figure>{}</figure>",
+        dev.svg(),
+        sys.svg()
+    );
 }

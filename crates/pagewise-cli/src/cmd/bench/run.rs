@@ -7,7 +7,9 @@ use pagewise_bench::exec::Progress;
 use pagewise_bench::keys::KeyDist;
 use pagewise_bench::values::Compressibility;
 use pagewise_bench::workload::{parse_count, parse_dist, parse_duration, parse_size};
-use pagewise_bench::{compiled_engines, Measure, Params, PhaseResult, RunConfig, Settings, Spec, SyncPolicy};
+use pagewise_bench::{
+    compiled_engines, Measure, Params, PhaseResult, RunConfig, Settings, Spec, SyncPolicy,
+};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -159,7 +161,10 @@ fn engines(a: &Args) -> anyhow::Result<Vec<String>> {
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     if a.key_size < pagewise_bench::keys::MIN_KEY_SIZE {
-        bail!("--key-size {} is too small: keys hold an 8-byte number, use 8 or more", a.key_size);
+        bail!(
+            "--key-size {} is too small: keys hold an 8-byte number, use 8 or more",
+            a.key_size
+        );
     }
     let base = params(&a);
     let specs: Vec<Spec> = a
@@ -202,13 +207,23 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         println!("{}", header());
     }
     for engine in engines(&a)? {
-        let bar = ProgressBar::with_draw_target(None, if show { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
+        let bar = ProgressBar::with_draw_target(
+            None,
+            if show {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
+        );
         bar.set_style(
             ProgressStyle::with_template("{msg:28} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
                 .expect("valid template")
                 .progress_chars("=> "),
         );
-        let progress = Bar { bar, engine: engine.clone() };
+        let progress = Bar {
+            bar,
+            engine: engine.clone(),
+        };
         let cfg = RunConfig {
             engine: engine.clone(),
             settings: settings.clone(),
@@ -234,7 +249,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .with_context(|| format!("engine {engine}"))?;
     }
     if !a.json {
-        eprintln!("results appended to {}; render with `pagewise bench report {} -o report.html`", a.out.display(), a.out.display());
+        eprintln!(
+            "results appended to {}; render with `pagewise bench report {} -o report.html`",
+            a.out.display(),
+            a.out.display()
+        );
     }
     Ok(())
 }
