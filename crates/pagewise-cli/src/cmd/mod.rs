@@ -1,8 +1,8 @@
 //! One module per subcommand.
 
 pub mod advise;
-pub mod model;
 pub mod bench;
+pub mod model;
 pub mod probe;
 pub mod topology;
 pub mod tune;
