@@ -1,1 +1,48 @@
-//! pagewise: see the crate description in Cargo.toml.
+//! pagewise: an embedded, crash-safe, ordered key-value store whose page size
+//! is chosen at creation (512 B to 64 KiB), doing I/O the way SSDs want it:
+//! direct, aligned, page-sized, through `pagewise_io` so every byte is counted.
+//!
+//! ```no_run
+//! use pagewise::{Db, Options, Batch};
+//! let db = Db::create("/tmp/example.pw", Options::default().page_size(8192))?;
+//! let orders = db.tree("orders")?;
+//! orders.insert(b"k1", b"v1")?;
+//! let mut b = Batch::new();
+//! b.insert(&orders, b"k2", b"v2");
+//! b.remove("index", b"old");
+//! db.apply(b)?;
+//! for kv in orders.range(&b"k"[..]..) {
+//!     let (k, v) = kv?;
+//!     println!("{k:?} = {v:?}");
+//! }
+//! # Ok::<(), pagewise::Error>(())
+//! ```
+//!
+//! Design, on-disk formats and the durability contract: docs/design.md.
+
+mod alloc;
+mod batch;
+mod btree;
+mod cache;
+mod check;
+mod db;
+mod error;
+mod meta;
+mod node;
+mod options;
+mod page;
+mod pager;
+mod read;
+mod stats;
+mod tree;
+mod wal;
+
+pub use batch::Batch;
+pub use check::CheckReport;
+pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
+pub use error::{Error, Result};
+pub use meta::FORMAT_VERSION;
+pub use node::max_key as max_key_len;
+pub use options::{Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use stats::{Stats, TreeStats};
+pub use tree::{Iter, Tree};

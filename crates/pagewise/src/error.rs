@@ -1,0 +1,62 @@
+use pagewise_io::IoError;
+use std::path::PathBuf;
+
+/// Errors of the engine. Each says what went wrong, where, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Io(#[from] IoError),
+    #[error("{path}: not a pagewise database (no pagewise superblock at offset 0 or in the second slot); check the path")]
+    NotADatabase { path: PathBuf },
+    #[error("{path}: format version {found} is newer than this build supports (up to {supported}); use a newer pagewise")]
+    NewerVersion {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    #[error("{path}: truncated: the superblock needs at least {expected} bytes but the file has {actual}; restore the file from a backup")]
+    Truncated {
+        path: PathBuf,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("{path}: checksum mismatch in page {page} at offset {offset} (stored {stored:#010x}, computed {computed:#010x}); the file is corrupt: restore it from a backup (`pagewise db check` lists every bad page)")]
+    Checksum {
+        path: PathBuf,
+        page: u64,
+        offset: u64,
+        stored: u32,
+        computed: u32,
+    },
+    #[error("{path}: page {page} at offset {offset}: {what}; the file is corrupt: restore it from a backup")]
+    Corrupt {
+        path: PathBuf,
+        page: u64,
+        offset: u64,
+        what: String,
+    },
+    #[error("key of {len} bytes exceeds the limit of {max} bytes for {page_size}-byte pages; use shorter keys or create the database with a larger page size")]
+    KeyTooLarge {
+        len: usize,
+        max: usize,
+        page_size: usize,
+    },
+    #[error("value of {len} bytes exceeds the limit of {max} bytes")]
+    ValueTooLarge { len: usize, max: usize },
+    #[error("invalid tree name {name:?}: {why}")]
+    TreeName { name: String, why: &'static str },
+    #[error("invalid options: {0}")]
+    Options(String),
+    #[error("{path} already exists; open it with Db::open (or choose another path)")]
+    AlreadyExists { path: PathBuf },
+    #[error("{path} does not exist; create it with Db::create")]
+    NotFound { path: PathBuf },
+    #[error("{path} is locked by another process or another open Db in this process; close that one first ({source})")]
+    Locked { path: PathBuf, source: IoError },
+    #[error("the database refuses writes after an earlier failure ({reason}); reopen it to recover from the log")]
+    Poisoned { reason: String },
+    #[error("commit failed in a group commit led by another thread: {0}")]
+    GroupCommit(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,86 @@
+use crate::error::{Error, Result};
+use pagewise_io::{Fs, RealFs};
+use std::sync::Arc;
+
+/// When a write is acknowledged relative to its durability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// A commit returns after its log record is written and fsync'd
+    /// (group commit: concurrent committers share one fsync).
+    Sync,
+    /// A commit returns at once; it becomes durable at the next
+    /// `Db::sync`, checkpoint, or clean close. A crash may lose it, but never
+    /// half of a batch and never an earlier synced write.
+    Buffered,
+}
+
+/// Settings for [`crate::Db::create`] and [`crate::Db::open`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Page size in bytes: a power of two in 512..=65536, at least the device's
+    /// logical block size. Fixed at creation; `open` reads it from the file.
+    pub page_size: usize,
+    /// Memory for cached pages, in bytes (decoded in-memory size). A quarter of
+    /// it bounds dirty pages between checkpoints.
+    pub cache_bytes: usize,
+    pub durability: Durability,
+    /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).
+    pub direct_io: bool,
+    /// Checkpoint when the write-ahead log holds this many bytes.
+    pub wal_limit: u64,
+    /// Where files come from: the real filesystem, or a simulated one in tests.
+    pub fs: Arc<dyn Fs>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            page_size: 4096,
+            cache_bytes: 64 << 20,
+            durability: Durability::Sync,
+            direct_io: true,
+            wal_limit: 64 << 20,
+            fs: Arc::new(RealFs),
+        }
+    }
+}
+
+pub const MIN_PAGE_SIZE: usize = 512;
+pub const MAX_PAGE_SIZE: usize = 65536;
+
+impl Options {
+    pub fn page_size(mut self, ps: usize) -> Self {
+        self.page_size = ps;
+        self
+    }
+    pub fn cache_bytes(mut self, n: usize) -> Self {
+        self.cache_bytes = n;
+        self
+    }
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+    pub fn direct_io(mut self, on: bool) -> Self {
+        self.direct_io = on;
+        self
+    }
+    pub fn wal_limit(mut self, n: u64) -> Self {
+        self.wal_limit = n;
+        self
+    }
+    pub fn fs(mut self, fs: Arc<dyn Fs>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    pub(crate) fn validate_page_size(ps: usize) -> Result<()> {
+        if !ps.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&ps) {
+            return Err(Error::Options(format!(
+                "page size {ps} must be a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}"
+            )));
+        }
+        Ok(())
+    }
+}

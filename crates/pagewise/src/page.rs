@@ -1,0 +1,122 @@
+//! The 32-byte header every page starts with, and its checksum.
+//!
+//! | offset | size | field |
+//! | --- | --- | --- |
+//! | 0 | 4 | crc32c of bytes 4..page_size |
+//! | 4 | 1 | kind ([`Kind`]) |
+//! | 5 | 1 | reserved (0) |
+//! | 6 | 2 | entry count (nodes) |
+//! | 8 | 8 | page id of this page (catches misdirected writes) |
+//! | 16 | 8 | checkpoint generation that wrote the page |
+//! | 24 | 4 | payload bytes used after the header |
+//! | 28 | 4 | aux: index within an extent (overflow, blob) |
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+pub const HDR: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Meta = 1,
+    Leaf = 2,
+    Branch = 3,
+    Overflow = 4,
+    Blob = 5,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Meta,
+            2 => Kind::Leaf,
+            3 => Kind::Branch,
+            4 => Kind::Overflow,
+            5 => Kind::Blob,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    pub kind: Kind,
+    pub count: u16,
+    pub gen: u64,
+    pub used: u32,
+    pub aux: u32,
+}
+
+pub fn get_u16(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().unwrap())
+}
+pub fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+pub fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+pub fn put_u16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+pub fn put_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+pub fn put_u64(b: &mut [u8], at: usize, v: u64) {
+    b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Writes the header into `page` and seals it with its checksum.
+pub fn seal(page: &mut [u8], pid: u64, h: Header) {
+    page[4] = h.kind as u8;
+    page[5] = 0;
+    put_u16(page, 6, h.count);
+    put_u64(page, 8, pid);
+    put_u64(page, 16, h.gen);
+    put_u32(page, 24, h.used);
+    put_u32(page, 28, h.aux);
+    let crc = crc32c::crc32c(&page[4..]);
+    put_u32(page, 0, crc);
+}
+
+/// Checks the checksum, the page id and the kind of a page just read.
+pub fn verify(page: &[u8], pid: u64, want: &[Kind], path: &Path, offset: u64) -> Result<Header> {
+    let stored = get_u32(page, 0);
+    let computed = crc32c::crc32c(&page[4..]);
+    if stored != computed {
+        return Err(Error::Checksum {
+            path: path.to_path_buf(),
+            page: pid,
+            offset,
+            stored,
+            computed,
+        });
+    }
+    let corrupt = |what: String| Error::Corrupt {
+        path: path.to_path_buf(),
+        page: pid,
+        offset,
+        what,
+    };
+    let found = get_u64(page, 8);
+    if found != pid {
+        return Err(corrupt(format!(
+            "holds page {found} (a misdirected write or a stale pointer)"
+        )));
+    }
+    let kind = Kind::from_u8(page[4])
+        .filter(|k| want.contains(k))
+        .ok_or_else(|| corrupt(format!("unexpected page kind {} (wanted {want:?})", page[4])))?;
+    let used = get_u32(page, 24);
+    if used as usize > page.len() - HDR {
+        return Err(corrupt(format!("payload length {used} exceeds the page")));
+    }
+    Ok(Header {
+        kind,
+        count: get_u16(page, 6),
+        gen: get_u64(page, 16),
+        used,
+        aux: get_u32(page, 28),
+    })
+}

@@ -1,0 +1,105 @@
+//! What `Db::stats` reports.
+
+use crate::db::Db;
+use crate::node::capacity;
+use crate::options::Durability;
+use pagewise_io::IoStatsSnapshot;
+use std::sync::atomic::Ordering::Relaxed;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TreeStats {
+    pub name: String,
+    pub entries: u64,
+    pub height: u32,
+    pub leaf_pages: u64,
+    pub branch_pages: u64,
+    pub overflow_pages: u64,
+    /// Encoded leaf entry bytes / (leaf pages x usable bytes per page).
+    pub avg_leaf_fill: f64,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Stats {
+    pub page_size: usize,
+    pub durability: Durability,
+    pub direct_io: bool,
+    /// I/O by category, counted at the backend: the write-ahead log, tree and
+    /// overflow pages, superblocks and catalog.
+    pub wal: IoStatsSnapshot,
+    pub pages: IoStatsSnapshot,
+    pub meta: IoStatsSnapshot,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub cache_evictions: u64,
+    pub cache_bytes: usize,
+    pub cache_capacity: usize,
+    pub cache_pages: usize,
+    pub dirty_pages: usize,
+    pub file_pages: u64,
+    pub free_pages: u64,
+    pub pending_free_pages: u64,
+    pub commits: u64,
+    pub commit_groups: u64,
+    pub checkpoints: u64,
+    pub replayed_records: u64,
+    pub wal_bytes_since_checkpoint: u64,
+    pub poisoned: Option<String>,
+    pub trees: Vec<TreeStats>,
+}
+
+impl Db {
+    pub fn stats(&self) -> Stats {
+        let i = &self.inner;
+        let ps = i.pager.ps;
+        let (trees, dirty_pages) = {
+            let st = i.state.read();
+            let trees = st
+                .trees
+                .iter()
+                .map(|(name, t)| TreeStats {
+                    name: name.to_string(),
+                    entries: t.entries,
+                    height: t.height,
+                    leaf_pages: t.leaf_pages,
+                    branch_pages: t.branch_pages,
+                    overflow_pages: t.overflow_pages,
+                    avg_leaf_fill: if t.leaf_pages == 0 {
+                        0.0
+                    } else {
+                        t.leaf_bytes as f64 / (t.leaf_pages as f64 * capacity(ps) as f64)
+                    },
+                })
+                .collect();
+            (trees, st.dirty.len())
+        };
+        let (file_pages, free_pages, pending_free_pages) = {
+            let a = i.alloc.lock();
+            (a.hwm, a.free_pages(), a.pending_pages())
+        };
+        Stats {
+            page_size: ps,
+            durability: i.durability,
+            direct_io: i.direct,
+            wal: i.io.wal.snapshot(),
+            pages: i.io.pages.snapshot(),
+            meta: i.io.meta.snapshot(),
+            cache_hits: i.cache.hits.load(Relaxed),
+            cache_misses: i.cache.misses.load(Relaxed),
+            cache_evictions: i.cache.evictions.load(Relaxed),
+            cache_bytes: i.cache.used_bytes(),
+            cache_capacity: i.cache.capacity(),
+            cache_pages: i.cache.pages(),
+            dirty_pages,
+            file_pages,
+            free_pages,
+            pending_free_pages,
+            commits: i.counters.commits.load(Relaxed),
+            commit_groups: i.counters.groups.load(Relaxed),
+            checkpoints: i.counters.checkpoints.load(Relaxed),
+            replayed_records: i.counters.replayed.load(Relaxed),
+            wal_bytes_since_checkpoint: i.wal_bytes(),
+            poisoned: i.poisoned(),
+            trees,
+        }
+    }
+}
