@@ -31,6 +31,8 @@ enum Command {
     Tune(cmd::tune::Args),
     /// Benchmark pagewise against peers: workloads, write amplification, reports.
     Bench(cmd::bench::Args),
+    /// Create, read, write, scan, inspect and check a pagewise database.
+    Db(cmd::db::Args),
 }
 
 fn main() {
@@ -43,6 +45,7 @@ fn main() {
         Command::Wear(a) => cmd::wear::run(a),
         Command::Tune(a) => cmd::tune::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Db(a) => cmd::db::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -24,7 +24,12 @@ impl Batch {
     }
 
     /// Sets `key` to `value` in `tree` (a name or a [`crate::Tree`]).
-    pub fn insert(&mut self, tree: impl AsRef<str>, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+    pub fn insert(
+        &mut self,
+        tree: impl AsRef<str>,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) {
         self.ops.push(Op {
             tree: Arc::from(tree.as_ref()),
             key: key.as_ref().to_vec(),
@@ -88,7 +93,8 @@ pub(crate) fn decode(b: &[u8]) -> Result<Vec<Op>, String> {
     for _ in 0..n {
         let kind = b[take(&mut at, 1)?][0];
         let nl = get_u16(&b[take(&mut at, 2)?], 0) as usize;
-        let name = std::str::from_utf8(&b[take(&mut at, nl)?]).map_err(|_| "tree name not UTF-8")?;
+        let name =
+            std::str::from_utf8(&b[take(&mut at, nl)?]).map_err(|_| "tree name not UTF-8")?;
         let kl = get_u32(&b[take(&mut at, 4)?], 0) as usize;
         let key = b[take(&mut at, kl)?].to_vec();
         let val = match kind {

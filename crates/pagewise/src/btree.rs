@@ -270,7 +270,13 @@ impl Writer<'_> {
 
     /// Merges child `i` of dirty `parent` with a sibling when it has fallen
     /// below a quarter page and the pair fits in one page.
-    fn rebalance(&mut self, parent: u64, i: usize, child_level: u32, tm: &mut TreeMeta) -> Result<()> {
+    fn rebalance(
+        &mut self,
+        parent: u64,
+        i: usize,
+        child_level: u32,
+        tm: &mut TreeMeta,
+    ) -> Result<()> {
         let cap = self.cap();
         let p = self.st.dirty[&parent].clone();
         let small = self.node(p.child(i))?.bytes() * 4 < cap;
@@ -290,7 +296,11 @@ impl Writer<'_> {
             self.get_mut(parent).remove_child(i);
             return Ok(());
         }
-        let (l, r) = if i + 1 < p.len() { (i, i + 1) } else { (i - 1, i) };
+        let (l, r) = if i + 1 < p.len() {
+            (i, i + 1)
+        } else {
+            (i - 1, i)
+        };
         let (lpid, rpid) = (p.child(l), p.child(r));
         let sep = p.key(r).to_vec();
         drop(p);

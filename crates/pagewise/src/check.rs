@@ -50,11 +50,18 @@ impl Walk<'_> {
         for p in start..start + n {
             let Some(o) = self.owner.get_mut(p as usize) else {
                 let hwm = self.owner.len();
-                self.problem(p, format!("{what} beyond the end of the file ({hwm} pages)"));
+                self.problem(
+                    p,
+                    format!("{what} beyond the end of the file ({hwm} pages)"),
+                );
                 return false;
             };
             if *o != 0 {
-                let prev = if *o == FREE { "on the free list" } else { "already in use" };
+                let prev = if *o == FREE {
+                    "on the free list"
+                } else {
+                    "already in use"
+                };
                 self.problem(p, format!("{what} is {prev}"));
                 return false;
             }
@@ -89,7 +96,10 @@ impl Walk<'_> {
                 Some(p) => k > &p[..],
             };
             if !ordered || hi.is_some_and(|h| k >= h) {
-                self.problem(pid, format!("key {i} ({k:02x?}) out of order or outside its parent's range"));
+                self.problem(
+                    pid,
+                    format!("key {i} ({k:02x?}) out of order or outside its parent's range"),
+                );
             }
             prev = Some(k.to_vec());
         }
@@ -108,14 +118,31 @@ impl Walk<'_> {
             return;
         }
         if depth >= height {
-            self.problem(pid, format!("branch at depth {depth}, tree height {height}"));
+            self.problem(
+                pid,
+                format!("branch at depth {depth}, tree height {height}"),
+            );
             return;
         }
         self.counted.branch_pages += 1;
         for i in 0..n.len() {
-            let clo = if i == 0 { lo.map(<[u8]>::to_vec) } else { Some(n.key(i).to_vec()) };
-            let chi = if i + 1 < n.len() { Some(n.key(i + 1).to_vec()) } else { hi.map(<[u8]>::to_vec) };
-            self.node(n.child(i), depth + 1, height, clo.as_deref(), chi.as_deref());
+            let clo = if i == 0 {
+                lo.map(<[u8]>::to_vec)
+            } else {
+                Some(n.key(i).to_vec())
+            };
+            let chi = if i + 1 < n.len() {
+                Some(n.key(i + 1).to_vec())
+            } else {
+                hi.map(<[u8]>::to_vec)
+            };
+            self.node(
+                n.child(i),
+                depth + 1,
+                height,
+                clo.as_deref(),
+                chi.as_deref(),
+            );
         }
     }
 
@@ -174,7 +201,10 @@ impl Db {
             let unreadable = w.rep.problems.len() > problems_before;
             if w.counted != *tm && !unreadable {
                 let (c, t) = (w.counted, *tm);
-                w.problem(tm.root, format!("catalog counters {t:?} do not match the tree {c:?}"));
+                w.problem(
+                    tm.root,
+                    format!("catalog counters {t:?} do not match the tree {c:?}"),
+                );
             }
             w.rep.entries += w.counted.entries;
             w.rep.trees += 1;
@@ -184,7 +214,11 @@ impl Db {
         if !leaked.is_empty() {
             w.problem(
                 leaked[0],
-                format!("{} pages are neither in use nor free (first: {:?})", leaked.len(), &leaked[..leaked.len().min(8)]),
+                format!(
+                    "{} pages are neither in use nor free (first: {:?})",
+                    leaked.len(),
+                    &leaked[..leaked.len().min(8)]
+                ),
             );
         }
         Ok(w.rep)

@@ -126,7 +126,9 @@ fn open_files(path: &Path, opts: &Options, create: bool) -> Result<Files> {
         });
     }
     let lp = lock_path(path);
-    let lock = fs.lock(&lp).map_err(|source| Error::Locked { path: lp, source })?;
+    let lock = fs
+        .lock(&lp)
+        .map_err(|source| Error::Locked { path: lp, source })?;
     let direct = if opts.direct_io {
         DirectMode::Try
     } else {
@@ -226,7 +228,12 @@ fn read_superblock(file: &Arc<dyn Backend>, path: &Path) -> Result<(usize, Meta,
                     best = Some(*m);
                 }
             }
-            Ok(m) => note = Some(format!("superblock slot {slot} holds generation {} for page size {}", m.gen, m.page_size)),
+            Ok(m) => {
+                note = Some(format!(
+                    "superblock slot {slot} holds generation {} for page size {}",
+                    m.gen, m.page_size
+                ))
+            }
             Err(e) => note = Some(format!("superblock slot {slot}: {e}")),
         }
     }
@@ -341,7 +348,10 @@ impl Db {
             direct,
             wal_limit: opts.wal_limit.max(64 * 1024),
             dirty_limit: dirty_budget / ps,
-            cache: Cache::new(opts.cache_bytes.saturating_sub(dirty_budget).max(4 * ps), ps),
+            cache: Cache::new(
+                opts.cache_bytes.saturating_sub(dirty_budget).max(4 * ps),
+                ps,
+            ),
             pager,
             state: RwLock::new(State {
                 trees: trees.into_iter().map(|(n, t)| (Arc::from(n), t)).collect(),
@@ -375,7 +385,13 @@ impl Db {
 
     /// Names of trees that have been written to.
     pub fn tree_names(&self) -> Vec<String> {
-        self.inner.state.read().trees.keys().map(|k| k.to_string()).collect()
+        self.inner
+            .state
+            .read()
+            .trees
+            .keys()
+            .map(|k| k.to_string())
+            .collect()
     }
 
     /// Applies every write in `batch` atomically: after a crash either all or
@@ -573,7 +589,9 @@ impl Inner {
                 self.apply_op(&mut w, op, *o)?;
             }
         }
-        self.counters.commits.fetch_add(group.len() as u64, Ordering::Relaxed);
+        self.counters
+            .commits
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
         self.counters.groups.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
@@ -693,8 +711,10 @@ impl Inner {
         let ps = self.pager.ps;
         let (mut nodes, trees) = {
             let st = self.state.read();
-            let nodes: Vec<(u64, Arc<Node>)> = st.dirty.iter().map(|(p, n)| (*p, n.clone())).collect();
-            let trees: Vec<(String, TreeMeta)> = st.trees.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            let nodes: Vec<(u64, Arc<Node>)> =
+                st.dirty.iter().map(|(p, n)| (*p, n.clone())).collect();
+            let trees: Vec<(String, TreeMeta)> =
+                st.trees.iter().map(|(k, v)| (k.to_string(), *v)).collect();
             (nodes, trees)
         };
         nodes.sort_unstable_by_key(|n| n.0);
@@ -710,7 +730,10 @@ impl Inner {
             let n = self.pager.extent_pages(est);
             let start = al.alloc(n);
             let blob = meta::encode_blob(&trees, &al.durable_free_list());
-            assert!(self.pager.extent_pages(blob.len()) <= n, "catalog outgrew its extent");
+            assert!(
+                self.pager.extent_pages(blob.len()) <= n,
+                "catalog outgrew its extent"
+            );
             (start, n, blob, al.hwm)
         };
         self.pager.write_extent(start, Kind::Blob, &blob, gen)?;
@@ -740,7 +763,10 @@ impl Inner {
             self.cache.remove(pid);
             self.cache.insert(pid, node, || true);
         }
-        debug_assert!(st.dirty.is_empty(), "dirty pages appeared during a checkpoint");
+        debug_assert!(
+            st.dirty.is_empty(),
+            "dirty pages appeared during a checkpoint"
+        );
         let released = self.alloc.lock().release_pending();
         self.reuse_gen.fetch_add(1, Ordering::AcqRel);
         for (s, n) in released {
@@ -771,7 +797,13 @@ impl Inner {
     pub(crate) fn check_begin(&self) -> Result<(impl Drop + '_, CheckSnapshot)> {
         let mut cs = self.commit.lock();
         self.checkpoint_locked(&mut cs)?;
-        let trees = self.state.read().trees.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let trees = self
+            .state
+            .read()
+            .trees
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         let al = self.alloc.lock();
         let snap = CheckSnapshot {
             trees,

@@ -270,7 +270,11 @@ impl Node {
             let e = self.make_ent(src.key(i), src.val(i));
             self.ents.push(e);
         } else {
-            let key = if self.ents.is_empty() { &[][..] } else { src.key(i) };
+            let key = if self.ents.is_empty() {
+                &[][..]
+            } else {
+                src.key(i)
+            };
             let e = self.make_ent(key, Val::Inline(&[]));
             self.ents.push(e);
             self.kids.push(src.kids[i]);
@@ -476,7 +480,9 @@ mod tests {
 
     #[test]
     fn leaf_roundtrip_and_split() {
-        let keys: Vec<Vec<u8>> = (0..40u32).map(|i| format!("key{i:04}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..40u32)
+            .map(|i| format!("key{i:04}").into_bytes())
+            .collect();
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let mut n = leaf_with(&refs);
         n.insert_at(
@@ -491,7 +497,13 @@ mod tests {
         let used = n.encode(&mut page);
         let d = Node::decode(&page[HDR..HDR + used], true, n.len()).unwrap();
         assert_eq!(d.len(), 41);
-        assert_eq!(d.val(40), Val::Overflow { pid: 77, len: 1 << 20 });
+        assert_eq!(
+            d.val(40),
+            Val::Overflow {
+                pid: 77,
+                len: 1 << 20
+            }
+        );
         assert_eq!(d.key(3), b"key0003");
         let total = n.bytes();
         let (sep, right) = n.split(None);

@@ -107,7 +107,12 @@ pub fn verify(page: &[u8], pid: u64, want: &[Kind], path: &Path, offset: u64) ->
     }
     let kind = Kind::from_u8(page[4])
         .filter(|k| want.contains(k))
-        .ok_or_else(|| corrupt(format!("unexpected page kind {} (wanted {want:?})", page[4])))?;
+        .ok_or_else(|| {
+            corrupt(format!(
+                "unexpected page kind {} (wanted {want:?})",
+                page[4]
+            ))
+        })?;
     let used = get_u32(page, 24);
     if used as usize > page.len() - HDR {
         return Err(corrupt(format!("payload length {used} exceeds the page")));

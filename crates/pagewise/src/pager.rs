@@ -61,12 +61,7 @@ pub struct Pager {
 }
 
 impl Pager {
-    pub fn new(
-        file: Arc<dyn Backend>,
-        ps: usize,
-        pages: Arc<IoStats>,
-        meta: Arc<IoStats>,
-    ) -> Self {
+    pub fn new(file: Arc<dyn Backend>, ps: usize, pages: Arc<IoStats>, meta: Arc<IoStats>) -> Self {
         let buf_align = file.alignment().max(4096);
         Self {
             ps,
@@ -102,7 +97,13 @@ impl Pager {
     }
 
     pub fn decode_node(&self, pid: u64, buf: &[u8]) -> Result<Node> {
-        let h = page::verify(buf, pid, &[Kind::Leaf, Kind::Branch], &self.path, self.off(pid))?;
+        let h = page::verify(
+            buf,
+            pid,
+            &[Kind::Leaf, Kind::Branch],
+            &self.path,
+            self.off(pid),
+        )?;
         let payload = &buf[HDR..HDR + h.used as usize];
         Node::decode(payload, h.kind == Kind::Leaf, h.count as usize)
             .map_err(|what| self.corrupt(pid, what))
@@ -121,7 +122,11 @@ impl Pager {
             for (k, (pid, node)) in nodes[i..j].iter().enumerate() {
                 let page = &mut buf[k * self.ps..(k + 1) * self.ps];
                 let used = node.encode(page);
-                let kind = if node.is_leaf() { Kind::Leaf } else { Kind::Branch };
+                let kind = if node.is_leaf() {
+                    Kind::Leaf
+                } else {
+                    Kind::Branch
+                };
                 page::seal(
                     page,
                     *pid,
@@ -179,7 +184,8 @@ impl Pager {
                 },
             );
         }
-        self.io(kind == Kind::Blob).write_at(&buf, self.off(start))?;
+        self.io(kind == Kind::Blob)
+            .write_at(&buf, self.off(start))?;
         Ok(())
     }
 
@@ -188,7 +194,8 @@ impl Pager {
         let n = self.extent_pages(len) as usize;
         let cap = self.extent_cap();
         let mut buf = self.buf(n * self.ps);
-        self.io(kind == Kind::Blob).read_at(&mut buf, self.off(start))?;
+        self.io(kind == Kind::Blob)
+            .read_at(&mut buf, self.off(start))?;
         let mut out = Vec::with_capacity(len);
         for k in 0..n {
             let pid = start + k as u64;
@@ -248,5 +255,4 @@ impl Pager {
     pub fn set_len(&self, len: u64) -> Result<()> {
         Ok(self.pages.set_len(len)?)
     }
-
 }

@@ -113,7 +113,9 @@ impl Inner {
                     return Step::Done(None);
                 };
                 match find_leaf(v, tm.root, key) {
-                    Step::Done(leaf) => Step::Done(leaf.search(key).ok().map(|i| Owned::from_val(leaf.val(i)))),
+                    Step::Done(leaf) => {
+                        Step::Done(leaf.search(key).ok().map(|i| Owned::from_val(leaf.val(i))))
+                    }
                     Step::Miss(p) => Step::Miss(p),
                 }
             })?;

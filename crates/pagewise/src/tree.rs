@@ -75,7 +75,12 @@ impl Tree {
 
     /// Number of entries.
     pub fn len(&self) -> u64 {
-        self.inner.state.read().trees.get(&*self.name).map_or(0, |t| t.entries)
+        self.inner
+            .state
+            .read()
+            .trees
+            .get(&*self.name)
+            .map_or(0, |t| t.entries)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -99,7 +104,12 @@ impl Tree {
 
     /// All entries in key order.
     pub fn iter(&self) -> Iter {
-        Iter::new(self.inner.clone(), self.name.clone(), Bound::Unbounded, Bound::Unbounded)
+        Iter::new(
+            self.inner.clone(),
+            self.name.clone(),
+            Bound::Unbounded,
+            Bound::Unbounded,
+        )
     }
 
     /// Entries whose key starts with `prefix`.
@@ -109,7 +119,12 @@ impl Tree {
             Some(s) => Bound::Excluded(s),
             None => Bound::Unbounded,
         };
-        Iter::new(self.inner.clone(), self.name.clone(), Bound::Included(p), hi)
+        Iter::new(
+            self.inner.clone(),
+            self.name.clone(),
+            Bound::Included(p),
+            hi,
+        )
     }
 
     pub fn first(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
@@ -299,7 +314,11 @@ impl Iter {
                 return Ok(());
             };
             let got = !c.entries.is_empty();
-            let buf = if forward { &mut self.front } else { &mut self.back };
+            let buf = if forward {
+                &mut self.front
+            } else {
+                &mut self.back
+            };
             buf.extend(c.entries.into_iter().map(|(k, v)| (k, v, gen)));
             match (c.exhausted, c.next) {
                 (true, Some(sep)) => {
@@ -350,7 +369,11 @@ impl Iter {
             let e = match e {
                 Some(e) => e,
                 None => {
-                    let done = if forward { self.front_done } else { self.back_done };
+                    let done = if forward {
+                        self.front_done
+                    } else {
+                        self.back_done
+                    };
                     if !done {
                         if let Err(err) = self.refill(forward) {
                             self.fail();

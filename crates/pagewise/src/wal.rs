@@ -107,7 +107,10 @@ impl Wal {
     /// Starts a new log run after a durable checkpoint of generation `epoch`.
     /// Unflushed records are dropped: the checkpoint contains them.
     pub fn reset(&mut self, epoch: u64) {
-        let end = self.buf_len.next_multiple_of(self.align).min(self.buf.len());
+        let end = self
+            .buf_len
+            .next_multiple_of(self.align)
+            .min(self.buf.len());
         self.buf[..end].fill(0);
         self.buf_len = 0;
         self.flushed_len = 0;

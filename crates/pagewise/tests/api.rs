@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 fn opts(ps: usize) -> Options {
-    Options::default().page_size(ps).cache_bytes(256 * 1024).direct_io(false)
+    Options::default()
+        .page_size(ps)
+        .cache_bytes(256 * 1024)
+        .direct_io(false)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -61,7 +64,13 @@ fn ranges_of_every_bound_kind_both_directions() {
     for lo in &bounds {
         for hi in &bounds {
             let bad = match (lo, hi) {
-                (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => a > b || (a == b && !matches!((lo, hi), (Bound::Included(_), Bound::Included(_)))),
+                (
+                    Bound::Included(a) | Bound::Excluded(a),
+                    Bound::Included(b) | Bound::Excluded(b),
+                ) => {
+                    a > b
+                        || (a == b && !matches!((lo, hi), (Bound::Included(_), Bound::Included(_))))
+                }
                 _ => false,
             };
             if bad {
@@ -69,10 +78,20 @@ fn ranges_of_every_bound_kind_both_directions() {
                 assert_eq!(t.range((lo.clone(), hi.clone())).count(), 0);
                 continue;
             }
-            let want: Vec<_> = model.range((lo.clone(), hi.clone())).map(|(k, v)| (k.clone(), v.clone())).collect();
-            let got: Vec<_> = t.range((lo.clone(), hi.clone())).map(Result::unwrap).collect();
+            let want: Vec<_> = model
+                .range((lo.clone(), hi.clone()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let got: Vec<_> = t
+                .range((lo.clone(), hi.clone()))
+                .map(Result::unwrap)
+                .collect();
             assert_eq!(got, want, "{lo:?}..{hi:?}");
-            let rev: Vec<_> = t.range((lo.clone(), hi.clone())).rev().map(Result::unwrap).collect();
+            let rev: Vec<_> = t
+                .range((lo.clone(), hi.clone()))
+                .rev()
+                .map(Result::unwrap)
+                .collect();
             let mut w = want.clone();
             w.reverse();
             assert_eq!(rev, w, "rev {lo:?}..{hi:?}");
@@ -105,7 +124,9 @@ fn large_values_use_overflow_and_space_is_reused() {
     let p = d.path().join("db");
     let db = Db::create(&p, opts(4096)).unwrap();
     let t = db.tree("blobs").unwrap();
-    let big: Vec<u8> = (0..16 << 20).map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let big: Vec<u8> = (0..16 << 20)
+        .map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     t.insert(b"big", &big).unwrap();
     t.insert(b"mid", vec![7u8; 5000]).unwrap();
     assert_eq!(t.get(b"big").unwrap().unwrap(), big);
@@ -129,7 +150,11 @@ fn large_values_use_overflow_and_space_is_reused() {
         db.checkpoint().unwrap();
     }
     let s = db.stats();
-    assert!(s.file_pages <= after_first + 16, "file grew from {after_first} to {} pages", s.file_pages);
+    assert!(
+        s.file_pages <= after_first + 16,
+        "file grew from {after_first} to {} pages",
+        s.file_pages
+    );
     assert!(db.check().unwrap().is_ok());
 }
 
@@ -207,7 +232,11 @@ fn limits_and_bad_options_are_typed_errors() {
     assert_eq!(db.max_key_len(), 98);
     t.insert(vec![1u8; 98], b"ok").unwrap();
     match t.insert(vec![1u8; 99], b"no") {
-        Err(Error::KeyTooLarge { len: 99, max: 98, page_size: 512 }) => {}
+        Err(Error::KeyTooLarge {
+            len: 99,
+            max: 98,
+            page_size: 512,
+        }) => {}
         r => panic!("{r:?}"),
     }
     assert!(matches!(db.tree(""), Err(Error::TreeName { .. })));
@@ -217,14 +246,24 @@ fn limits_and_bad_options_are_typed_errors() {
             Err(Error::Options(_))
         ));
     }
-    assert!(matches!(Db::create(d.path().join("db"), opts(512)), Err(Error::AlreadyExists { .. })));
-    assert!(matches!(Db::open(d.path().join("nope"), opts(512)), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        Db::create(d.path().join("db"), opts(512)),
+        Err(Error::AlreadyExists { .. })
+    ));
+    assert!(matches!(
+        Db::open(d.path().join("nope"), opts(512)),
+        Err(Error::NotFound { .. })
+    ));
 }
 
 #[test]
 fn buffered_mode_sync_and_stats_categories() {
     let d = tempfile::tempdir().unwrap();
-    let db = Db::create(d.path().join("db"), opts(4096).durability(Durability::Buffered)).unwrap();
+    let db = Db::create(
+        d.path().join("db"),
+        opts(4096).durability(Durability::Buffered),
+    )
+    .unwrap();
     let t = db.tree("t").unwrap();
     let before = db.stats();
     for i in 0..100 {

@@ -4,7 +4,10 @@ use pagewise::{Db, Error, Options};
 use std::io::{Seek, SeekFrom, Write};
 
 fn opts() -> Options {
-    Options::default().page_size(4096).cache_bytes(1 << 20).direct_io(false)
+    Options::default()
+        .page_size(4096)
+        .cache_bytes(1 << 20)
+        .direct_io(false)
 }
 
 fn filled(dir: &std::path::Path) -> std::path::PathBuf {
@@ -23,14 +26,21 @@ fn filled(dir: &std::path::Path) -> std::path::PathBuf {
 fn not_a_database() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("junk");
-    std::fs::write(&p, (0..100_000u32).map(|i| (i * 7) as u8).collect::<Vec<_>>()).unwrap();
+    std::fs::write(
+        &p,
+        (0..100_000u32).map(|i| (i * 7) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
     match Db::open(&p, opts()) {
         Err(Error::NotADatabase { path }) => assert_eq!(path, p),
         Err(e) => panic!("wrong error {e}"),
         Ok(_) => panic!("opened junk"),
     }
     std::fs::write(&p, b"").unwrap();
-    assert!(matches!(Db::open(&p, opts()), Err(Error::NotADatabase { .. })));
+    assert!(matches!(
+        Db::open(&p, opts()),
+        Err(Error::NotADatabase { .. })
+    ));
 }
 
 #[test]
@@ -44,7 +54,17 @@ fn newer_format_version() {
     }
     drop(f);
     let e = Db::open(&p, opts()).err().expect("opened a newer format");
-    assert!(matches!(e, Error::NewerVersion { found: 99, supported: 1, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::NewerVersion {
+                found: 99,
+                supported: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("newer"), "{e}");
 }
 
@@ -53,16 +73,28 @@ fn truncated_file() {
     let d = tempfile::tempdir().unwrap();
     let p = filled(d.path());
     let len = std::fs::metadata(&p).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(len / 2).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
     let e = Db::open(&p, opts()).err().expect("opened a truncated file");
     match &e {
-        Error::Truncated { expected, actual, .. } => {
+        Error::Truncated {
+            expected, actual, ..
+        } => {
             assert_eq!(*expected, len);
             assert_eq!(*actual, len / 2);
         }
         _ => panic!("wrong error {e}"),
     }
-    std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(4096).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
     assert!(matches!(Db::open(&p, opts()), Err(Error::Truncated { .. })));
 }
 
@@ -81,7 +113,9 @@ fn bad_checksum_page_is_named_by_reads_and_check() {
     let t = db.tree("t").unwrap();
     let err = t.iter().find_map(|r| r.err()).expect("a read error");
     match &err {
-        Error::Checksum { page, offset, path, .. } => {
+        Error::Checksum {
+            page, offset, path, ..
+        } => {
             assert_eq!(*page, pid as u64);
             assert_eq!(*offset, pid as u64 * 4096);
             assert_eq!(path, &p);
@@ -90,7 +124,11 @@ fn bad_checksum_page_is_named_by_reads_and_check() {
     }
     let r = db.check().unwrap();
     assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
-    assert!(r.problems[0].contains(&format!("page {pid}")), "{:?}", r.problems);
+    assert!(
+        r.problems[0].contains(&format!("page {pid}")),
+        "{:?}",
+        r.problems
+    );
     assert!(r.problems[0].contains("checksum"), "{:?}", r.problems);
 }
 

@@ -77,7 +77,10 @@ struct GatedFs(Arc<Gate>);
 
 impl Fs for GatedFs {
     fn open(&self, path: &Path, opts: &OpenOptions) -> IoResult<Arc<dyn Backend>> {
-        Ok(Arc::new(GatedBackend(RealFs.open(path, opts)?, self.0.clone())))
+        Ok(Arc::new(GatedBackend(
+            RealFs.open(path, opts)?,
+            self.0.clone(),
+        )))
     }
     fn exists(&self, path: &Path) -> bool {
         RealFs.exists(path)
@@ -132,5 +135,8 @@ fn n_readers_put_n_reads_in_flight() {
         }
     });
     let max = gate.state.lock().1;
-    assert_eq!(max, N, "readers were serialized: at most {max} reads in flight");
+    assert_eq!(
+        max, N,
+        "readers were serialized: at most {max} reads in flight"
+    );
 }

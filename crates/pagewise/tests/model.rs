@@ -20,7 +20,10 @@ enum Op {
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c'), 0u8..=255], 0..10)
+    prop::collection::vec(
+        prop_oneof![Just(b'a'), Just(b'b'), Just(b'c'), 0u8..=255],
+        0..10,
+    )
 }
 
 fn vlen() -> impl Strategy<Value = usize> {
@@ -39,7 +42,9 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn value(k: &[u8], len: usize, salt: usize) -> Vec<u8> {
-    (0..len).map(|i| (i + salt * 31 + k.len() * 7) as u8).collect()
+    (0..len)
+        .map(|i| (i + salt * 31 + k.len() * 7) as u8)
+        .collect()
 }
 
 fn name(t: u8) -> String {
@@ -107,7 +112,9 @@ fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) {
                 let m = model.get(&name(t)).unwrap_or(&empty);
                 let r = (Bound::Included(lo.clone()), Bound::Excluded(hi.clone()));
                 let mut want: Vec<_> = if lo < hi {
-                    m.range(r.clone()).map(|(k, v)| (k.clone(), v.clone())).collect()
+                    m.range(r.clone())
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
                 } else {
                     Vec::new()
                 };
@@ -154,7 +161,10 @@ proptest! {
 /// A longer deterministic run: many keys so trees get 4+ levels at 512 B.
 #[test]
 fn long_random_run_against_model() {
-    let seed: u64 = std::env::var("PAGEWISE_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0xC0FFEE);
+    let seed: u64 = std::env::var("PAGEWISE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0xC0FFEE);
     eprintln!("long_random_run_against_model seed={seed} (set PAGEWISE_SEED to reproduce)");
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut ops = Vec::new();
@@ -168,7 +178,15 @@ fn long_random_run_against_model() {
                 (0..rng.gen_range(1..50))
                     .map(|_| {
                         let k = format!("{:06}", rng.gen_range(0..3000)).into_bytes();
-                        (t, k, if rng.gen_bool(0.7) { Some(rng.gen_range(0..80)) } else { None })
+                        (
+                            t,
+                            k,
+                            if rng.gen_bool(0.7) {
+                                Some(rng.gen_range(0..80))
+                            } else {
+                                None
+                            },
+                        )
                     })
                     .collect(),
             ),

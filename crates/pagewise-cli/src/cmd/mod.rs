@@ -4,6 +4,7 @@ pub mod advise;
 pub mod bench;
 pub mod model;
 pub mod probe;
+pub mod db;
 pub mod topology;
 pub mod tune;
 pub mod wear;

@@ -1,0 +1,269 @@
+//! `pagewise db`: create, read, write, scan, inspect and check a database.
+
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+use pagewise::{Db, Durability, Options};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Database file (its log is PATH-wal, its lock PATH-lock).
+    path: PathBuf,
+    /// Tree (named key space) to use.
+    #[arg(long, default_value = "default")]
+    tree: String,
+    /// Keys and values are hex strings instead of UTF-8 text.
+    #[arg(long)]
+    hex: bool,
+    /// Bypass O_DIRECT (use the page cache).
+    #[arg(long)]
+    no_direct: bool,
+    /// Cache size in MiB.
+    #[arg(long, default_value_t = 64)]
+    cache_mib: usize,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Create a new, empty database.
+    Create {
+        path: PathBuf,
+        /// Page size in bytes: a power of two from 512 to 65536.
+        #[arg(long, default_value_t = 4096)]
+        page_size: usize,
+        #[arg(long)]
+        no_direct: bool,
+    },
+    /// Set KEY to VALUE (durable when the command returns).
+    Put {
+        #[command(flatten)]
+        c: Common,
+        key: String,
+        value: String,
+    },
+    /// Print the value of KEY (exit status 1 if absent).
+    Get {
+        #[command(flatten)]
+        c: Common,
+        key: String,
+    },
+    /// Remove KEY.
+    Delete {
+        #[command(flatten)]
+        c: Common,
+        key: String,
+    },
+    /// Print entries in key order.
+    Scan {
+        #[command(flatten)]
+        c: Common,
+        /// First key (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// End key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Only keys with this prefix.
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        prefix: Option<String>,
+        /// Descending order.
+        #[arg(long)]
+        reverse: bool,
+        /// At most this many entries.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Page size, trees, I/O by category, cache and fill figures.
+    Stats {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every page checksum and the tree invariants; exit 1 on problems.
+    Check {
+        #[command(flatten)]
+        c: Common,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn open(c: &Common) -> Result<Db> {
+    let o = Options::default()
+        .direct_io(!c.no_direct)
+        .cache_bytes(c.cache_mib << 20)
+        .durability(Durability::Sync);
+    Db::open(&c.path, o).with_context(|| format!("opening {}", c.path.display()))
+}
+
+fn parse(c: &Common, s: &str) -> Result<Vec<u8>> {
+    if !c.hex {
+        return Ok(s.as_bytes().to_vec());
+    }
+    if s.len() % 2 != 0 {
+        bail!("hex string {s:?} has an odd number of digits");
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).with_context(|| format!("{s:?} is not hex")))
+        .collect()
+}
+
+fn show(c: &Common, b: &[u8]) -> String {
+    if c.hex {
+        return b.iter().map(|x| format!("{x:02x}")).collect();
+    }
+    String::from_utf8_lossy(b).escape_debug().to_string()
+}
+
+pub fn run(a: Args) -> Result<()> {
+    match a.cmd {
+        Cmd::Create {
+            path,
+            page_size,
+            no_direct,
+        } => {
+            let db = Db::create(
+                &path,
+                Options::default()
+                    .page_size(page_size)
+                    .direct_io(!no_direct),
+            )?;
+            db.close()?;
+            println!("created {} (page size {page_size} B)", path.display());
+        }
+        Cmd::Put { c, key, value } => {
+            let db = open(&c)?;
+            db.tree(&c.tree)?
+                .insert(parse(&c, &key)?, parse(&c, &value)?)?;
+            db.close()?;
+        }
+        Cmd::Get { c, key } => {
+            let db = open(&c)?;
+            match db.tree(&c.tree)?.get(parse(&c, &key)?)? {
+                Some(v) => println!("{}", show(&c, &v)),
+                None => bail!("key {key:?} not found in tree {:?}", c.tree),
+            }
+        }
+        Cmd::Delete { c, key } => {
+            let db = open(&c)?;
+            db.tree(&c.tree)?.remove(parse(&c, &key)?)?;
+            db.close()?;
+        }
+        Cmd::Scan {
+            c,
+            from,
+            to,
+            prefix,
+            reverse,
+            limit,
+        } => {
+            let db = open(&c)?;
+            let t = db.tree(&c.tree)?;
+            let it = match prefix {
+                Some(p) => t.prefix(parse(&c, &p)?),
+                None => {
+                    use std::ops::Bound::*;
+                    let lo = from
+                        .map(|k| parse(&c, &k))
+                        .transpose()?
+                        .map_or(Unbounded, Included);
+                    let hi = to
+                        .map(|k| parse(&c, &k))
+                        .transpose()?
+                        .map_or(Unbounded, Excluded);
+                    t.range::<Vec<u8>, _>((lo, hi))
+                }
+            };
+            let it: Box<dyn Iterator<Item = pagewise::Result<(Vec<u8>, Vec<u8>)>>> = if reverse {
+                Box::new(it.rev())
+            } else {
+                Box::new(it)
+            };
+            for kv in it.take(limit.unwrap_or(usize::MAX)) {
+                let (k, v) = kv?;
+                println!("{}\t{}", show(&c, &k), show(&c, &v));
+            }
+        }
+        Cmd::Stats { c, json } => {
+            let db = open(&c)?;
+            let s = db.stats();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+                return Ok(());
+            }
+            println!("page size       {} B", s.page_size);
+            println!("direct I/O      {}", s.direct_io);
+            println!(
+                "file            {} pages ({} free)",
+                s.file_pages, s.free_pages
+            );
+            println!(
+                "cache           {} of {} bytes, {} hits, {} misses",
+                s.cache_bytes, s.cache_capacity, s.cache_hits, s.cache_misses
+            );
+            println!("checkpoints     {}", s.checkpoints);
+            println!();
+            println!(
+                "{:<10} {:>10} {:>12} {:>10} {:>12} {:>7}",
+                "I/O", "reads", "read bytes", "writes", "write bytes", "syncs"
+            );
+            for (name, io) in [("wal", &s.wal), ("pages", &s.pages), ("meta", &s.meta)] {
+                println!(
+                    "{name:<10} {:>10} {:>12} {:>10} {:>12} {:>7}",
+                    io.read_ops, io.read_bytes, io.write_ops, io.write_bytes, io.syncs
+                );
+            }
+            println!();
+            println!(
+                "{:<16} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9}",
+                "tree", "entries", "height", "leaves", "branches", "overflow", "leaf fill"
+            );
+            for t in &s.trees {
+                println!(
+                    "{:<16} {:>10} {:>6} {:>10} {:>10} {:>10} {:>8.1}%",
+                    t.name,
+                    t.entries,
+                    t.height,
+                    t.leaf_pages,
+                    t.branch_pages,
+                    t.overflow_pages,
+                    t.avg_leaf_fill * 100.0
+                );
+            }
+        }
+        Cmd::Check { c, json } => {
+            let db = open(&c)?;
+            let r = db.check()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!(
+                    "{} node pages and {} overflow pages verified, {} trees, {} entries, {} of {} pages free",
+                    r.pages_checked, r.overflow_pages_checked, r.trees, r.entries, r.free_pages, r.file_pages
+                );
+                for p in &r.problems {
+                    println!("PROBLEM: {p}");
+                }
+            }
+            if !r.is_ok() {
+                bail!(
+                    "{} problems found in {}",
+                    r.problems.len(),
+                    c.path.display()
+                );
+            }
+            if !json {
+                println!("ok");
+            }
+        }
+    }
+    Ok(())
+}
