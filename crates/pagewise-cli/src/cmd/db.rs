@@ -95,6 +95,8 @@ enum Cmd {
     },
 }
 
+type KvResult = pagewise::Result<(Vec<u8>, Vec<u8>)>;
+
 fn open(c: &Common) -> Result<Db> {
     let o = Options::default()
         .direct_io(!c.no_direct)
@@ -107,7 +109,7 @@ fn parse(c: &Common, s: &str) -> Result<Vec<u8>> {
     if !c.hex {
         return Ok(s.as_bytes().to_vec());
     }
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         bail!("hex string {s:?} has an odd number of digits");
     }
     (0..s.len())
@@ -182,7 +184,7 @@ pub fn run(a: Args) -> Result<()> {
                     t.range::<Vec<u8>, _>((lo, hi))
                 }
             };
-            let it: Box<dyn Iterator<Item = pagewise::Result<(Vec<u8>, Vec<u8>)>>> = if reverse {
+            let it: Box<dyn Iterator<Item = KvResult>> = if reverse {
                 Box::new(it.rev())
             } else {
                 Box::new(it)

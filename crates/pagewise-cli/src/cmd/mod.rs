@@ -2,9 +2,9 @@
 
 pub mod advise;
 pub mod bench;
+pub mod db;
 pub mod model;
 pub mod probe;
-pub mod db;
 pub mod topology;
 pub mod tune;
 pub mod wear;
