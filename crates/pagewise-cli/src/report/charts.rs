@@ -7,7 +7,18 @@ use pagewise_model::measurement::workload_name;
 use pagewise_model::units::fmt_bytes;
 
 /// IOPS against I/Os in flight, with the PDAM shape min(c x per-slot, peak).
-pub fn parallelism(ps: &[ParallelismFit]) -> LineChart {
+/// Only curves with three or more depths are drawn when there are any: two
+/// points say nothing about the shape, and the table lists every curve.
+pub fn parallelism(all: &[ParallelismFit]) -> LineChart {
+    let swept: Vec<&ParallelismFit> = all
+        .iter()
+        .filter(|p| p.parallelism.points.len() >= 3)
+        .collect();
+    let ps: Vec<&ParallelismFit> = if swept.is_empty() {
+        all.iter().collect()
+    } else {
+        swept
+    };
     let mut c = LineChart::new(
         "Throughput vs I/Os in flight",
         Axis::log("I/Os in flight (qd x threads)", ""),
