@@ -38,8 +38,8 @@ pub struct Args {
 /// The dataset options, shared with `pagewise tune`.
 #[derive(clap::Args, Clone)]
 pub struct DataArgs {
-    /// Records in the tree (accepts 1e9, 1G = 10^9, 250M).
-    #[arg(long, value_parser = parse_rows, default_value = "1e9")]
+    /// Records in the tree (accepts 1000000, 1e9, 1G = 10^9, 250M).
+    #[arg(long, value_parser = parse_rows)]
     pub rows: u64,
     /// Key size in bytes.
     #[arg(long, default_value_t = 16)]
@@ -55,7 +55,7 @@ pub struct DataArgs {
     #[arg(long, default_value_t = 8)]
     pub pointer_bytes: u64,
     /// Average node fill; ln 2 = 0.69 is what random inserts leave (Yao 1978).
-    #[arg(long, default_value_t = std::f64::consts::LN_2)]
+    #[arg(long, default_value = "0.693")]
     pub fill: f64,
     /// Cache (buffer pool) size, e.g. 1GiB, 512MB; 0 for none.
     #[arg(long, default_value = "0", value_parser = parse_size_arg)]
