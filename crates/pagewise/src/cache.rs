@@ -4,29 +4,55 @@
 //! writes them), so eviction never does I/O and never blocks on it.
 
 use crate::node::Node;
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Hasher for page ids: one multiply (SipHash costs more than the lookup).
+#[derive(Default, Clone, Copy)]
+pub struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ self.0)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+}
+
+/// A map keyed by page id.
+pub type PidMap<V> = HashMap<u64, V, BuildHasherDefault<PidHasher>>;
 
 struct Slot {
     pid: u64,
     node: Option<Arc<Node>>,
-    referenced: bool,
+    /// CLOCK's second-chance bit; set by readers under the shared lock.
+    referenced: AtomicBool,
     charge: usize,
 }
 
 #[derive(Default)]
 struct Shard {
-    map: HashMap<u64, usize>,
+    map: PidMap<usize>,
     slots: Vec<Slot>,
     free: Vec<usize>,
     hand: usize,
     used: usize,
 }
 
+/// Lookups take a shard's lock shared, so readers never block each other.
 pub struct Cache {
-    shards: Vec<Mutex<Shard>>,
+    shards: Vec<RwLock<Shard>>,
     budget: usize,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
@@ -38,7 +64,7 @@ impl Cache {
         // Few shards for tiny caches so each shard still holds several pages.
         let n = (budget / (8 * page_size)).clamp(1, 16);
         Self {
-            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..n).map(|_| RwLock::new(Shard::default())).collect(),
             budget: budget / n,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -46,27 +72,28 @@ impl Cache {
         }
     }
 
-    fn shard(&self, pid: u64) -> &Mutex<Shard> {
+    fn shard(&self, pid: u64) -> &RwLock<Shard> {
         // Fibonacci hashing spreads consecutive page ids over shards.
         let h = pid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         &self.shards[(h as usize) % self.shards.len()]
     }
 
     pub fn get(&self, pid: u64) -> Option<Arc<Node>> {
-        let mut s = self.shard(pid).lock();
-        let found = s.map.get(&pid).copied().map(|i| {
-            let slot = &mut s.slots[i];
-            slot.referenced = true;
-            slot.node.clone().expect("mapped slot holds a node")
-        });
-        drop(s);
-        match found {
-            Some(n) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                Some(n)
-            }
-            None => None,
+        let n = self.lookup(pid)?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(n)
+    }
+
+    /// A lookup the caller counts (readers add their hits once per operation
+    /// instead of contending on the counter per page).
+    pub fn lookup(&self, pid: u64) -> Option<Arc<Node>> {
+        let s = self.shard(pid).read();
+        let i = *s.map.get(&pid)?;
+        let slot = &s.slots[i];
+        if !slot.referenced.load(Ordering::Relaxed) {
+            slot.referenced.store(true, Ordering::Relaxed);
         }
+        slot.node.clone()
     }
 
     pub fn count_miss(&self) {
@@ -77,7 +104,7 @@ impl Cache {
     /// caller's check that the page id was not reused while it was reading).
     pub fn insert(&self, pid: u64, node: Arc<Node>, valid: impl FnOnce() -> bool) {
         let charge = node.mem_size();
-        let mut s = self.shard(pid).lock();
+        let mut s = self.shard(pid).write();
         if !valid() || s.map.contains_key(&pid) {
             return;
         }
@@ -86,7 +113,7 @@ impl Cache {
         let slot = Slot {
             pid,
             node: Some(node),
-            referenced: false,
+            referenced: AtomicBool::new(false),
             charge,
         };
         let i = match s.free.pop() {
@@ -116,8 +143,8 @@ impl Cache {
             if slot.node.is_none() {
                 continue;
             }
-            if slot.referenced {
-                slot.referenced = false;
+            if *slot.referenced.get_mut() {
+                *slot.referenced.get_mut() = false;
                 continue;
             }
             let (pid, c) = (slot.pid, slot.charge);
@@ -131,7 +158,7 @@ impl Cache {
     }
 
     pub fn remove(&self, pid: u64) {
-        let mut s = self.shard(pid).lock();
+        let mut s = self.shard(pid).write();
         if let Some(i) = s.map.remove(&pid) {
             let c = s.slots[i].charge;
             s.slots[i].node = None;
@@ -141,7 +168,7 @@ impl Cache {
     }
 
     pub fn used_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().used).sum()
+        self.shards.iter().map(|s| s.read().used).sum()
     }
 
     pub fn capacity(&self) -> usize {
@@ -149,7 +176,7 @@ impl Cache {
     }
 
     pub fn pages(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().map.len()).sum()
+        self.shards.iter().map(|s| s.read().map.len()).sum()
     }
 }
 

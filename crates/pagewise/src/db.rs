@@ -3,7 +3,7 @@
 use crate::alloc::Alloc;
 use crate::batch::{self, Batch, Op};
 use crate::btree::{OldVal, Writer};
-use crate::cache::Cache;
+use crate::cache::{Cache, PidMap};
 use crate::error::{Error, Result};
 use crate::meta::{self, Meta, TreeMeta, FORMAT_VERSION};
 use crate::node::{self, Node, Val};
@@ -17,7 +17,7 @@ use pagewise_io::{
     Accounted, AlignedBuf, Backend, DirectMode, Fs, IoStats, LockGuard, OpenOptions,
 };
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,7 +33,7 @@ const BUFFERED_FLUSH: usize = 1 << 20;
 pub struct State {
     pub trees: BTreeMap<Arc<str>, TreeMeta>,
     /// Pages allocated this epoch, not yet written by a checkpoint.
-    pub dirty: HashMap<u64, Arc<Node>>,
+    pub dirty: PidMap<Arc<Node>>,
 }
 
 /// Owned by the commit leader.
@@ -348,14 +348,11 @@ impl Db {
             direct,
             wal_limit: opts.wal_limit.max(64 * 1024),
             dirty_limit: dirty_budget / ps,
-            cache: Cache::new(
-                opts.cache_bytes.saturating_sub(dirty_budget).max(4 * ps),
-                ps,
-            ),
+            cache: Cache::new(opts.cache_bytes.max(4 * ps), ps),
             pager,
             state: RwLock::new(State {
                 trees: trees.into_iter().map(|(n, t)| (Arc::from(n), t)).collect(),
-                dirty: HashMap::new(),
+                dirty: PidMap::default(),
             }),
             alloc: Mutex::new(Alloc::new(m.hwm, &free)),
             reuse_gen: AtomicU64::new(0),

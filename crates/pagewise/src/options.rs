@@ -21,8 +21,10 @@ pub struct Options {
     /// Page size in bytes: a power of two in 512..=65536, at least the device's
     /// logical block size. Fixed at creation; `open` reads it from the file.
     pub page_size: usize,
-    /// Memory for cached pages, in bytes (decoded in-memory size). A quarter of
-    /// it bounds dirty pages between checkpoints.
+    /// Memory for cached clean pages, in bytes (their decoded in-memory size,
+    /// about one page each). Dirty pages between checkpoints are bounded
+    /// separately, at a quarter of this (at least 16 pages): reaching that
+    /// bound triggers a checkpoint.
     pub cache_bytes: usize,
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).

@@ -4,12 +4,12 @@
 //! the root. A page read without the lock is trusted only if no page id was
 //! released for reuse meanwhile (`reuse_gen` unchanged).
 
+use crate::cache::PidMap;
 use crate::db::{Inner, State};
 use crate::error::Result;
 use crate::meta::TreeMeta;
 use crate::node::{Node, Val};
 use crate::page::Kind;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -22,7 +22,8 @@ pub enum Step<T> {
 pub struct View<'a> {
     st: &'a State,
     inner: &'a Inner,
-    pinned: &'a HashMap<u64, Arc<Node>>,
+    pinned: &'a PidMap<Arc<Node>>,
+    hits: std::cell::Cell<u64>,
 }
 
 impl View<'_> {
@@ -37,7 +38,9 @@ impl View<'_> {
         if let Some(n) = self.pinned.get(&pid) {
             return Some(n.clone());
         }
-        self.inner.cache.get(pid)
+        let n = self.inner.cache.lookup(pid);
+        self.hits.set(self.hits.get() + n.is_some() as u64);
+        n
     }
 }
 
@@ -60,16 +63,22 @@ impl Owned {
 impl Inner {
     /// Runs `f` against a consistent view, loading missing pages between tries.
     pub fn read<T>(&self, mut f: impl FnMut(&View) -> Step<T>) -> Result<T> {
-        let mut pinned: HashMap<u64, Arc<Node>> = HashMap::new();
+        let mut pinned: PidMap<Arc<Node>> = PidMap::default();
         loop {
             let gen = self.reuse_gen.load(Ordering::Acquire);
             let step = {
                 let st = self.state.read();
-                f(&View {
+                let view = View {
                     st: &st,
                     inner: self,
                     pinned: &pinned,
-                })
+                    hits: std::cell::Cell::new(0),
+                };
+                let step = f(&view);
+                self.cache
+                    .hits
+                    .fetch_add(view.hits.get(), Ordering::Relaxed);
+                step
             };
             let pid = match step {
                 Step::Done(t) => return Ok(t),

@@ -1,0 +1,176 @@
+//! Engine benchmark for docs/benchmarks.md: fill N random 16-byte keys with
+//! 100-byte values, then random point reads with the whole Db cached and with
+//! a cache of 5% of the Db (direct I/O), at 1 and T threads.
+//!
+//! cargo run --release -p pagewise --example engine_bench -- \
+//!     --dir /var/tmp/pwbench --keys 1000000 --page-size 4096 --threads 8
+
+use pagewise::{Db, Durability, Options};
+use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+struct Args {
+    dir: PathBuf,
+    keys: usize,
+    page_size: usize,
+    threads: usize,
+    read_secs: f64,
+    cache_frac: f64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        dir: PathBuf::from("/var/tmp/pwbench"),
+        keys: 1_000_000,
+        page_size: 4096,
+        threads: 8,
+        read_secs: 10.0,
+        cache_frac: 0.05,
+    };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    for w in v.chunks(2) {
+        let val = w.get(1).cloned().unwrap_or_default();
+        match w[0].as_str() {
+            "--dir" => a.dir = val.into(),
+            "--keys" => a.keys = val.parse().expect("--keys N"),
+            "--page-size" => a.page_size = val.parse().expect("--page-size N"),
+            "--threads" => a.threads = val.parse().expect("--threads N"),
+            "--read-secs" => a.read_secs = val.parse().expect("--read-secs S"),
+            "--cache-frac" => a.cache_frac = val.parse().expect("--cache-frac F"),
+            x => panic!("unknown argument {x}"),
+        }
+    }
+    a
+}
+
+fn keys(n: usize) -> Vec<[u8; 16]> {
+    let mut rng = SmallRng::seed_from_u64(42);
+    (0..n)
+        .map(|_| {
+            let mut k = [0u8; 16];
+            rng.fill_bytes(&mut k);
+            k
+        })
+        .collect()
+}
+
+/// Random gets over `keys` from `threads` threads for `secs`; returns ops/s.
+fn read_rate(db: &Db, keys: &[[u8; 16]], threads: usize, secs: f64) -> f64 {
+    let done = AtomicU64::new(0);
+    let stop = Instant::now() + Duration::from_secs_f64(secs);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for th in 0..threads {
+            let tree = db.tree("bench").unwrap();
+            let done = &done;
+            s.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(th as u64 + 7);
+                let mut n = 0u64;
+                while !n.is_multiple_of(256) || Instant::now() < stop {
+                    let k = &keys[rng.gen_range(0..keys.len())];
+                    let v = tree.get(k).unwrap().expect("key present");
+                    assert_eq!(v.len(), 100);
+                    n += 1;
+                }
+                done.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+    });
+    done.load(Ordering::Relaxed) as f64 / t0.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let a = args();
+    std::fs::create_dir_all(&a.dir).unwrap();
+    let path = a.dir.join(format!("bench-{}-{}.pw", a.keys, a.page_size));
+    for p in [
+        path.clone(),
+        pagewise::wal_path(&path),
+        pagewise::lock_path(&path),
+    ] {
+        let _ = std::fs::remove_file(p);
+    }
+    let ks = keys(a.keys);
+    let base = Options::default().page_size(a.page_size).direct_io(true);
+
+    // Fill: one insert per commit, Buffered (no fsync per op), final checkpoint.
+    let db = Db::create(
+        &path,
+        base.clone()
+            .cache_bytes(1 << 30)
+            .durability(Durability::Buffered)
+            .wal_limit(256 << 20),
+    )
+    .unwrap();
+    let tree = db.tree("bench").unwrap();
+    let mut rng = SmallRng::seed_from_u64(1);
+    let mut val = [0u8; 100];
+    let t0 = Instant::now();
+    for k in &ks {
+        rng.fill_bytes(&mut val);
+        tree.insert(k, val).unwrap();
+    }
+    db.checkpoint().unwrap();
+    let fill_s = t0.elapsed().as_secs_f64();
+    let s = db.stats();
+    let t = &s.trees[0];
+    let file_bytes = std::fs::metadata(&path).unwrap().len();
+    let user = a.keys as f64 * 116.0;
+    println!(
+        "fill: {} keys ps={} in {:.1}s = {:.0} ops/s; file {:.1} MiB, height {}, leaf fill {:.1}%, {} leaves; written wal {:.1} MiB pages {:.1} MiB meta {:.1} MiB (WA {:.2}); {} checkpoints",
+        a.keys,
+        a.page_size,
+        fill_s,
+        a.keys as f64 / fill_s,
+        file_bytes as f64 / 1048576.0,
+        t.height,
+        t.avg_leaf_fill * 100.0,
+        t.leaf_pages,
+        s.wal.write_bytes as f64 / 1048576.0,
+        s.pages.write_bytes as f64 / 1048576.0,
+        s.meta.write_bytes as f64 / 1048576.0,
+        (s.wal.write_bytes + s.pages.write_bytes + s.meta.write_bytes) as f64 / user,
+        s.checkpoints
+    );
+    drop(tree);
+    db.close().unwrap();
+
+    // Whole Db cached: warm it with a full scan, then random gets.
+    let db = Db::open(&path, base.clone().cache_bytes((file_bytes * 2) as usize)).unwrap();
+    let n = db.tree("bench").unwrap().iter().count();
+    assert_eq!(n, a.keys);
+    let c1 = read_rate(&db, &ks, 1, a.read_secs);
+    let ct = read_rate(&db, &ks, a.threads, a.read_secs);
+    let s = db.stats();
+    println!(
+        "cached reads: 1 thread {:.0} gets/s, {} threads {:.0} gets/s (cache misses {} of {} lookups)",
+        c1, a.threads, ct, s.cache_misses, s.cache_hits + s.cache_misses
+    );
+    db.close().unwrap();
+
+    // Cache of cache_frac of the Db, direct I/O.
+    let cache = (file_bytes as f64 * a.cache_frac) as usize;
+    let db = Db::open(&path, base.clone().cache_bytes(cache)).unwrap();
+    read_rate(&db, &ks, a.threads, a.read_secs / 2.0); // warm the cache
+    let s0 = db.stats();
+    let u1 = read_rate(&db, &ks, 1, a.read_secs);
+    let s1 = db.stats();
+    let ut = read_rate(&db, &ks, a.threads, a.read_secs);
+    let s2 = db.stats();
+    let gets1 = u1 * a.read_secs;
+    println!(
+        "{:.0}% cache ({:.1} MiB, direct={}): 1 thread {:.0} gets/s ({:.2} page reads/get), {} threads {:.0} gets/s ({:.2} page reads/get), scaling {:.2}x",
+        a.cache_frac * 100.0,
+        cache as f64 / 1048576.0,
+        s2.direct_io,
+        u1,
+        (s1.pages.read_ops - s0.pages.read_ops) as f64 / gets1,
+        a.threads,
+        ut,
+        (s2.pages.read_ops - s1.pages.read_ops) as f64 / (ut * a.read_secs),
+        ut / u1
+    );
+    db.close().unwrap();
+}
