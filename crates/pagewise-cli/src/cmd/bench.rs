@@ -1,7 +1,6 @@
 //! `pagewise bench run ...` runs standard workloads against pagewise and peers;
 //! `pagewise bench report RESULTS.jsonl -o report.html` renders the results.
 
-mod chart;
 mod report;
 mod run;
 

@@ -23,11 +23,13 @@
 #![allow(dead_code, unused_imports)]
 
 mod axis;
+mod bars;
 mod heatmap;
 mod line;
 mod svg;
 
 pub use axis::{format_bytes, format_decimal, nice_step, Axis, Layout, Scale, TickStyle};
+pub use bars::BarChart;
 pub use heatmap::HeatMap;
 pub use line::{LineChart, Series, Style};
 pub use svg::{viridis, PALETTE};

@@ -1,8 +1,8 @@
 //! `pagewise bench report`: results (JSON lines) to one self-contained HTML
 //! page (inline SVG charts, no scripts or external files), or a markdown table.
 
-use super::chart::{fmt_num, BarChart, Line, LineChart};
 use super::run::{mib, ns};
+use crate::plot::{Axis, BarChart, LineChart, Series};
 use anyhow::Context;
 use pagewise_bench::PhaseResult;
 use std::fmt::Write;
@@ -67,6 +67,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     eprintln!("wrote {} ({} results)", a.output.display(), entries.len());
     Ok(())
+}
+
+fn fmt_num(v: f64) -> String {
+    match v.abs() {
+        a if a >= 1e6 => format!("{:.2}M", v / 1e6),
+        a if a >= 1e4 => format!("{:.1}k", v / 1e3),
+        _ => format!("{v:.0}"),
+    }
 }
 
 fn opt(v: Option<f64>) -> String {
@@ -156,44 +164,38 @@ pub fn html(entries: &[Entry]) -> String {
     s.push_str("<h2>Throughput over time and latency CDF per phase</h2>");
     for (spec, rs) in &groups {
         let _ = write!(s, "<h3><code>{}</code></h3>", esc(spec));
-        let tput = LineChart {
-            title: &format!("{spec}: throughput"),
-            x_label: "seconds since phase start",
-            y_label: "ops/s",
-            log_x: false,
-            x_is_ns: false,
-            lines: rs
+        let mut tput = LineChart::new(
+            &format!("{spec}: throughput over time"),
+            Axis::linear("seconds since phase start", "s"),
+            Axis::linear("throughput", "ops/s"),
+        );
+        let mut cdf = LineChart::new(
+            &format!("{spec}: latency CDF"),
+            Axis::log("latency", "µs"),
+            Axis::linear("fraction of samples at or below", "").with_range(0.0, 1.0),
+        )
+        .subtitle(&format!("one sample = {}", rs[0].latency.unit));
+        for (i, r) in rs.iter().enumerate() {
+            let pts = r
+                .throughput
                 .iter()
-                .map(|r| Line {
-                    name: r.engine.clone(),
-                    points: r
-                        .throughput
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &v)| (i as f64 + 0.5, v as f64))
-                        .collect(),
-                })
-                .collect(),
-        };
-        let cdf = LineChart {
-            title: &format!("{spec}: latency CDF ({})", rs[0].latency.unit),
-            x_label: "latency",
-            y_label: "fraction of samples at or below",
-            log_x: true,
-            x_is_ns: true,
-            lines: rs
+                .enumerate()
+                .map(|(t, &v)| (t as f64 + 0.5, v as f64))
+                .collect();
+            tput.add(Series::measured(&r.engine, pts).color(i));
+            let pts = r
+                .latency
+                .cdf
                 .iter()
-                .map(|r| Line {
-                    name: r.engine.clone(),
-                    points: r.latency.cdf.iter().map(|&(q, v)| (v as f64, q)).collect(),
-                })
-                .collect(),
-        };
+                .map(|&(q, v)| (v as f64 / 1e3, q))
+                .collect();
+            cdf.add(Series::line(&r.engine, pts).color(i));
+        }
         let _ = write!(
             s,
             "<figure>{}</figure><figure>{}</figure>",
-            tput.svg(),
-            cdf.svg()
+            tput.to_svg(),
+            cdf.to_svg()
         );
     }
     s.push_str("</body></html>\n");
