@@ -86,12 +86,10 @@ pub trait Engine: Send + Sync {
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize>;
     /// Makes every acknowledged write durable.
     fn sync(&self) -> Result<()>;
-    /// Engine-specific statistics (pagewise: bytes written by category).
-    fn stats(&self) -> Option<serde_json::Value> {
-        None
-    }
-    /// Flushes and releases files; after it returns every byte is handed to the OS.
-    fn close(self: Box<Self>) -> Result<()>;
+    /// Flushes and releases files; after it returns every byte is handed to
+    /// the OS. Returns engine-specific statistics of the session that ends
+    /// (pagewise: bytes written by category, emulated compressed bytes).
+    fn close(self: Box<Self>) -> Result<Option<serde_json::Value>>;
 }
 
 /// The engines this binary knows, whether compiled in or not.

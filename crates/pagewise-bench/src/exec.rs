@@ -496,8 +496,8 @@ mod tests {
         fn sync(&self) -> Result<()> {
             Ok(())
         }
-        fn close(self: Box<Self>) -> Result<()> {
-            Ok(())
+        fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
+            Ok(None)
         }
     }
 
@@ -572,8 +572,8 @@ mod tests {
             fn sync(&self) -> Result<()> {
                 Ok(())
             }
-            fn close(self: Box<Self>) -> Result<()> {
-                Ok(())
+            fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
+                Ok(None)
             }
         }
         run_phase(

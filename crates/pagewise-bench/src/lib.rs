@@ -15,6 +15,7 @@ pub mod iibench;
 pub mod keys;
 pub mod loopfs;
 pub mod metrics;
+pub mod oscache;
 pub mod runner;
 pub mod sysinfo;
 pub mod values;

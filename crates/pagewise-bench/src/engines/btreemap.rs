@@ -104,9 +104,9 @@ impl Engine for BTreeEngine {
         Ok(())
     }
 
-    fn close(self: Box<Self>) -> Result<()> {
+    fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
         let Some(path) = &self.dump else {
-            return Ok(());
+            return Ok(None);
         };
         let mut out = Vec::new();
         for (i, t) in self.tables.read().iter().enumerate() {
@@ -120,6 +120,7 @@ impl Engine for BTreeEngine {
         }
         std::fs::File::create(path)
             .and_then(|mut f| f.write_all(&out).and_then(|_| f.sync_all()))
-            .map_err(|e| BenchError::os("write btreemap dump", path, e))
+            .map_err(|e| BenchError::os("write btreemap dump", path, e))?;
+        Ok(None)
     }
 }

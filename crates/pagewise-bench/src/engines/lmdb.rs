@@ -109,10 +109,10 @@ impl Engine for LmdbEngine {
         self.env.force_sync().map_err(err)
     }
 
-    fn close(self: Box<Self>) -> Result<()> {
+    fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
         self.env.force_sync().map_err(err)?;
         let this = *self;
         this.env.prepare_for_closing().wait();
-        Ok(())
+        Ok(None)
     }
 }

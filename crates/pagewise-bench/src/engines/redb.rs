@@ -118,9 +118,9 @@ impl Engine for RedbEngine {
         txn.commit().map_err(err)
     }
 
-    fn close(self: Box<Self>) -> Result<()> {
+    fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
         self.sync()?;
         drop(self.db);
-        Ok(())
+        Ok(None)
     }
 }

@@ -160,10 +160,11 @@ impl Engine for SqliteEngine {
         Ok(())
     }
 
-    fn close(self: Box<Self>) -> Result<()> {
+    fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
         self.sync()?;
         self.readers.lock().clear();
         let c = self.writer.into_inner();
-        c.close().map_err(|(_, e)| err(e))
+        c.close().map_err(|(_, e)| err(e))?;
+        Ok(None)
     }
 }

@@ -102,19 +102,22 @@ fn pagewise_detail(r: &PhaseResult) -> String {
 
 pub fn markdown(entries: &[Entry]) -> String {
     let mut s = String::new();
-    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | space amp | Db size | CPU s | peak RSS |\n");
-    s.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | WA compressed | space amp | Db size | CPU s | peak RSS |\n");
+    s.push_str(
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
     for (spec, rs) in by_spec(entries) {
         for r in rs {
             let _ = writeln!(
                 s,
-                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
                 r.engine,
                 r.ops_per_s,
                 ns(r.latency.p50_ns),
                 ns(r.latency.p99_ns),
                 opt(r.write_amp_device),
                 opt(r.write_amp_syscall),
+                opt(compressed_wa(r)),
                 opt(r.space_amp),
                 mib(r.db_bytes),
                 r.cpu_user_s + r.cpu_sys_s,
@@ -203,13 +206,13 @@ pub fn html(entries: &[Entry]) -> String {
 }
 
 fn comparison_table(s: &mut String, entries: &[Entry]) {
-    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>Db size</th><th>space amp</th><th>settings</th><th>notes</th></tr>");
+    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>WA compressed drive</th><th>Db size</th><th>space amp</th><th>settings</th><th>notes</th></tr>");
     for (spec, rs) in by_spec(entries) {
         for r in rs {
             let st = &r.settings;
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>cache {}, sync {:?}, direct {}, compression {}</td><td class=note>{}</td></tr>",
+                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>cache {}, sync {:?}, direct {}, compression {}</td><td class=note>{}</td></tr>",
                 esc(&spec),
                 esc(&r.engine_version),
                 esc(&r.engine),
@@ -224,6 +227,7 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
                 opt(r.write_amp_device),
                 r.syscall_write_bytes.map_or("–".into(), mib),
                 opt(r.write_amp_syscall),
+                opt(compressed_wa(r)),
                 mib(r.db_bytes),
                 opt(r.space_amp),
                 mib(st.cache_bytes),
