@@ -291,3 +291,15 @@ fn write_amp_bars(s: &mut String, groups: &[(String, Vec<&PhaseResult>)]) {
         sys.svg()
     );
 }
+
+/// Bytes an in-storage-compression drive would have stored (pagewise only),
+/// as write amplification: emulated physical bytes / user bytes.
+pub fn compressed_wa(r: &PhaseResult) -> Option<f64> {
+    let phys = r
+        .engine_stats
+        .as_ref()?
+        .get("compressing_drive")?
+        .get("physical_bytes_written")?
+        .as_u64()?;
+    (r.user_bytes_written > 0).then(|| phys as f64 / r.user_bytes_written as f64)
+}
