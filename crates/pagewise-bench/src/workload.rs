@@ -116,6 +116,9 @@ pub struct Params {
     pub scan_len: usize,
     pub cache: Option<CacheSpec>,
     pub seed: u64,
+    /// Read the whole main table once before the timed ops (fills the caches).
+    #[serde(default)]
+    pub warm: bool,
 }
 
 mod secs_opt {
@@ -148,6 +151,7 @@ impl Default for Params {
             scan_len: 100,
             cache: None,
             seed: 1,
+            warm: false,
         }
     }
 }
@@ -259,6 +263,7 @@ impl Spec {
                 "scan" | "scan_len" => p.scan_len = num(v)?.max(1) as usize,
                 "value_size" => p.value_size = num(v)? as usize,
                 "seed" => p.seed = num(v)?,
+                "warm" => p.warm = num(v)? != 0,
                 "duration" => {
                     p.duration = Some(
                         parse_duration(v)

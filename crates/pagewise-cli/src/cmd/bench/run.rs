@@ -22,7 +22,7 @@ pub struct Args {
     /// Phases in order, each `name[:opt=value,...]`; repeat -w or separate with spaces.
     /// Names: fillseq fillrandom overwrite readrandom multireadrandom readseq scan
     /// ycsb-a..ycsb-f iibench. Options: ops threads duration cache(=64M|5%) dist
-    /// values batch multiget scan keys seed value_size.
+    /// values batch multiget scan keys seed value_size warm(=1: read everything first).
     #[arg(short, long = "workload", default_value = "fillrandom readrandom")]
     pub workloads: Vec<String>,
     /// Keys loaded by fills (rows for iibench), e.g. 1M.
@@ -143,6 +143,7 @@ fn params(a: &Args) -> Params {
         scan_len: a.scan_len.max(1),
         cache: None,
         seed: a.seed,
+        warm: false,
     }
 }
 
