@@ -115,11 +115,7 @@ fn exercise(name: &str, sync: SyncPolicy, seed: u64) {
 #[test]
 fn every_adapter_reads_back_what_it_wrote() {
     let seed = 0x5eed_0001;
-    for name in compiled_engines()
-        .into_iter()
-        .filter(|n| *n != "pagewise")
-        .chain(["btreemap"])
-    {
+    for name in compiled_engines().into_iter().chain(["btreemap"]) {
         for sync in [SyncPolicy::Off, SyncPolicy::EveryBatch] {
             eprintln!("adapter {name} sync {sync:?} seed {seed:#x}");
             exercise(name, sync, seed);
