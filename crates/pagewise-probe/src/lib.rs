@@ -11,6 +11,22 @@
 //! - [`run_sweep_on`]: the same on a backend you opened (tests, emulated drives).
 //!
 //! All I/O goes through `pagewise_io::Backend` and its `IoQueue`.
+//!
+//! ```no_run
+//! use pagewise_probe::{run_sweep, Limit, Mode, SweepSpec};
+//! let spec = SweepSpec {
+//!     modes: vec![Mode::RandRead, Mode::RandWrite],
+//!     block_sizes: vec![4096, 16384, 65536],
+//!     limit: Limit::Seconds(2.0),
+//!     ..SweepSpec::default()
+//! };
+//! let results = run_sweep("/mnt/ssd/tmp".as_ref(), &spec, &mut |_progress| {})?;
+//! for p in &results.points {
+//!     println!("{} {} B: {:.0} IOPS, p99 {:.0} µs", p.params.mode, p.params.bs, p.iops, p.latency_us.p99);
+//! }
+//! std::fs::write("probe.json", results.to_json())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod device;
 pub mod dist;

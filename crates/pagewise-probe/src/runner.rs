@@ -124,7 +124,9 @@ fn run_thread(plan: &ThreadPlan, stop: &Stop) -> Result<ThreadOutcome, ProbeErro
     let ThreadPlan { b, p, qd, .. } = *plan;
     let mut rng = SmallRng::seed_from_u64(plan.seed);
     let mut offsets = Offsets::for_thread(p, plan.size, plan.t);
-    let align = b.alignment().max(512);
+    // Page-aligned like fio's buffers: a buffer straddling an extra page costs the
+    // kernel one more page to pin and the device one more DMA segment.
+    let align = b.alignment().max(4096);
     let mut bufs: Vec<Option<AlignedBuf>> = (0..qd)
         .map(|_| {
             let mut buf = AlignedBuf::new(p.bs as usize, align);
