@@ -81,6 +81,27 @@ fn read_rate(db: &Db, keys: &[[u8; 16]], threads: usize, secs: f64) -> f64 {
     done.load(Ordering::Relaxed) as f64 / t0.elapsed().as_secs_f64()
 }
 
+/// Raw QD1 random page reads over the data file (O_DIRECT), the drive's rate
+/// at this page size measured next to the engine's run: reads/s.
+fn raw_qd1(path: &std::path::Path, ps: usize, secs: f64) -> f64 {
+    use pagewise_io::{AlignedBuf, Backend, DirectMode, OpenOptions};
+    let o = OpenOptions {
+        direct: DirectMode::On,
+        ..Default::default()
+    };
+    let f = pagewise_io::open(path, &o).expect("open for raw reads");
+    let pages = f.size().unwrap() / ps as u64;
+    let mut buf = AlignedBuf::new(ps, 4096);
+    let mut rng = SmallRng::seed_from_u64(99);
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    while t0.elapsed().as_secs_f64() < secs {
+        f.read_at(&mut buf, rng.gen_range(2..pages) * ps as u64).unwrap();
+        n += 1;
+    }
+    n as f64 / t0.elapsed().as_secs_f64()
+}
+
 fn main() {
     let a = args();
     std::fs::create_dir_all(&a.dir).unwrap();
@@ -154,9 +175,21 @@ fn main() {
     let cache = (file_bytes as f64 * a.cache_frac) as usize;
     let db = Db::open(&path, base.clone().cache_bytes(cache)).unwrap();
     read_rate(&db, &ks, a.threads, a.read_secs / 2.0); // warm the cache
+    let raw_before = raw_qd1(&path, a.page_size, a.read_secs / 2.0);
     let s0 = db.stats();
     let u1 = read_rate(&db, &ks, 1, a.read_secs);
     let s1 = db.stats();
+    let raw_after = raw_qd1(&path, a.page_size, a.read_secs / 2.0);
+    let raw = (raw_before + raw_after) / 2.0;
+    let per_get = (s1.pages.read_ops - s0.pages.read_ops) as f64 / (u1 * a.read_secs);
+    println!(
+        "raw QD1 {}-byte O_DIRECT reads on the same file: {:.0}/s before, {:.0}/s after; engine 1 thread = {:.0}% of raw IOPS / page reads per get ({:.0} gets/s)",
+        a.page_size,
+        raw_before,
+        raw_after,
+        100.0 * u1 / (raw / per_get),
+        raw / per_get
+    );
     let ut = read_rate(&db, &ks, a.threads, a.read_secs);
     let s2 = db.stats();
     let gets1 = u1 * a.read_secs;
