@@ -96,7 +96,8 @@ fn raw_qd1(path: &std::path::Path, ps: usize, secs: f64) -> f64 {
     let t0 = Instant::now();
     let mut n = 0u64;
     while t0.elapsed().as_secs_f64() < secs {
-        f.read_at(&mut buf, rng.gen_range(2..pages) * ps as u64).unwrap();
+        f.read_at(&mut buf, rng.gen_range(2..pages) * ps as u64)
+            .unwrap();
         n += 1;
     }
     n as f64 / t0.elapsed().as_secs_f64()

@@ -1,10 +1,13 @@
 //! Crash simulation: the power goes out at the Nth write or sync (a sticky
 //! fault, so the engine sees every later I/O fail), the simulated drive loses,
 //! tears or reorders what was not synced, and the database is reopened.
-//! Every acknowledged Sync commit must be there, no batch half-applied, and
-//! `check` must pass. 1,000 crashes per run by default;
-//! PAGEWISE_CRASH_ITERS=100000 for a long run, PAGEWISE_CRASH_SEED to start
-//! elsewhere (a failure prints the seed that reproduces it).
+//! Every acknowledged Sync commit must be there (Buffered: everything up to the
+//! last successful sync), no batch half-applied, and `check` must pass. A case
+//! runs 1 to 3 rounds of work + crash + verified recovery on the same image,
+//! and a later round's failure point may fall inside recovery itself.
+//! PAGEWISE_CRASH_ITERS cases (default 1,000: about 2,000 crashes), split
+//! between Sync and Buffered mode; 100000 for a long run. A failure prints the
+//! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
 
 use pagewise::{Batch, Db, Durability, Options};
 use pagewise_io::{CrashMode, FaultInjector, FaultKinds, Faulty, Fs, SimFs};
@@ -85,10 +88,11 @@ struct Tally {
     pending: u64,
     torn: u64,
     whole: u64,
+    rounds: u64,
 }
 
 struct Run {
-    db: Db,
+    db: Option<Db>,
     sim: SimFs,
     injector: Arc<FaultInjector>,
     states: Vec<State>,
@@ -108,11 +112,24 @@ fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Option
 
 const PATH: &str = "/db/crash";
 
-/// The workload of `seed`; with `fail_at`, the power fails at that write or
-/// sync (counted after creation).
-fn workload(seed: u64, ps: usize, durability: Durability, fail_at: u64) -> Result<Run, String> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let sim = SimFs::with_alignment(512);
+/// Where a round starts: a fresh drive, or the image a previous round left.
+struct Start {
+    image: Option<SimFs>,
+    state: State,
+}
+
+/// The workload of `seed` and `round`; with `fail_at`, the power fails at
+/// that write or sync. On a fresh drive the count starts after creation; on
+/// an image it starts before open, so recovery itself can be cut short.
+fn workload(
+    seed: u64,
+    round: u64,
+    ps: usize,
+    durability: Durability,
+    fail_at: u64,
+    start: Start,
+) -> Result<Run, String> {
+    let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(round));
     let injector = FaultInjector::new(
         FaultKinds {
             reads: false,
@@ -122,21 +139,47 @@ fn workload(seed: u64, ps: usize, durability: Durability, fail_at: u64) -> Resul
         0,
     );
     injector.set_sticky(true);
+    let fresh = start.image.is_none();
+    let sim = start.image.unwrap_or_else(|| SimFs::with_alignment(512));
     let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), injector.clone()));
-    sim.create_dir_all(Path::new("/db"))
-        .map_err(|e| e.to_string())?;
-    let db =
-        Db::create(PATH, opts(seed, ps, durability, fs)).map_err(|e| format!("create: {e}"))?;
-    if fail_at > 0 {
-        injector.arm(fail_at);
-    }
+    let mut states = vec![start.state];
+    let mut run = Run {
+        db: None,
+        sim: sim.clone(),
+        injector: injector.clone(),
+        states: Vec::new(),
+        durable: 0,
+        failed_batch: None,
+    };
+    let db = if fresh {
+        sim.create_dir_all(Path::new("/db"))
+            .map_err(|e| e.to_string())?;
+        let db =
+            Db::create(PATH, opts(seed, ps, durability, fs)).map_err(|e| format!("create: {e}"))?;
+        if fail_at > 0 {
+            injector.arm(fail_at);
+        }
+        db
+    } else {
+        if fail_at > 0 {
+            injector.arm(fail_at);
+        }
+        match Db::open(PATH, opts(seed, ps, durability, fs)) {
+            Ok(db) => db,
+            // The power failed during recovery: nothing new was acknowledged.
+            Err(_) if injector.injected() > 0 => {
+                run.states = states;
+                return Ok(run);
+            }
+            Err(e) => return Err(format!("round {round} open: {e}")),
+        }
+    };
     // States after each acknowledged batch; `durable` indexes the newest one
     // that must survive.
-    let mut states = vec![State::new()];
     let mut durable = 0;
     let mut failed_batch = None;
-    for id in 1..=60 {
-        let batch = random_batch(&mut rng, id, ps);
+    for id in 1..=40 {
+        let batch = random_batch(&mut rng, id + 100 * round as usize, ps);
         let mut b = Batch::new();
         for (t, k, v) in &batch {
             match v {
@@ -165,62 +208,97 @@ fn workload(seed: u64, ps: usize, durability: Durability, fail_at: u64) -> Resul
             durable = states.len() - 1;
         }
     }
-    Ok(Run {
-        db,
-        sim,
-        injector,
-        states,
-        durable,
-        failed_batch,
-    })
+    run.db = Some(db);
+    run.states = states;
+    run.durable = durable;
+    run.failed_batch = failed_batch;
+    Ok(run)
 }
 
-/// One simulated crash. Returns a description of what went wrong.
+/// One case: up to three rounds of work, each ended by a power failure,
+/// each followed by a verified recovery. Returns what went wrong.
 fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<(), String> {
-    let mode = CrashMode::ALL[(seed % 3) as usize];
     let ps = [512, 1024, 4096][(seed / 9 % 3) as usize];
-    // A dry run counts the writes and syncs, so the failure point is uniform
-    // over the whole workload.
-    let dry = workload(seed, ps, durability, 0)?;
-    let total = dry.injector.seen();
-    drop(dry);
-    let fail_at = SmallRng::seed_from_u64(seed ^ 0x5EED).gen_range(1..=total.max(1));
-    let run = workload(seed, ps, durability, fail_at)?;
-    let (img, rep) = run.sim.crash_report(seed, mode);
-    tally.injected += (run.injector.injected() > 0) as u64;
-    tally.acked += run.states.len() as u64 - 1;
-    tally.pending += rep.pending as u64;
-    tally.torn += rep.torn as u64;
-    tally.whole += rep.whole as u64;
-    drop(run.db);
-    let db = Db::open(PATH, opts(seed, ps, durability, Arc::new(img)))
-        .map_err(|e| format!("{mode:?} ps={ps}: reopen: {e}"))?;
-    let got = read_all(&db).map_err(|e| format!("{mode:?} ps={ps} fail_at={fail_at}: {e}"))?;
-    // Acceptable: any state from the last durable one on, or the failed
-    // batch applied whole.
-    let (states, durable) = (&run.states, run.durable);
-    let ok = states[durable..].contains(&got) || run.failed_batch.as_ref() == Some(&got);
-    if !ok {
-        let want = &states[durable];
-        let missing: Vec<_> = want
-            .keys()
-            .filter(|k| !got.contains_key(*k))
-            .take(3)
-            .collect();
-        let extra: Vec<_> = got
-            .keys()
-            .filter(|k| !want.contains_key(*k))
-            .take(3)
-            .collect();
-        return Err(format!(
-            "{mode:?} ps={ps} fail_at={fail_at}/{total}: recovered state matches no acceptable state ({} acked, durable {durable}); \
-             vs durable: missing {missing:?}, extra {extra:?}",
-            states.len() - 1
+    let rounds = 1 + seed / 27 % 3;
+    // (durable image to start from, its state); two identical copies so the
+    // dry run and the real run start from the same bytes.
+    let mut start: Option<(SimFs, SimFs, State)> = None;
+    for round in 0..rounds {
+        let mode = CrashMode::ALL[((seed + round) % 3) as usize];
+        let (dry_start, real_start) = match &start {
+            None => (
+                Start {
+                    image: None,
+                    state: State::new(),
+                },
+                Start {
+                    image: None,
+                    state: State::new(),
+                },
+            ),
+            Some((a, b, st)) => (
+                Start {
+                    image: Some(a.clone()),
+                    state: st.clone(),
+                },
+                Start {
+                    image: Some(b.clone()),
+                    state: st.clone(),
+                },
+            ),
+        };
+        // A dry run counts the writes and syncs, so the failure point is
+        // uniform over the whole round.
+        let dry = workload(seed, round, ps, durability, 0, dry_start)?;
+        let total = dry.injector.seen();
+        drop(dry);
+        let fail_at = SmallRng::seed_from_u64(seed ^ 0x5EED ^ round).gen_range(1..=total.max(1));
+        let where_ = format!("{mode:?} ps={ps} round={round} fail_at={fail_at}/{total}");
+        let run = workload(seed, round, ps, durability, fail_at, real_start)?;
+        let crash_seed = seed.wrapping_add(round << 40);
+        let (img, rep) = run.sim.crash_report(crash_seed, mode);
+        tally.injected += (run.injector.injected() > 0) as u64;
+        tally.acked += run.states.len() as u64 - 1;
+        tally.pending += rep.pending as u64;
+        tally.torn += rep.torn as u64;
+        tally.whole += rep.whole as u64;
+        tally.rounds += 1;
+        drop(run.db);
+        let db = Db::open(PATH, opts(seed, ps, durability, Arc::new(img.clone())))
+            .map_err(|e| format!("{where_}: reopen: {e}"))?;
+        let got = read_all(&db).map_err(|e| format!("{where_}: {e}"))?;
+        // Acceptable: any state from the last durable one on, or the failed
+        // batch applied whole.
+        let (states, durable) = (&run.states, run.durable);
+        let ok = states[durable..].contains(&got) || run.failed_batch.as_ref() == Some(&got);
+        if !ok {
+            let want = &states[durable];
+            let missing: Vec<_> = want
+                .keys()
+                .filter(|k| !got.contains_key(*k))
+                .take(3)
+                .collect();
+            let extra: Vec<_> = got
+                .keys()
+                .filter(|k| !want.contains_key(*k))
+                .take(3)
+                .collect();
+            return Err(format!(
+                "{where_}: recovered state matches no acceptable state ({} acked, durable {durable}); \
+                 vs durable: missing {missing:?}, extra {extra:?}",
+                states.len() - 1
+            ));
+        }
+        let r = db.check().map_err(|e| format!("{where_}: check: {e}"))?;
+        if !r.is_ok() {
+            return Err(format!("{where_}: check: {:?}", r.problems));
+        }
+        db.close().map_err(|e| format!("{where_}: close: {e}"))?;
+        start = Some((
+            img.crash(0, CrashMode::DropUnsynced),
+            img.crash(0, CrashMode::DropUnsynced),
+            got,
         ));
-    }
-    let r = db.check().map_err(|e| format!("check: {e}"))?;
-    if !r.is_ok() {
-        return Err(format!("{mode:?} ps={ps}: check: {:?}", r.problems));
     }
     Ok(())
 }
@@ -242,12 +320,13 @@ fn run(durability: Durability, salt: u64) {
         }
     }
     eprintln!(
-        "{n} simulated crashes ({durability:?}), {} failed; {tally:?}",
+        "{n} cases, {} simulated crashes ({durability:?}), {} cases failed; {tally:?}",
+        tally.rounds,
         failures.len()
     );
     // The test is only worth something if most crashes cut into real work.
     assert!(
-        tally.injected * 10 >= n * 7,
+        tally.injected * 10 >= tally.rounds * 7,
         "too few crashes hit I/O: {tally:?}"
     );
     assert!(
