@@ -36,6 +36,10 @@ pub struct Measurement {
     pub iops: f64,
     /// Mean completion latency in microseconds, when the source reports it.
     pub latency_us: Option<f64>,
+    /// Half-width of the 95% confidence interval of `iops` over repetitions,
+    /// relative to it (0.05 = +-5%), when the source reports it (the probe does).
+    #[serde(default)]
+    pub ci95_rel: Option<f64>,
 }
 
 impl Measurement {
@@ -49,6 +53,7 @@ impl Measurement {
             threads: 1,
             iops,
             latency_us: None,
+            ci95_rel: None,
         }
     }
 

@@ -316,3 +316,46 @@ fn random_inserts_fill_leaves_near_ln2() {
     let fill = keys as f64 / (leaves * 64) as f64;
     assert!((0.64..0.75).contains(&fill), "seed {seed:#x}: fill {fill}");
 }
+
+#[test]
+fn close_calls_are_flagged_by_measurement_uncertainty() {
+    // 10,000 rows of 16 B entries fit any cache-free tree in 1-2 levels; with
+    // no cache both 4 KiB and 8 KiB trees have height 2, so gets/s = IOPS / 2.
+    let d = Dataset {
+        rows: 10_000,
+        key_bytes: 8,
+        fill: 1.0,
+        ..Dataset::default()
+    };
+    let run = |ci: Option<f64>, iops8k: f64| {
+        let ms: Vec<Measurement> = [(4096u64, 10_000.0), (8192, iops8k)]
+            .iter()
+            .map(|&(b, i)| Measurement {
+                ci95_rel: ci,
+                ..Measurement::simple(OpKind::Read, Pattern::Random, b, i)
+            })
+            .collect();
+        let r = fit_all(&ms).unwrap();
+        advise(
+            Device {
+                read: &r.fits[0],
+                write: None,
+            },
+            &d,
+            Mix::default(),
+            &[4096, 8192],
+        )
+        .unwrap()
+    };
+    // 8 KiB 5% behind, IOPS known to +-20%: a tie.
+    let a = run(Some(0.2), 9_500.0);
+    assert_eq!(a.best, 4096);
+    let c = a.close_call.expect("a 5% gap under a 20% CI is a tie");
+    assert!(c.contains("8 KiB") && c.contains("20%"), "{c}");
+    assert!(a.reason.contains("Close call"));
+    // Same gap, tight measurements: decisive.
+    assert!(run(Some(0.01), 9_500.0).close_call.is_none());
+    // No CI reported: only gaps under 3% are ties.
+    assert!(run(None, 9_500.0).close_call.is_none());
+    assert!(run(None, 9_900.0).close_call.is_some());
+}

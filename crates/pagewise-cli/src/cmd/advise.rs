@@ -281,6 +281,9 @@ pub fn render_text(a: &Advice) -> String {
         fmt_bytes(a.best as f64),
         a.reason
     ));
+    if let Some(why) = &a.betree_note {
+        s.push_str(&format!("\nB-epsilon tree: {why}.\n"));
+    }
     if let Some(b) = &a.betree {
         s.push_str(&format!(
             "\nB-epsilon tree: node {} (half-bandwidth point {}), basement {}, fanout {} (B^{}), height {}\n  amortized I/Os per insert {:.4} -> {} inserts/s; I/Os per point query {:.2} -> {} gets/s\n  recommended node size: {}\n",

@@ -184,7 +184,14 @@ fn advice_section(d: &ReportData) -> String {
             modelled = true;
             format!("<span class=\"model\">{}*</span>", fmt_count(r.read_iops))
         } else {
-            fmt_count(r.read_iops)
+            match r.read_ci95_rel {
+                Some(c) => format!(
+                    "{} <span class=\"pm\">±{:.0}%</span>",
+                    fmt_count(r.read_iops),
+                    c * 100.0
+                ),
+                None => fmt_count(r.read_iops),
+            }
         };
         rows.push(vec![
             fmt_bytes(r.page_size as f64),
@@ -219,7 +226,7 @@ fn advice_section(d: &ReportData) -> String {
         &rows,
         hl,
     ));
-    let mut foot = String::from("Height is the real tree's level count (partly full root); log<sub>f</sub>N is the back-of-envelope hop count. Levels are cached top first (optimal caching); every query still reads at least one page.");
+    let mut foot = String::from("± is the 95% confidence interval of the measured IOPS over the probe's repetitions. Height is the real tree's level count (partly full root); log<sub>f</sub>N is the back-of-envelope hop count. Levels are cached top first (optimal caching); every query still reads at least one page.");
     if modelled {
         foot.push_str(" <span class=\"model\">*</span> IOPS predicted by the fitted model: no measurement at this size.");
     }
@@ -272,6 +279,11 @@ fn advice_section(d: &ReportData) -> String {
             ),
         ]));
         s.push_str("</div>");
+    } else if let Some(why) = &a.betree_note {
+        s.push_str(&format!(
+            "<h2>Alternative: a B-epsilon tree</h2><p class=\"warn\">{}.</p>",
+            esc(why)
+        ));
     }
     s
 }

@@ -45,7 +45,7 @@ pub struct BeTreeAdvice {
 pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTreeAdvice, String> {
     let hbp = dev.read.affine.half_bandwidth_point();
     if !hbp.is_finite() || hbp <= 0.0 {
-        return Err("the read fit has no finite half-bandwidth point".into());
+        return Err("no B-epsilon node size: the random-read fit shows no transfer cost (W unbounded), so there is no finite half-bandwidth point S x W; measure larger block sizes or probe longer".into());
     }
     let node = nearest_pow2(hbp).max(4096);
     let basement = floor_pow2(hbp / 4.0).clamp(512, node);

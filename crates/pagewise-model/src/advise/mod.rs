@@ -45,6 +45,8 @@ pub struct Row {
     pub page_size: u64,
     pub read_iops: f64,
     pub read_source: Source,
+    /// Relative 95% CI half-width of a measured read IOPS.
+    pub read_ci95_rel: Option<f64>,
     pub write_iops: f64,
     pub write_source: Source,
     pub fanout: u64,
@@ -81,7 +83,11 @@ pub struct Advice {
     pub excluded: Vec<(u64, String)>,
     pub best: u64,
     pub reason: String,
+    /// Set when the runner-up is within the measurement uncertainty.
+    pub close_call: Option<String>,
     pub betree: Option<BeTreeAdvice>,
+    /// Why there is no B-epsilon advice, when there is none.
+    pub betree_note: Option<String>,
 }
 
 /// Powers of two from 512 B to 1 MiB within the measured range, plus every
@@ -123,8 +129,16 @@ pub fn advise(dev: Device, d: &Dataset, mix: Mix, pages: &[u64]) -> Result<Advic
             ))
         })?
         .clone();
-    let reason = explain(&best, &rows, d, mix);
-    let betree = advise_betree(dev, d, &best).ok();
+    let close_call = close_call(&best, &rows);
+    let mut reason = explain(&best, &rows, d, mix);
+    if let Some(c) = &close_call {
+        reason.push_str(". ");
+        reason.push_str(c);
+    }
+    let (betree, betree_note) = match advise_betree(dev, d, &best) {
+        Ok(b) => (Some(b), None),
+        Err(why) => (None, Some(why)),
+    };
     Ok(Advice {
         dataset: d.clone(),
         mix,
@@ -134,7 +148,9 @@ pub fn advise(dev: Device, d: &Dataset, mix: Mix, pages: &[u64]) -> Result<Advic
         excluded,
         best: best.page_size,
         reason,
+        close_call,
         betree,
+        betree_note,
     })
 }
 
@@ -158,6 +174,7 @@ fn row(dev: Device, d: &Dataset, mix: Mix, page: u64) -> Result<Row, String> {
         page_size: page,
         read_iops,
         read_source,
+        read_ci95_rel: dev.read.ci95_rel(page),
         write_iops,
         write_source,
         fanout: shape.fanout,
@@ -251,4 +268,35 @@ fn compare(best: &Row, r: &Row, mix: Mix) -> String {
             why.join(", ")
         }
     )
+}
+
+/// Below this gap the runner-up is called a tie even without a reported CI.
+const MIN_DECISIVE_GAP: f64 = 0.03;
+
+/// A sentence when the runner-up's mix throughput is within the measurement
+/// uncertainty of the best's: the larger of the two read-IOPS 95% CIs (the
+/// probe's repetitions), or 3% when none was reported.
+fn close_call(best: &Row, rows: &[Row]) -> Option<String> {
+    let second = rows
+        .iter()
+        .filter(|r| r.page_size != best.page_size)
+        .max_by(|a, b| a.mix_ops.total_cmp(&b.mix_ops))?;
+    let gap = 1.0 - second.mix_ops / best.mix_ops;
+    let ci = best
+        .read_ci95_rel
+        .into_iter()
+        .chain(second.read_ci95_rel)
+        .fold(None, |m: Option<f64>, c| Some(m.map_or(c, |m| m.max(c))));
+    let margin = ci.unwrap_or(0.0).max(MIN_DECISIVE_GAP);
+    (gap < margin).then(|| {
+        let why = match ci {
+            Some(c) => format!("the IOPS measurements vary by up to ±{:.0}% (95% CI)", c * 100.0),
+            None => format!("differences under {:.0}% are within run-to-run noise", MIN_DECISIVE_GAP * 100.0),
+        };
+        format!(
+            "Close call: {} pages are only {:.1}% behind and {why}, so the two are a tie on this data; probe longer or on an idle machine to separate them",
+            fmt_bytes(second.page_size as f64),
+            gap * 100.0
+        )
+    })
 }

@@ -71,6 +71,10 @@ pub struct GroupFit {
     pub knee_found: bool,
     /// Mean measured IOPS per block size (repeats averaged), ascending size.
     pub measured: Vec<(u64, f64)>,
+    /// Relative 95% CI half-width of each `measured` IOPS (the widest of
+    /// repeats), where the input reported one.
+    #[serde(default)]
+    pub ci95_rel: Vec<Option<f64>>,
 }
 
 impl GroupFit {
@@ -81,6 +85,12 @@ impl GroupFit {
             return (iops, Source::Measured);
         }
         (self.predicted_iops(block_size), Source::Model)
+    }
+
+    /// The measured IOPS' relative 95% CI half-width at `block_size`, if known.
+    pub fn ci95_rel(&self, block_size: u64) -> Option<f64> {
+        let i = self.measured.iter().position(|m| m.0 == block_size)?;
+        self.ci95_rel.get(i).copied().flatten()
     }
 
     /// The better model's prediction: the hinge when a knee was found.
@@ -153,7 +163,12 @@ pub fn fit_all(ms: &[Measurement]) -> Result<ModelReport, ModelError> {
     }
     let mut groups: BTreeMap<GroupKey, Vec<(u64, f64)>> = BTreeMap::new();
     let mut by_size: BTreeMap<(OpKind, Pattern, u64), Vec<(u32, f64)>> = BTreeMap::new();
+    let mut cis: BTreeMap<(GroupKey, u64), f64> = BTreeMap::new();
     for m in ms {
+        if let Some(c) = m.ci95_rel {
+            let e = cis.entry((GroupKey::of(m), m.block_size)).or_insert(c);
+            *e = e.max(c);
+        }
         groups
             .entry(GroupKey::of(m))
             .or_default()
@@ -167,7 +182,14 @@ pub fn fit_all(ms: &[Measurement]) -> Result<ModelReport, ModelError> {
     let mut skipped = Vec::new();
     for (key, pts) in groups {
         match fit_group(key, &pts) {
-            Some(f) => fits.push(f),
+            Some(mut f) => {
+                f.ci95_rel = f
+                    .measured
+                    .iter()
+                    .map(|&(b, _)| cis.get(&(key, b)).copied())
+                    .collect();
+                fits.push(f)
+            }
             None => skipped.push((key, format!("only block size {} measured", pts[0].0))),
         }
     }
@@ -215,6 +237,7 @@ pub fn fit_group(key: GroupKey, pts: &[(u64, f64)]) -> Option<GroupFit> {
     Some(GroupFit {
         key,
         measured: mean_iops(key, pts),
+        ci95_rel: Vec::new(),
         affine,
         poor,
         piecewise,

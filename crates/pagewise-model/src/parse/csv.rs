@@ -80,6 +80,7 @@ pub fn parse(text: &str) -> Result<Vec<Measurement>, ModelError> {
             threads,
             iops,
             latency_us,
+            ci95_rel: None,
         };
         m.validate().map_err(|e| row_err(e.to_string()))?;
         out.push(m);

@@ -100,6 +100,7 @@ impl Acc {
             threads: self.threads,
             iops: self.iops,
             latency_us,
+            ci95_rel: None,
         }
     }
 }

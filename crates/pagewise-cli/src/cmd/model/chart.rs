@@ -8,10 +8,23 @@ use pagewise_model::units::fmt_bytes;
 /// curve of the same colour for each fit (the hinge where a knee was found).
 pub fn iops_chart(r: &ModelReport, title: &str) -> LineChart {
     let mut c = LineChart::new(title, Axis::bytes("block size"), Axis::log("IOPS", "ops/s"))
-        .subtitle("markers: measured; dashed: fitted model, IOPS = qd x threads / (S + B/W)");
+        .subtitle("markers: measured (bars: 95% CI over repetitions); dashed: fitted model, IOPS = qd x threads / (S + B/W)");
     for (i, g) in r.fits.iter().enumerate() {
         let pts: Vec<(f64, f64)> = g.measured.iter().map(|&(b, v)| (b as f64, v)).collect();
-        c.add(Series::measured(&g.key.label(), pts).color(i));
+        let mut s = Series::measured(&g.key.label(), pts).color(i);
+        if g.ci95_rel.iter().any(Option::is_some) {
+            let bars = g
+                .measured
+                .iter()
+                .zip(&g.ci95_rel)
+                .map(|(&(_, v), c)| {
+                    let c = c.unwrap_or(0.0).min(0.95);
+                    (v * (1.0 - c), v * (1.0 + c))
+                })
+                .collect();
+            s = s.with_errors(bars);
+        }
+        c.add(s);
         c.add(Series::fitted(&fit_label(g), curve(g, |b| g.predicted_iops(b))).color(i));
     }
     c

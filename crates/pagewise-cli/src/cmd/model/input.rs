@@ -87,6 +87,11 @@ pub fn from_probe(v: &Value, notes: &mut Vec<String>) -> anyhow::Result<Vec<Meas
             .and_then(|l| l.get("mean"))
             .and_then(Value::as_f64)
             .filter(|l| *l > 0.0);
+        let ci95_rel = pt
+            .get("repetitions")
+            .and_then(|r| r.get("ci95_rel"))
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0);
         let m = Measurement {
             op,
             pattern,
@@ -95,6 +100,7 @@ pub fn from_probe(v: &Value, notes: &mut Vec<String>) -> anyhow::Result<Vec<Meas
             threads: threads as u32,
             iops,
             latency_us,
+            ci95_rel,
         };
         m.validate()
             .with_context(|| format!("point {i} ({mode} {bs} B)"))?;
