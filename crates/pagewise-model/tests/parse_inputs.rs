@@ -107,3 +107,22 @@ fn csv_errors_are_clear() {
     assert!(err("block_size,iops,op\n4096,100,trim\n").contains("unknown operation"));
     assert!(err("block_size,iops\n").contains("no data rows"));
 }
+
+#[test]
+fn probe_csv_is_understood() {
+    // Two rows as `pagewise probe --csv` writes them, plus a zipf row and a
+    // misaligned row that must be left out, and a sync-engine row at "qd 8".
+    let text = "mode,bs,align,dist,threads,qd,engine,direct,iops,mb_per_s,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p999_us,lat_max_us,reps,ci95_rel,cpu_us_per_io,ops,bytes
+randread,4096,4096,uniform,1,1,uring,true,4597.8,18.833,216.61,35.52,112.45,3989.50,21430.27,29130.75,5,1.5419,21.574,1144,4685824
+randread,16384,16384,uniform,1,1,uring,true,4406.4,72.194,313.75,60.22,120.13,3620.86,18219.01,185860.10,5,0.7900,21.844,1336,21889024
+randread,4096,4096,zipf:0.99,1,1,uring,true,9000.0,1,1,1,1,1,1,1,5,,1,1,1
+randread,4096,512,uniform,1,1,uring,true,9000.0,1,1,1,1,1,1,1,5,,1,1,1
+randwrite,4096,4096,uniform,2,8,sync,true,3000.0,1,1,1,1,1,1,1,5,0.02,1,1,1
+";
+    let ms = parse_any(text).unwrap();
+    assert_eq!(ms.len(), 3);
+    assert_eq!((ms[0].block_size, ms[0].iops), (4096, 4597.8));
+    assert_eq!(ms[0].latency_us, Some(216.61));
+    assert_eq!(ms[1].ci95_rel, Some(0.79));
+    assert_eq!((ms[2].op, ms[2].qd, ms[2].threads), (OpKind::Write, 1, 2));
+}

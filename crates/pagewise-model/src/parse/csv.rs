@@ -12,6 +12,9 @@ pub fn parse(text: &str) -> Result<Vec<Measurement>, ModelError> {
     if text.trim().is_empty() {
         return Err(ModelError::Empty);
     }
+    if is_probe_csv(text) {
+        return parse_probe_csv(text);
+    }
     let mut rdr = ::csv::ReaderBuilder::new()
         .trim(::csv::Trim::All)
         .comment(Some(b'#'))
@@ -114,6 +117,93 @@ fn count(s: Option<&str>, what: &str) -> Result<u32, String> {
             .filter(|n| *n > 0)
             .ok_or_else(|| format!("{what} {s:?} must be a positive whole number")),
     }
+}
+
+/// The probe's `--csv` output starts with this header.
+const PROBE_HEADER: &str = "mode,bs,align,dist,threads,qd,engine";
+
+fn is_probe_csv(text: &str) -> bool {
+    text.trim_start().starts_with(PROBE_HEADER)
+}
+
+/// `pagewise probe --csv` output. As for its JSON, only uniform offsets
+/// aligned to the block size feed the model; the sync engine runs at QD1
+/// whatever `qd` says.
+fn parse_probe_csv(text: &str) -> Result<Vec<Measurement>, ModelError> {
+    let mut rdr = ::csv::ReaderBuilder::new()
+        .trim(::csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let header: Vec<String> = rdr
+        .headers()
+        .map_err(|e| ModelError::CsvRow {
+            line: 1,
+            what: e.to_string(),
+        })?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let col = |name: &'static str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or(ModelError::CsvMissingColumn {
+                found: header.join(","),
+                missing: name,
+            })
+    };
+    let c = [
+        col("mode")?,
+        col("bs")?,
+        col("align")?,
+        col("dist")?,
+        col("threads")?,
+        col("qd")?,
+        col("engine")?,
+        col("iops")?,
+        col("lat_mean_us")?,
+        col("ci95_rel")?,
+    ];
+    let mut out = Vec::new();
+    for (n, rec) in rdr.records().enumerate() {
+        let line = n + 2;
+        let row_err = |what: String| ModelError::CsvRow { line, what };
+        let rec = rec.map_err(|e| row_err(e.to_string()))?;
+        let f = |i: usize| rec.get(c[i]).unwrap_or("");
+        let (op, pattern) = parse_workload(f(0)).map_err(|e| row_err(e.to_string()))?;
+        let bs = count(Some(f(1)), "bs").map_err(&row_err)? as u64;
+        let align: u64 = f(2).parse().unwrap_or(bs);
+        if f(3) != "uniform" || (pattern == Pattern::Random && align != bs) {
+            continue;
+        }
+        let threads = count(Some(f(4)), "threads").map_err(&row_err)?;
+        let qd = if f(6) == "sync" {
+            1
+        } else {
+            count(Some(f(5)), "qd").map_err(&row_err)?
+        };
+        let m = Measurement {
+            op,
+            pattern,
+            block_size: bs,
+            qd,
+            threads,
+            iops: number(Some(f(7)), "iops").map_err(&row_err)?,
+            latency_us: f(8).parse().ok().filter(|l: &f64| *l > 0.0),
+            ci95_rel: f(9)
+                .parse()
+                .ok()
+                .filter(|c: &f64| c.is_finite() && *c >= 0.0),
+        };
+        m.validate().map_err(|e| row_err(e.to_string()))?;
+        out.push(m);
+    }
+    if out.is_empty() {
+        return Err(ModelError::CsvRow {
+            line: 2,
+            what: "no uniform, block-aligned points in this probe CSV".into(),
+        });
+    }
+    Ok(out)
 }
 
 /// Writes measurements as CSV with every column (the inverse of [`parse`]).

@@ -15,9 +15,10 @@ use table::Table;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Measurement files: probe results JSON (`pagewise probe --out`), fio
-    /// JSON output (`fio --output-format=json`, one or several jobs), or CSV
-    /// with header `block_size,iops` and optional `op,qd,threads,latency_us`.
+    /// Measurement files: probe results JSON or CSV (`pagewise probe --out`,
+    /// `--csv`), fio JSON output (`fio --output-format=json`, one or several
+    /// jobs), or CSV with header `block_size,iops` and optional
+    /// `op,qd,threads,latency_us` (op: randread, randwrite, seqread, seqwrite, mixed).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
     /// Print the fits as JSON instead of tables.
