@@ -105,8 +105,25 @@ const DEFAULT_BS: [u64; 9] = [
     512, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,
 ];
 
+extern "C" fn on_sigint(_: libc::c_int) {
+    pagewise_probe::interrupt();
+}
+
+/// Ctrl-C asks the probe to stop at the next completion, so the 1 GiB test
+/// file is removed on the way out; a second Ctrl-C kills (SA_RESETHAND).
+fn install_sigint() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigint as *const () as usize;
+        sa.sa_flags = libc::SA_RESETHAND;
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
+    install_sigint();
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}: check permissions", args.dir.display()))?;
     let dataset = Dataset {
