@@ -175,36 +175,42 @@ fn main() {
     // Cache of cache_frac of the Db, direct I/O.
     let cache = (file_bytes as f64 * a.cache_frac) as usize;
     let db = Db::open(&path, base.clone().cache_bytes(cache)).unwrap();
-    read_rate(&db, &ks, a.threads, a.read_secs / 2.0); // warm the cache
-    let raw_before = raw_qd1(&path, a.page_size, a.read_secs / 2.0);
+    read_rate(&db, &ks, a.threads, 2.0); // warm the cache
+    // Alternate 1-second slices of raw device reads, engine gets on 1 thread
+    // and on T threads, so all three see the same background load; compare
+    // medians.
     let s0 = db.stats();
-    let u1 = read_rate(&db, &ks, 1, a.read_secs);
+    let (mut raw, mut one, mut many) = (Vec::new(), Vec::new(), Vec::new());
+    let slices = (a.read_secs as usize).max(3);
+    for _ in 0..slices {
+        raw.push(raw_qd1(&path, a.page_size, 1.0));
+        one.push(read_rate(&db, &ks, 1, 1.0));
+        many.push(read_rate(&db, &ks, a.threads, 1.0));
+    }
     let s1 = db.stats();
-    let raw_after = raw_qd1(&path, a.page_size, a.read_secs / 2.0);
-    let raw = (raw_before + raw_after) / 2.0;
-    let per_get = (s1.pages.read_ops - s0.pages.read_ops) as f64 / (u1 * a.read_secs);
+    // Each slice lasts about 1 s, so the rates sum to the gets done.
+    let gets: f64 = one.iter().chain(&many).sum();
+    let per_get = (s1.pages.read_ops - s0.pages.read_ops) as f64 / gets;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        v[v.len() / 2]
+    };
+    let (raw_m, u1, ut) = (median(&mut raw), median(&mut one), median(&mut many));
     println!(
-        "raw QD1 {}-byte O_DIRECT reads on the same file: {:.0}/s before, {:.0}/s after; engine 1 thread = {:.0}% of raw IOPS / page reads per get ({:.0} gets/s)",
-        a.page_size,
-        raw_before,
-        raw_after,
-        100.0 * u1 / (raw / per_get),
-        raw / per_get
-    );
-    let ut = read_rate(&db, &ks, a.threads, a.read_secs);
-    let s2 = db.stats();
-    let gets1 = u1 * a.read_secs;
-    println!(
-        "{:.0}% cache ({:.1} MiB, direct={}): 1 thread {:.0} gets/s ({:.2} page reads/get), {} threads {:.0} gets/s ({:.2} page reads/get), scaling {:.2}x",
+        "{:.0}% cache ({:.1} MiB, direct={}), {slices} alternating 1 s slices, medians: raw QD1 {}-byte reads {:.0}/s (range {:.0}..{:.0}); engine 1 thread {:.0} gets/s = {:.0}% of raw; {} threads {:.0} gets/s = {:.2}x one thread; {:.2} page reads per get",
         a.cache_frac * 100.0,
         cache as f64 / 1048576.0,
-        s2.direct_io,
+        s1.direct_io,
+        a.page_size,
+        raw_m,
+        raw[0],
+        raw[raw.len() - 1],
         u1,
-        (s1.pages.read_ops - s0.pages.read_ops) as f64 / gets1,
+        100.0 * u1 / raw_m,
         a.threads,
         ut,
-        (s2.pages.read_ops - s1.pages.read_ops) as f64 / (ut * a.read_secs),
-        ut / u1
+        ut / u1,
+        per_get
     );
     db.close().unwrap();
 }
