@@ -176,9 +176,9 @@ fn main() {
     let cache = (file_bytes as f64 * a.cache_frac) as usize;
     let db = Db::open(&path, base.clone().cache_bytes(cache)).unwrap();
     read_rate(&db, &ks, a.threads, 2.0); // warm the cache
-    // Alternate 1-second slices of raw device reads, engine gets on 1 thread
-    // and on T threads, so all three see the same background load; compare
-    // medians.
+                                         // Alternate 1-second slices of raw device reads, engine gets on 1 thread
+                                         // and on T threads, so all three see the same background load; compare
+                                         // medians.
     let s0 = db.stats();
     let (mut raw, mut one, mut many) = (Vec::new(), Vec::new(), Vec::new());
     let slices = (a.read_secs as usize).max(3);

@@ -279,7 +279,12 @@ impl Db {
             blob_start: 0,
             blob_pages: 0,
             blob_len: 0,
+            db_id: new_db_id(path),
         };
+        // A log left behind by an earlier database at this path is emptied
+        // (and could not be replayed anyway: its records carry another id).
+        files.wal.set_len(0)?;
+        files.wal.sync()?;
         let probe = Pager::new(files.data.clone(), ps, IoStats::new(), IoStats::new());
         probe.write_meta(&m)?;
         probe.set_len(2 * ps as u64)?;
@@ -306,7 +311,7 @@ impl Db {
                 what,
             })?
         };
-        let records = wal::scan(&*files.wal, m.gen, m.lsn + 1)?;
+        let records = wal::scan(&*files.wal, m.db_id, m.gen, m.lsn + 1)?;
         let db = Self::start(path, &opts, files, ps, m, trees, free)?;
         db.inner.replay(records)?;
         // Always start a fresh log run: it also discards any unacknowledged
@@ -340,7 +345,11 @@ impl Db {
         };
         let direct = files.data.is_direct();
         let pager = Pager::new(files.data, ps, io.pages.clone(), io.meta.clone());
-        let wal = Wal::new(Accounted::new(Shared(files.wal), io.wal.clone()), m.gen);
+        let wal = Wal::new(
+            Accounted::new(Shared(files.wal), io.wal.clone()),
+            m.gen,
+            m.db_id,
+        );
         let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);
         let inner = Inner {
             path: path.to_path_buf(),
@@ -427,6 +436,19 @@ impl Db {
         self.inner.closed.store(true, Ordering::Release);
         r
     }
+}
+
+/// A database id that differs between databases created at the same path.
+fn new_db_id(path: &Path) -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write(path.as_os_str().as_encoded_bytes());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    h.write_u64(now);
+    h.write_u32(std::process::id());
+    (h.finish() >> 32) as u32
 }
 
 fn check_tree_name(name: &str) -> Result<()> {
@@ -747,6 +769,7 @@ impl Inner {
             blob_start: start,
             blob_pages: npages as u32,
             blob_len: blob.len() as u32,
+            db_id: cs.wal.db_id(),
         };
         self.pager.write_meta(&m)?;
         self.pager.sync()?;

@@ -13,12 +13,13 @@
 //! | 72 | 8 | first page of the catalog blob extent |
 //! | 80 | 4 | pages in the catalog blob extent |
 //! | 84 | 4 | bytes in the catalog blob |
+//! | 88 | 4 | database id (random at creation; stamped on every log record) |
 
 use crate::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 
 pub const MAGIC: &[u8; 8] = b"PAGEWISE";
 pub const FORMAT_VERSION: u32 = 1;
-pub const META_USED: u32 = 56;
+pub const META_USED: u32 = 60;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
@@ -30,6 +31,7 @@ pub struct Meta {
     pub blob_start: u64,
     pub blob_pages: u32,
     pub blob_len: u32,
+    pub db_id: u32,
 }
 
 impl Meta {
@@ -43,6 +45,7 @@ impl Meta {
         put_u64(page, 72, self.blob_start);
         put_u32(page, 80, self.blob_pages);
         put_u32(page, 84, self.blob_len);
+        put_u32(page, 88, self.db_id);
     }
 
     /// Reads the fields; the caller has verified the page checksum.
@@ -56,6 +59,7 @@ impl Meta {
             blob_start: get_u64(page, 72),
             blob_pages: get_u32(page, 80),
             blob_len: get_u32(page, 84),
+            db_id: get_u32(page, 88),
         }
     }
 }

@@ -10,12 +10,14 @@
 //! | 8 | 8 | epoch: generation of the checkpoint this log run follows |
 //! | 16 | 8 | LSN (consecutive, continuing across checkpoints) |
 //! | 24 | 4 | payload length |
-//! | 28 | 4 | reserved (0) |
+//! | 28 | 4 | database id (from the superblock) |
 //!
 //! Writes are whole aligned blocks: the partial last block is rewritten with
 //! the next group (sector-atomic writes keep the earlier records intact, and
 //! the rewritten bytes are identical). Recovery reads records while magic,
-//! checksum, epoch and LSN sequence all hold; the first failure is the end.
+//! checksum, database id, epoch and LSN sequence all hold; the first failure
+//! is the end. The id keeps a stale log left by another database at the same
+//! path from ever being replayed.
 
 use crate::error::Result;
 use crate::page::{get_u32, get_u64, put_u32, put_u64};
@@ -33,12 +35,13 @@ pub struct Wal {
     flushed_len: usize,
     tail_off: u64,
     pub epoch: u64,
+    db_id: u32,
     /// Bytes appended since the last reset.
     pub bytes: u64,
 }
 
 impl Wal {
-    pub fn new(file: Accounted<Shared>, epoch: u64) -> Self {
+    pub fn new(file: Accounted<Shared>, epoch: u64, db_id: u32) -> Self {
         let align = file.alignment().max(512);
         Self {
             buf: AlignedBuf::new(64 * 1024, align.max(4096)),
@@ -48,6 +51,7 @@ impl Wal {
             flushed_len: 0,
             tail_off: 0,
             epoch,
+            db_id,
             bytes: 0,
         }
     }
@@ -67,12 +71,16 @@ impl Wal {
         put_u64(rec, 8, self.epoch);
         put_u64(rec, 16, lsn);
         put_u32(rec, 24, payload.len() as u32);
-        put_u32(rec, 28, 0);
+        put_u32(rec, 28, self.db_id);
         rec[REC_HDR..].copy_from_slice(payload);
         let crc = crc32c::crc32c(&rec[8..]);
         put_u32(rec, 4, crc);
         self.buf_len = need;
         self.bytes += (REC_HDR + payload.len()) as u64;
+    }
+
+    pub fn db_id(&self) -> u32 {
+        self.db_id
     }
 
     /// Bytes appended but not yet written to the file.
@@ -121,7 +129,12 @@ impl Wal {
 }
 
 /// Reads the records of log run `epoch` starting at LSN `first_lsn`.
-pub fn scan(file: &dyn Backend, epoch: u64, first_lsn: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+pub fn scan(
+    file: &dyn Backend,
+    db_id: u32,
+    epoch: u64,
+    first_lsn: u64,
+) -> Result<Vec<(u64, Vec<u8>)>> {
     let align = file.alignment().max(512);
     let size = file.size()? / align as u64 * align as u64;
     let mut out = Vec::new();
@@ -137,6 +150,7 @@ pub fn scan(file: &dyn Backend, epoch: u64, first_lsn: u64) -> Result<Vec<(u64, 
         let len = get_u32(h, 24) as usize;
         if get_u32(h, 0) != MAGIC
             || get_u64(h, 8) != epoch
+            || get_u32(h, 28) != db_id
             || get_u64(h, 16) != next
             || at + REC_HDR + len > buf.len()
             || crc32c::crc32c(&buf[at + 8..at + REC_HDR + len]) != get_u32(h, 4)
@@ -170,7 +184,7 @@ mod tests {
     #[test]
     fn records_survive_and_runs_are_separated() {
         let d = tempfile::tempdir().unwrap();
-        let mut w = Wal::new(wal_file(d.path()), 7);
+        let mut w = Wal::new(wal_file(d.path()), 7, 5);
         for lsn in 1..=50u64 {
             w.append(lsn, &vec![lsn as u8; (lsn * 37 % 700) as usize]);
             if lsn % 3 == 0 {
@@ -179,16 +193,18 @@ mod tests {
         }
         w.flush().unwrap();
         let f = wal_file(d.path());
-        let recs = scan(&f, 7, 1).unwrap();
+        let recs = scan(&f, 5, 7, 1).unwrap();
         assert_eq!(recs.len(), 50);
         assert_eq!(recs[9].1, vec![10u8; 370]);
         // A new run overwrites from offset 0; old-epoch records are not replayed.
         w.reset(8);
         w.append(51, b"x");
         w.flush().unwrap();
-        assert_eq!(scan(&f, 8, 51).unwrap().len(), 1);
-        assert_eq!(scan(&f, 7, 1).unwrap().len(), 0);
+        assert_eq!(scan(&f, 5, 8, 51).unwrap().len(), 1);
+        assert_eq!(scan(&f, 5, 7, 1).unwrap().len(), 0);
+        // Another database's log (a different id) is never replayed.
+        assert_eq!(scan(&f, 6, 8, 51).unwrap().len(), 0);
         // A wrong starting LSN finds nothing.
-        assert_eq!(scan(&f, 8, 52).unwrap().len(), 0);
+        assert_eq!(scan(&f, 5, 8, 52).unwrap().len(), 0);
     }
 }

@@ -282,3 +282,39 @@ fn buffered_mode_sync_and_stats_categories() {
     assert_eq!(s2.trees[0].entries, 100);
     assert!(s2.trees[0].avg_leaf_fill > 0.0 && s2.trees[0].avg_leaf_fill <= 1.0);
 }
+
+#[test]
+fn a_stale_log_from_another_database_is_never_replayed() {
+    use pagewise_io::{Fs, SimFs};
+    use std::sync::Arc;
+    let sim = SimFs::new();
+    let o = || opts(1024).fs(Arc::new(sim.clone()));
+    let p = std::path::Path::new("/db");
+    let db = Db::create(p, o()).unwrap();
+    // Same generation and LSN as the new database below will have.
+    db.checkpoint().unwrap();
+    db.tree("t").unwrap().insert(b"old", b"data").unwrap();
+    // Keep the log as it is (no checkpoint), then throw the database away.
+    let stale = sim.contents(&pagewise::wal_path(p)).unwrap();
+    std::mem::forget(db);
+    let sim2 = SimFs::new();
+    let o2 = || opts(1024).fs(Arc::new(sim2.clone()));
+    let db = Db::create(p, o2()).unwrap();
+    drop(db);
+    // Put the old log back, as if it had been left next to the new file.
+    let w = sim2
+        .open(
+            &pagewise::wal_path(p),
+            &pagewise_io::OpenOptions {
+                write: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    w.write_at(&stale, 0).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let db = Db::open(p, o2()).unwrap();
+    assert_eq!(db.tree("t").unwrap().get(b"old").unwrap(), None);
+    assert_eq!(db.stats().replayed_records, 0);
+}
