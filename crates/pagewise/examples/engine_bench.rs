@@ -56,6 +56,29 @@ fn keys(n: usize) -> Vec<[u8; 16]> {
         .collect()
 }
 
+/// CPU time of the calling thread, in microseconds.
+fn thread_cpu_us() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e6 + ts.tv_nsec as f64 / 1e3
+}
+
+static CPU_NS: AtomicU64 = AtomicU64::new(0);
+static OPS: AtomicU64 = AtomicU64::new(0);
+static RAW_CPU_NS: AtomicU64 = AtomicU64::new(0);
+static RAW_OPS: AtomicU64 = AtomicU64::new(0);
+/// Every measurement slice draws fresh random keys/offsets (no repeats the
+/// host could have cached).
+static SEED: AtomicU64 = AtomicU64::new(1000);
+
+fn next_seed() -> u64 {
+    SEED.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Random gets over `keys` from `threads` threads for `secs`; returns ops/s.
 fn read_rate(db: &Db, keys: &[[u8; 16]], threads: usize, secs: f64) -> f64 {
     let done = AtomicU64::new(0);
@@ -66,7 +89,8 @@ fn read_rate(db: &Db, keys: &[[u8; 16]], threads: usize, secs: f64) -> f64 {
             let tree = db.tree("bench").unwrap();
             let done = &done;
             s.spawn(move || {
-                let mut rng = SmallRng::seed_from_u64(th as u64 + 7);
+                let mut rng = SmallRng::seed_from_u64(next_seed() + th as u64);
+                let cpu0 = thread_cpu_us();
                 let mut n = 0u64;
                 while !n.is_multiple_of(256) || Instant::now() < stop {
                     let k = &keys[rng.gen_range(0..keys.len())];
@@ -75,6 +99,8 @@ fn read_rate(db: &Db, keys: &[[u8; 16]], threads: usize, secs: f64) -> f64 {
                     n += 1;
                 }
                 done.fetch_add(n, Ordering::Relaxed);
+                CPU_NS.fetch_add(((thread_cpu_us() - cpu0) * 1e3) as u64, Ordering::Relaxed);
+                OPS.fetch_add(n, Ordering::Relaxed);
             });
         }
     });
@@ -92,14 +118,17 @@ fn raw_qd1(path: &std::path::Path, ps: usize, secs: f64) -> f64 {
     let f = pagewise_io::open(path, &o).expect("open for raw reads");
     let pages = f.size().unwrap() / ps as u64;
     let mut buf = AlignedBuf::new(ps, 4096);
-    let mut rng = SmallRng::seed_from_u64(99);
+    let mut rng = SmallRng::seed_from_u64(next_seed());
     let t0 = Instant::now();
+    let cpu0 = thread_cpu_us();
     let mut n = 0u64;
     while t0.elapsed().as_secs_f64() < secs {
         f.read_at(&mut buf, rng.gen_range(2..pages) * ps as u64)
             .unwrap();
         n += 1;
     }
+    RAW_CPU_NS.fetch_add(((thread_cpu_us() - cpu0) * 1e3) as u64, Ordering::Relaxed);
+    RAW_OPS.fetch_add(n, Ordering::Relaxed);
     n as f64 / t0.elapsed().as_secs_f64()
 }
 
@@ -182,9 +211,13 @@ fn main() {
     let s0 = db.stats();
     let (mut raw, mut one, mut many) = (Vec::new(), Vec::new(), Vec::new());
     let slices = (a.read_secs as usize).max(3);
+    let (mut cpu1, mut ops1) = (0u64, 0u64);
     for _ in 0..slices {
         raw.push(raw_qd1(&path, a.page_size, 1.0));
+        let (c, o) = (CPU_NS.load(Ordering::Relaxed), OPS.load(Ordering::Relaxed));
         one.push(read_rate(&db, &ks, 1, 1.0));
+        cpu1 += CPU_NS.load(Ordering::Relaxed) - c;
+        ops1 += OPS.load(Ordering::Relaxed) - o;
         many.push(read_rate(&db, &ks, a.threads, 1.0));
     }
     let s1 = db.stats();
@@ -211,6 +244,11 @@ fn main() {
         ut,
         ut / u1,
         per_get
+    );
+    println!(
+        "   CPU per operation (thread CPU time): raw read {:.1} us, engine get (1 thread) {:.1} us",
+        RAW_CPU_NS.load(Ordering::Relaxed) as f64 / 1e3 / RAW_OPS.load(Ordering::Relaxed) as f64,
+        cpu1 as f64 / 1e3 / ops1 as f64
     );
     db.close().unwrap();
 }
