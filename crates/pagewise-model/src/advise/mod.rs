@@ -290,11 +290,11 @@ fn close_call(best: &Row, rows: &[Row]) -> Option<String> {
     let margin = ci.unwrap_or(0.0).max(MIN_DECISIVE_GAP);
     (gap < margin).then(|| {
         let why = match ci {
-            Some(c) => format!("the IOPS measurements vary by up to ±{:.0}% (95% CI)", c * 100.0),
-            None => format!("differences under {:.0}% are within run-to-run noise", MIN_DECISIVE_GAP * 100.0),
+            Some(c) => format!("IOPS known to ±{:.0}%, 95% CI", c * 100.0),
+            None => format!("gaps under {:.0}% are run-to-run noise", MIN_DECISIVE_GAP * 100.0),
         };
         format!(
-            "Close call: {} pages are only {:.1}% behind and {why}, so the two are a tie on this data; probe longer or on an idle machine to separate them",
+            "Close call: {} pages are {:.1}% behind, within the measurement uncertainty ({why}): treat the two as a tie on this data, and probe longer or on an idle machine to separate them",
             fmt_bytes(second.page_size as f64),
             gap * 100.0
         )
