@@ -116,3 +116,56 @@ pub fn from_probe(v: &Value, notes: &mut Vec<String>) -> anyhow::Result<Vec<Meas
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagewise_model::OpKind;
+
+    fn point(mode: &str, bs: u64, align: u64, dist: &str, qd: u64, eff: u64, iops: f64) -> Value {
+        serde_json::json!({
+            "params": {"mode": mode, "bs": bs, "align": align, "dist": dist, "threads": 1, "qd": qd},
+            "effective_qd": eff,
+            "iops": iops,
+            "latency_us": {"mean": 80.0},
+            "repetitions": {"ci95_rel": 0.04}
+        })
+    }
+
+    #[test]
+    fn probe_points_convert_and_filter() {
+        let v = serde_json::json!({"schema": "pagewise-probe/1", "points": [
+            point("randread", 4096, 4096, "uniform", 1, 1, 10000.0),
+            point("randread", 4096, 512, "uniform", 1, 1, 9000.0),
+            point("randread", 4096, 4096, "zipf:0.99", 1, 1, 12000.0),
+            point("mixed:70", 16384, 16384, "uniform", 32, 1, 5000.0),
+            point("seqwrite", 65536, 65536, "uniform", 1, 1, 3000.0),
+        ]});
+        let mut notes = Vec::new();
+        let ms = from_probe(&v, &mut notes).unwrap();
+        assert_eq!(ms.len(), 3, "misaligned and zipf points are left out");
+        assert_eq!(notes.len(), 1);
+        assert_eq!(
+            (ms[0].op, ms[0].iops, ms[0].ci95_rel),
+            (OpKind::Read, 10000.0, Some(0.04))
+        );
+        // The sync engine ran "qd 32" one I/O at a time: effective_qd wins.
+        assert_eq!((ms[1].op, ms[1].qd), (OpKind::Mixed, 1));
+        assert_eq!(
+            (ms[2].op, ms[2].pattern),
+            (OpKind::Write, Pattern::Sequential)
+        );
+    }
+
+    #[test]
+    fn probe_without_usable_points_is_an_error() {
+        let v = serde_json::json!({"schema": "pagewise-probe/1", "points": [
+            point("randread", 4096, 512, "uniform", 1, 1, 9000.0),
+        ]});
+        assert!(from_probe(&v, &mut Vec::new()).is_err());
+        let bad = serde_json::json!({"schema": "pagewise-probe/1", "points": [
+            point("randread", 4096, 4096, "uniform", 1, 1, 0.0),
+        ]});
+        assert!(from_probe(&bad, &mut Vec::new()).is_err());
+    }
+}
