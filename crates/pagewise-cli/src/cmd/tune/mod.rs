@@ -2,21 +2,20 @@
 //! sweep, fit the cost model, advise page sizes for a default dataset, and
 //! write DIR/report.html. The README's main-job command.
 
+mod sweep;
+mod wear;
+
 use crate::cmd::advise::{advise_report, parse_rows};
 use crate::cmd::model::input;
-use crate::report::{self, ReportData, WearRow};
+use crate::report::{self, ReportData};
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewise_model::advise::{Advice, Dataset, Mix};
 use pagewise_model::fit::fit_all;
 use pagewise_model::units::{fmt_bytes, fmt_count, parse_percent, parse_rate, parse_size};
-use pagewise_model::wear::{estimate, FtlWa, WearInput};
-use pagewise_probe::{
-    target, DeviceTopology, Engine, Limit, Mode, ProbeResults, Progress, Stage, SweepSpec,
-};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use sweep::sweep;
+use wear::wear_rows;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -99,11 +98,6 @@ fn pct_arg(s: &str) -> Result<f64, String> {
 fn mix_arg(s: &str) -> Result<Mix, String> {
     Mix::parse(s).map_err(|e| e.to_string())
 }
-
-/// Block sizes that matter for page-size decisions, 512 B..1 MiB.
-const DEFAULT_BS: [u64; 9] = [
-    512, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,
-];
 
 extern "C" fn on_sigint(_: libc::c_int) {
     pagewise_probe::interrupt();
@@ -208,189 +202,6 @@ fn best_line(a: &Advice) -> String {
             )
         })
         .unwrap_or_default()
-}
-
-/// The sweep: randread, seqread and randwrite at QD1 and randread at a high
-/// QD over the block sizes, then randread 4 KiB over queue depths. One test
-/// file serves every part.
-fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
-    let topo = std::fs::File::open(&args.dir)
-        .map(|f| DeviceTopology::of(&f))
-        .unwrap_or_default();
-    let lbs = topo.logical_block_size.unwrap_or(512);
-    let mut bs: Vec<u64> = if args.bs.is_empty() {
-        DEFAULT_BS.to_vec()
-    } else {
-        args.bs.clone()
-    };
-    bs.retain(|b| b % lbs == 0);
-    anyhow::ensure!(
-        bs.len() >= 2,
-        "need two or more block sizes that are multiples of the device's {lbs} B logical block"
-    );
-    let small = if bs.contains(&4096) { 4096 } else { bs[0] };
-    let base = SweepSpec {
-        block_sizes: bs.clone(),
-        warmup_secs: args.warmup,
-        limit: Limit::Seconds(args.duration),
-        tolerance: 0.05,
-        min_reps: 2,
-        max_reps: 3,
-        file_size: args.file_size,
-        engine: Engine::Uring,
-        ..SweepSpec::default()
-    };
-    let all = SweepSpec {
-        modes: vec![Mode::RandRead, Mode::SeqRead, Mode::RandWrite],
-        ..base.clone()
-    };
-    let bar = progress_bar(args.json, 0);
-    let mut on_progress = |p: Progress| {
-        if let Stage::Filling { done, total } = p.stage {
-            bar.set_message(format!(
-                "writing the test file {}/{}",
-                fmt_bytes(done as f64),
-                fmt_bytes(total as f64)
-            ));
-        }
-    };
-    let start = Instant::now();
-    let prepared = target::prepare(&args.dir, &all, &mut on_progress)
-        .with_context(|| format!("cannot prepare a test file in {}", args.dir.display()))?;
-    // A synchronous engine keeps one I/O in flight per thread: reach the same
-    // concurrency with threads instead (the model only sees qd x threads).
-    let sync = prepared.info.engine == "sync";
-    let concurrent = |levels: Vec<usize>, sizes: Vec<u64>| {
-        let (qds, threads) = if sync {
-            (vec![1], levels)
-        } else {
-            (levels, vec![1])
-        };
-        SweepSpec {
-            modes: vec![Mode::RandRead],
-            block_sizes: sizes,
-            queue_depths: qds,
-            threads,
-            ..base.clone()
-        }
-    };
-    let parts: Vec<SweepSpec> = vec![
-        SweepSpec {
-            modes: vec![Mode::RandRead, Mode::SeqRead, Mode::RandWrite],
-            queue_depths: vec![1],
-            ..base.clone()
-        },
-        concurrent(vec![args.qd_high], bs.clone()),
-        concurrent(args.qd_sweep.clone(), vec![small]),
-    ]
-    .into_iter()
-    .filter(|p| !p.queue_depths.is_empty() && !p.threads.is_empty())
-    .collect();
-    let total: usize = parts.iter().map(|p| p.points().len()).sum();
-    bar.set_length(total as u64);
-    let mut done_before = 0usize;
-    let mut merged: Option<ProbeResults> = None;
-    for part in &parts {
-        let mut cb = |p: Progress| {
-            if let Stage::PointDone { .. } = p.stage {
-                bar.set_position((done_before + p.point + 1) as u64);
-            } else if let Stage::PointStarted = p.stage {
-                bar.set_message(p.label.clone());
-            }
-        };
-        let r = pagewise_probe::run_sweep_on(prepared.backend.as_ref(), part, &mut cb)
-            .context("the probe failed")?;
-        done_before += part.points().len();
-        match merged.as_mut() {
-            None => merged = Some(r),
-            Some(m) => m.points.extend(r.points),
-        }
-    }
-    bar.finish_and_clear();
-    let mut results = merged.context("empty sweep")?;
-    results.target = prepared.info.clone();
-    results.topology = prepared.topology.clone();
-    results
-        .warnings
-        .splice(0..0, prepared.warnings.iter().cloned());
-    results.spec = all;
-    results.elapsed_secs = start.elapsed().as_secs_f64();
-    drop(prepared);
-    Ok(results)
-}
-
-fn progress_bar(json: bool, total: u64) -> ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::with_draw_target(Some(total.max(1)), ProgressDrawTarget::stderr());
-    b.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} points, ETA {eta}  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    b
-}
-
-/// Lifetime at one user write rate for the B+tree (one page written per
-/// insert: engine WA = page / record), the B-epsilon tree (node writes per
-/// insert x node / record) and the ideal of writing each byte once. The rate
-/// is --write-rate, else the inserts/s the advised B+tree sustains in the mix.
-fn wear_rows(
-    args: &Args,
-    topo: &DeviceTopology,
-    a: &Advice,
-) -> anyhow::Result<(Vec<WearRow>, String)> {
-    let capacity = topo.disk_size.unwrap_or(256_000_000_000) as f64;
-    let record = a.dataset.leaf_entry() as f64;
-    let best = a.rows.iter().find(|r| r.page_size == a.best);
-    let (user_rate, basis) = match (args.write_rate, best) {
-        (Some(r), _) => (r, "the given --write-rate".to_string()),
-        (None, Some(b)) if a.mix.insert > 0.0 => {
-            let ins = b.mix_ops * a.mix.insert;
-            (
-                ins * record,
-                format!(
-                    "{} inserts/s of {} B records: the insert share of the mix at the recommended page size, running flat out",
-                    fmt_count(ins),
-                    record
-                ),
-            )
-        }
-        _ => (
-            10e6,
-            "10 MB/s (the mix has no inserts; set --write-rate)".to_string(),
-        ),
-    };
-    let mut rows = Vec::new();
-    let mut push = |label: String, engine_wa: f64| -> anyhow::Result<()> {
-        let e = estimate(&WearInput {
-            capacity_bytes: capacity,
-            pe_cycles: args.pe_cycles,
-            host_write_rate: user_rate,
-            engine_wa: engine_wa.max(1.0),
-            ftl: FtlWa::OverProvisioning(args.over_provisioning),
-        })?;
-        rows.push(WearRow { label, estimate: e });
-        Ok(())
-    };
-    push(
-        format!(
-            "B+tree, {} pages, one page written per insert",
-            fmt_bytes(a.best as f64)
-        ),
-        a.best as f64 / record,
-    )?;
-    if let Some(b) = &a.betree {
-        push(
-            format!(
-                "B-epsilon tree, {} nodes, amortized flushes",
-                fmt_bytes(b.node_size as f64)
-            ),
-            b.insert_ios / 2.0 * b.node_size as f64 / record,
-        )?;
-    }
-    push("ideal: every user byte written once".into(), 1.0)?;
-    Ok((rows, basis))
 }
 
 fn commands(args: &Args, results: &Path) -> Vec<String> {
