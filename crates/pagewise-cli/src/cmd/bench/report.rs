@@ -81,13 +81,27 @@ fn opt(v: Option<f64>) -> String {
     v.map_or("–".into(), |x| format!("{x:.2}"))
 }
 
-/// Groups results by phase spec, in order of first appearance.
+/// A phase as compared across engines: its spec, key count and sync policy.
+fn label(r: &PhaseResult) -> String {
+    let sync = match r.settings.sync {
+        pagewise_bench::SyncPolicy::Off => "sync off",
+        pagewise_bench::SyncPolicy::EveryBatch => "sync every batch",
+    };
+    format!(
+        "{} ({} keys, {sync})",
+        r.spec,
+        fmt_num(r.params.keys as f64)
+    )
+}
+
+/// Groups results by phase label, in order of first appearance.
 fn by_spec(entries: &[Entry]) -> Vec<(String, Vec<&PhaseResult>)> {
     let mut order: Vec<(String, Vec<&PhaseResult>)> = Vec::new();
     for e in entries {
-        match order.iter_mut().find(|(s, _)| *s == e.r.spec) {
+        let label = label(&e.r);
+        match order.iter_mut().find(|(s, _)| *s == label) {
             Some((_, v)) => v.push(&e.r),
-            None => order.push((e.r.spec.clone(), vec![&e.r])),
+            None => order.push((label, vec![&e.r])),
         }
     }
     order
@@ -100,8 +114,53 @@ fn pagewise_detail(r: &PhaseResult) -> String {
         .map_or(String::new(), |v| v.to_string())
 }
 
+/// Engines in order of first appearance.
+fn engines(entries: &[Entry]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for e in entries {
+        if !v.contains(&e.r.engine) {
+            v.push(e.r.engine.clone());
+        }
+    }
+    v
+}
+
+/// One row per phase, one column per engine: ops/s, device (or syscall)
+/// write amplification, space amplification.
+pub fn side_by_side(entries: &[Entry]) -> String {
+    let names = engines(entries);
+    let mut s = format!(
+        "| phase | {} |\n|---|{}\n",
+        names.join(" | "),
+        "---|".repeat(names.len())
+    );
+    for (spec, rs) in by_spec(entries) {
+        let cells: Vec<String> = names
+            .iter()
+            .map(|n| match rs.iter().find(|r| &r.engine == n) {
+                None => "–".into(),
+                Some(r) => {
+                    let wa = match (r.write_amp_device, r.write_amp_syscall) {
+                        (Some(d), _) => format!(", WA {d:.2}"),
+                        (None, Some(w)) => format!(", WA {w:.2} (syscall)"),
+                        _ => String::new(),
+                    };
+                    format!(
+                        "{} ops/s{wa}, SA {}",
+                        fmt_num(r.ops_per_s),
+                        opt(r.space_amp)
+                    )
+                }
+            })
+            .collect();
+        s.push_str(&format!("| `{spec}` | {} |\n", cells.join(" | ")));
+    }
+    s
+}
+
 pub fn markdown(entries: &[Entry]) -> String {
-    let mut s = String::new();
+    let mut s = side_by_side(entries);
+    s.push('\n');
     s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | WA compressed | space amp | Db size | CPU s | peak RSS |\n");
     s.push_str(
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
@@ -302,4 +361,79 @@ pub fn compressed_wa(r: &PhaseResult) -> Option<f64> {
         .get("physical_bytes_written")?
         .as_u64()?;
     (r.user_bytes_written > 0).then(|| phys as f64 / r.user_bytes_written as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagewise_bench::exec::NoProgress;
+    use pagewise_bench::{Measure, Params, RunConfig, Settings, Spec};
+
+    fn results() -> Vec<Entry> {
+        let dir = tempfile::tempdir().unwrap();
+        let base = Params {
+            keys: 2000,
+            ..Params::default()
+        };
+        let cfg = RunConfig {
+            engine: "btreemap".into(),
+            settings: Settings::default(),
+            specs: ["fillrandom", "readrandom:ops=500"]
+                .iter()
+                .map(|s| Spec::parse(s, &base).unwrap())
+                .collect(),
+            measure: Measure::Plain {
+                dir: dir.path().into(),
+            },
+        };
+        let mut out = Vec::new();
+        pagewise_bench::run(&cfg, &NoProgress, &mut |r| {
+            out.push(Entry {
+                r: r.clone(),
+                command: Some("pagewise bench run".into()),
+            });
+            let mut other = r.clone();
+            other.engine = "other".into();
+            other.ops_per_s = 12345.0;
+            out.push(Entry {
+                r: other,
+                command: None,
+            });
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn side_by_side_has_a_column_per_engine_and_a_row_per_phase() {
+        let md = side_by_side(&results());
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines[0], "| phase | btreemap | other |");
+        assert_eq!(lines.len(), 4, "{md}");
+        assert!(
+            lines[2].starts_with("| `fillrandom (2000 keys, sync off)` |"),
+            "{md}"
+        );
+        assert!(lines[3].contains("12.3k ops/s"), "{md}");
+        // Loads carry write and space amplification; reads only space.
+        assert!(lines[2].contains("WA ") && lines[2].contains("SA "), "{md}");
+        assert!(!lines[3].contains("WA "), "{md}");
+    }
+
+    #[test]
+    fn html_is_self_contained_with_charts_and_table() {
+        let h = html(&results());
+        assert!(h.starts_with("<!doctype html>"));
+        assert!(
+            !h.contains("<script") && !h.contains("src=\""),
+            "no external or scripted content"
+        );
+        assert_eq!(
+            h.matches("<svg").count(),
+            2 + 2 * 2,
+            "2 write-amp bar charts + throughput and CDF per phase"
+        );
+        assert!(h.contains("pagewise bench run"));
+    }
 }
