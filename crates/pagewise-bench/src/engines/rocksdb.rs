@@ -68,7 +68,12 @@ impl Engine for RocksEngine {
     }
 
     fn version(&self) -> String {
-        "RocksDB 8.10.0 (rocksdb crate 0.22.0)".into()
+        // Which RocksDB is linked is decided at build time: bundled, or the
+        // system library named by ROCKSDB_LIB_DIR.
+        match option_env!("ROCKSDB_LIB_DIR") {
+            Some(dir) => format!("system librocksdb from {dir} (rocksdb crate 0.22.0)"),
+            None => "RocksDB 8.10.0 bundled (rocksdb crate 0.22.0)".into(),
+        }
     }
 
     fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
