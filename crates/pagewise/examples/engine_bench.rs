@@ -18,6 +18,7 @@ struct Args {
     threads: usize,
     read_secs: f64,
     cache_frac: f64,
+    fill_cache_mib: usize,
 }
 
 fn args() -> Args {
@@ -28,6 +29,7 @@ fn args() -> Args {
         threads: 8,
         read_secs: 10.0,
         cache_frac: 0.05,
+        fill_cache_mib: 1024,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     for w in v.chunks(2) {
@@ -39,6 +41,7 @@ fn args() -> Args {
             "--threads" => a.threads = val.parse().expect("--threads N"),
             "--read-secs" => a.read_secs = val.parse().expect("--read-secs S"),
             "--cache-frac" => a.cache_frac = val.parse().expect("--cache-frac F"),
+            "--fill-cache-mib" => a.fill_cache_mib = val.parse().expect("--fill-cache-mib N"),
             x => panic!("unknown argument {x}"),
         }
     }
@@ -150,7 +153,7 @@ fn main() {
     let db = Db::create(
         &path,
         base.clone()
-            .cache_bytes(1 << 30)
+            .cache_bytes(a.fill_cache_mib << 20)
             .durability(Durability::Buffered)
             .wal_limit(256 << 20),
     )
@@ -170,7 +173,8 @@ fn main() {
     let file_bytes = std::fs::metadata(&path).unwrap().len();
     let user = a.keys as f64 * 116.0;
     println!(
-        "fill: {} keys ps={} in {:.1}s = {:.0} ops/s; file {:.1} MiB, height {}, leaf fill {:.1}%, {} leaves; written wal {:.1} MiB pages {:.1} MiB meta {:.1} MiB (WA {:.2}); {} checkpoints",
+        "fill (cache {} MiB): {} keys ps={} in {:.1}s = {:.0} ops/s; file {:.1} MiB, height {}, leaf fill {:.1}%, {} leaves; written wal {:.1} MiB pages {:.1} MiB meta {:.1} MiB (WA {:.2}); {} checkpoints",
+        a.fill_cache_mib,
         a.keys,
         a.page_size,
         fill_s,
