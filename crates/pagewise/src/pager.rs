@@ -49,6 +49,8 @@ impl Backend for Shared {
 
 /// Largest single write when a checkpoint coalesces contiguous pages.
 const MAX_RUN_BYTES: usize = 1 << 20;
+/// Checkpoint writes in flight at once (sync backends do one I/O per thread).
+const WRITE_THREADS: usize = 4;
 
 pub struct Pager {
     pub ps: usize,
@@ -109,39 +111,68 @@ impl Pager {
             .map_err(|what| self.corrupt(pid, what))
     }
 
-    /// Writes nodes to their pages, coalescing runs of consecutive page ids.
+    /// Writes nodes to their pages, coalescing runs of consecutive page ids
+    /// into writes of up to 1 MiB. Large checkpoints use a few threads so
+    /// several writes are in flight (order does not matter before the sync).
     pub fn write_nodes(&self, nodes: &[(u64, Arc<Node>)], gen: u64) -> Result<()> {
         let per_run = (MAX_RUN_BYTES / self.ps).max(1);
+        let mut runs = Vec::new();
         let mut i = 0;
         while i < nodes.len() {
             let mut j = i + 1;
             while j < nodes.len() && j - i < per_run && nodes[j].0 == nodes[j - 1].0 + 1 {
                 j += 1;
             }
-            let mut buf = self.buf((j - i) * self.ps);
-            for (k, (pid, node)) in nodes[i..j].iter().enumerate() {
-                let page = &mut buf[k * self.ps..(k + 1) * self.ps];
-                let used = node.encode(page);
-                let kind = if node.is_leaf() {
-                    Kind::Leaf
-                } else {
-                    Kind::Branch
-                };
-                page::seal(
-                    page,
-                    *pid,
-                    Header {
-                        kind,
-                        count: node.len() as u16,
-                        gen,
-                        used: used as u32,
-                        aux: 0,
-                    },
-                );
-            }
-            self.pages.write_at(&buf, self.off(nodes[i].0))?;
+            runs.push(&nodes[i..j]);
             i = j;
         }
+        if runs.len() < 64 {
+            return runs.iter().try_for_each(|r| self.write_run(r, gen));
+        }
+        let writers = WRITE_THREADS.min(runs.len());
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..writers)
+                .map(|t| {
+                    let runs = &runs;
+                    s.spawn(move || {
+                        runs.iter()
+                            .skip(t)
+                            .step_by(writers)
+                            .try_for_each(|r| self.write_run(r, gen))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("checkpoint writer panicked"))
+                .collect::<Result<Vec<()>>>()
+                .map(|_| ())
+        })
+    }
+
+    fn write_run(&self, run: &[(u64, Arc<Node>)], gen: u64) -> Result<()> {
+        let mut buf = self.buf(run.len() * self.ps);
+        for (k, (pid, node)) in run.iter().enumerate() {
+            let page = &mut buf[k * self.ps..(k + 1) * self.ps];
+            let used = node.encode(page);
+            let kind = if node.is_leaf() {
+                Kind::Leaf
+            } else {
+                Kind::Branch
+            };
+            page::seal(
+                page,
+                *pid,
+                Header {
+                    kind,
+                    count: node.len() as u16,
+                    gen,
+                    used: used as u32,
+                    aux: 0,
+                },
+            );
+        }
+        self.pages.write_at(&buf, self.off(run[0].0))?;
         Ok(())
     }
 
