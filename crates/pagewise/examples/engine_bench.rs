@@ -19,6 +19,7 @@ struct Args {
     read_secs: f64,
     cache_frac: f64,
     fill_cache_mib: usize,
+    wal_limit_mib: u64,
 }
 
 fn args() -> Args {
@@ -30,6 +31,7 @@ fn args() -> Args {
         read_secs: 10.0,
         cache_frac: 0.05,
         fill_cache_mib: 1024,
+        wal_limit_mib: 256,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     for w in v.chunks(2) {
@@ -42,6 +44,7 @@ fn args() -> Args {
             "--read-secs" => a.read_secs = val.parse().expect("--read-secs S"),
             "--cache-frac" => a.cache_frac = val.parse().expect("--cache-frac F"),
             "--fill-cache-mib" => a.fill_cache_mib = val.parse().expect("--fill-cache-mib N"),
+            "--wal-limit-mib" => a.wal_limit_mib = val.parse().expect("--wal-limit-mib N"),
             x => panic!("unknown argument {x}"),
         }
     }
@@ -155,7 +158,7 @@ fn main() {
         base.clone()
             .cache_bytes(a.fill_cache_mib << 20)
             .durability(Durability::Buffered)
-            .wal_limit(256 << 20),
+            .wal_limit(a.wal_limit_mib << 20),
     )
     .unwrap();
     let tree = db.tree("bench").unwrap();
