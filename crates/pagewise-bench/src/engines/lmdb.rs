@@ -89,7 +89,13 @@ impl Engine for LmdbEngine {
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
         let txn = self.env.read_txn().map_err(err)?;
-        let range = (Bound::Included(start), Bound::Unbounded);
+        // LMDB rejects a zero-length key, even as a range bound.
+        let lo = if start.is_empty() {
+            Bound::Unbounded
+        } else {
+            Bound::Included(start)
+        };
+        let range = (lo, Bound::Unbounded);
         let mut n = 0;
         for item in self.dbs[table]
             .range(&txn, &range)

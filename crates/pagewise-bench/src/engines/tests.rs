@@ -43,6 +43,15 @@ fn check(engine: &dyn crate::Engine, model: &Model, rng: &mut SmallRng, name: &s
             assert_eq!(n, want.len(), "{name}: scan count from {start:?}");
             assert_eq!(got, want, "{name}: scan contents from {start:?}");
         }
+        // From the very start (an empty start key), as readseq and warm-up do.
+        let mut all = 0;
+        engine
+            .scan(t, b"", usize::MAX, &mut |_, _| {
+                all += 1;
+                true
+            })
+            .unwrap_or_else(|e| panic!("{name}: scan from the empty key: {e}"));
+        assert_eq!(all, m.len(), "{name}: full scan of table {t}");
         let keys: Vec<Vec<u8>> = m
             .keys()
             .take(10)
