@@ -207,6 +207,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if !a.json {
         println!("{}", header());
     }
+    let mut failed = Vec::new();
     for engine in engines(&a)? {
         let bar = ProgressBar::with_draw_target(
             None,
@@ -231,7 +232,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             specs: specs.clone(),
             measure: measure.clone(),
         };
-        pagewise_bench::run(&cfg, &progress, &mut |r: &PhaseResult| {
+        let outcome = pagewise_bench::run(&cfg, &progress, &mut |r: &PhaseResult| {
             let mut v = serde_json::to_value(r).expect("results serialise");
             v["command"] = serde_json::Value::String(command.clone());
             let line = serde_json::to_string(&v).expect("results serialise");
@@ -247,13 +248,24 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             }
             Ok(())
         })
-        .with_context(|| format!("engine {engine}"))?;
+        .with_context(|| format!("engine {engine}"));
+        // One engine failing must not cost the others' results.
+        if let Err(e) = outcome {
+            eprintln!("error: {e:#}");
+            failed.push(engine.clone());
+        }
     }
     if !a.json {
         eprintln!(
             "results appended to {}; render with `pagewise bench report {} -o report.html`",
             a.out.display(),
             a.out.display()
+        );
+    }
+    if !failed.is_empty() {
+        bail!(
+            "engines that failed (phases they completed are in the results): {}",
+            failed.join(", ")
         );
     }
     Ok(())
