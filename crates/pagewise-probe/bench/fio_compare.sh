@@ -6,7 +6,8 @@
 # Usage: fio_compare.sh FILE PAGEWISE_BINARY [ROUNDS]
 #   FILE must exist and hold data you may overwrite (the randwrite case writes it).
 #   Environment: RUNTIME seconds per run (default 5), RAMP warm-up seconds
-#   (default 1), NICE priority for both tools (default -10).
+#   (default 1), PRIO command prefix for both tools (default "chrt -f 50"),
+#   FIO_EXTRA extra fio options (e.g. --gtod_reduce=1), CASES to run a subset.
 # Prints one line per pair of runs and, per case, the median IOPS of each tool,
 # the ratio of the medians and the median of the per-pair ratios.
 set -euo pipefail
@@ -15,19 +16,26 @@ PW=$2
 ROUNDS=${3:-6}
 RUNTIME=${RUNTIME:-5}
 RAMP=${RAMP:-1}
-NICE=${NICE:--10}
+PRIO=${PRIO:-chrt -f 50}
+FIO_EXTRA=${FIO_EXTRA:-}
 
-CASES=(
-  "randread 4k 1"
-  "randread 4k 32"
-  "randread 64k 1"
-  "randwrite 4k 1"
-)
+# CASES (optional): "rw bs qd" triples separated by ';' to run only those.
+if [[ -n ${CASES:-} ]]; then
+  IFS=';' read -r -a CASES <<<"$CASES"
+else
+  CASES=(
+    "randread 4k 1"
+    "randread 4k 32"
+    "randread 64k 1"
+    "randwrite 4k 1"
+  )
+fi
 
 fio_iops() { # rw bs qd
   local dir=read
   [[ $1 == randwrite ]] && dir=write
-  nice -n "$NICE" fio --name=cmp --filename="$FILE" --size=1g --rw="$1" --bs="$2" --iodepth="$3" \
+  # shellcheck disable=SC2086
+  $PRIO fio $FIO_EXTRA --name=cmp --filename="$FILE" --size=1g --rw="$1" --bs="$2" --iodepth="$3" \
     --ioengine=io_uring --direct=1 --time_based --runtime="$RUNTIME" --ramp_time="$RAMP" \
     --norandommap --randrepeat=0 --output-format=json |
     python3 -c "import json,sys; print(round(json.load(sys.stdin)['jobs'][0]['$dir']['iops'], 1))"
@@ -36,7 +44,8 @@ fio_iops() { # rw bs qd
 probe_iops() { # rw bs qd
   local extra=()
   [[ $1 == randwrite ]] && extra=(--allow-write)
-  nice -n "$NICE" "$PW" probe "$FILE" --mode "$1" --bs "$2" --qd "$3" --engine uring --direct \
+  # shellcheck disable=SC2086
+  $PRIO "$PW" probe "$FILE" --mode "$1" --bs "$2" --qd "$3" --engine uring --direct \
     --duration "${RUNTIME}s" --warmup "${RAMP}s" --min-reps 1 --max-reps 1 --json "${extra[@]}" |
     python3 -c "import json,sys; print(round(json.load(sys.stdin)['points'][0]['iops'], 1))"
 }

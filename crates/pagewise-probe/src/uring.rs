@@ -1,10 +1,11 @@
 //! Engine selection: the probe's [`Engine`] mapped onto pagewise-io's backends.
 //!
 //! The probe uses pagewise-io's rings exactly as the engine does, so its
-//! figures are the ones the engine will see. (fio 3.33 sets its rings up with
-//! COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN; an A/B of both setups in the
-//! probe showed no difference beyond run-to-run noise on the reference VM,
-//! see docs/benchmarks.md "Probe vs fio".)
+//! figures are the ones the engine will see. fio 3.33 sets its rings up with
+//! COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN; an A/B of both setups inside
+//! the probe showed no difference beyond run-to-run noise on the reference VM
+//! (docs/benchmarks.md, "Probe vs fio"). What did matter is how I/Os are handed
+//! to the ring: see the eager submission in `runner`.
 
 use crate::spec::Engine;
 use pagewise_io::{Backend, OpenOptions};

@@ -124,12 +124,11 @@ pub fn write_all(r: &ProbeResults, dir: &Path, png: bool) -> std::io::Result<Vec
                 .map(|(&bs, p)| (bs as f64, f(p)))
                 .collect::<Vec<_>>()
         };
+        // Bars span the slowest to the fastest repetition: the spread a reader can
+        // trust at a glance (a 95% CI from 2-3 repetitions is mostly its t factor).
         let errs = g
             .values()
-            .map(|p| {
-                let h = p.repetitions.ci95_half_width.unwrap_or(0.0);
-                ((p.iops - h).max(p.iops * 0.01), p.iops + h)
-            })
+            .map(|p| (p.repetitions.min, p.repetitions.max))
             .collect();
         iops.add(
             Series::measured(&n, pts(&|p| p.iops))
