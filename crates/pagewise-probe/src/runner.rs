@@ -187,7 +187,8 @@ fn run_thread(plan: &ThreadPlan, stop: &Stop) -> Result<ThreadOutcome, ProbeErro
                 q.wait(0, &mut done)?;
             }
         }
-        if q.in_flight() == 0 {
+        // Completions already drained by the eager submits still need counting.
+        if q.in_flight() == 0 && done.is_empty() {
             break;
         }
         if done.is_empty() {
