@@ -328,3 +328,90 @@ fn small_probe_writes_json_csv_and_charts_and_cleans_up() {
     assert_eq!(heat, 2, "one heat map per mode");
     assert_eq!(entries(&target), 0, "test file removed");
 }
+
+/// A loop device over a fresh image file, detached on drop.
+struct Loop {
+    dev: PathBuf,
+    image: PathBuf,
+}
+
+impl Loop {
+    fn new(dir: &Path, bytes: u64) -> Option<Self> {
+        let image = dir.join("loop.img");
+        let data: Vec<u8> = (0..bytes).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&image, data).ok()?;
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&image)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let dev = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+        Some(Self { dev, image })
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).status();
+    }
+}
+
+#[test]
+fn block_device_is_read_by_default_and_written_only_with_destroy_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lo) = Loop::new(dir.path(), 8 << 20) else {
+        eprintln!("skipped: cannot attach a loop device here (not root?)");
+        return;
+    };
+    let before = std::fs::read(&lo.image).unwrap();
+    let read = probe(&lo.dev, &["--bs", "4k", "--json"]);
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(r["target"]["kind"], "block_device");
+    assert_eq!(r["target"]["size"], 8 << 20);
+    assert_eq!(r["points"][0]["ops"], 64);
+    assert_eq!(
+        std::fs::read(&lo.image).unwrap(),
+        before,
+        "a read probe changed the device"
+    );
+
+    assert_refused(
+        &probe(&lo.dev, &["--bs", "4k", "--mode", "randwrite"]),
+        &["--destroy-data"],
+    );
+    assert_eq!(std::fs::read(&lo.image).unwrap(), before);
+
+    let write = probe(
+        &lo.dev,
+        &[
+            "--bs",
+            "4k",
+            "--mode",
+            "randwrite",
+            "--destroy-data",
+            "--json",
+        ],
+    );
+    assert!(
+        write.status.success(),
+        "{}",
+        String::from_utf8_lossy(&write.stderr)
+    );
+    let after = std::fs::read(&lo.image).unwrap();
+    assert_eq!(after.len(), before.len(), "writes stayed inside the device");
+    let changed = before
+        .chunks(4096)
+        .zip(after.chunks(4096))
+        .filter(|(a, b)| a != b)
+        .count();
+    // 64 random 4 KiB writes over 2048 blocks: at least one block changed, at most 64.
+    assert!((1..=64).contains(&changed), "{changed} blocks changed");
+}

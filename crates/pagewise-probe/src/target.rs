@@ -146,8 +146,12 @@ pub fn prepare(
             Some(claim_exclusive(path)?)
         } else {
             if let Err(why) = device_in_use(path) {
+                let why = match why {
+                    InUse::Mounted(mp) => format!("mounted at {mp}"),
+                    InUse::Holder(h) => format!("held by {h}"),
+                };
                 warnings.push(format!(
-                    "{} is in use ({why:?}); reading only, but other I/O on it disturbs the figures",
+                    "{} is {why}; the probe only reads it, but other I/O on it disturbs the figures",
                     path.display()
                 ));
             }
