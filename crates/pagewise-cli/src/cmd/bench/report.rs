@@ -196,7 +196,7 @@ fn esc(s: &str) -> String {
 pub fn html(entries: &[Entry]) -> String {
     let mut s = String::new();
     s.push_str("<!doctype html><html><head><meta charset=\"utf-8\"><title>pagewise bench report</title><style>");
-    s.push_str("body{font-family:sans-serif;margin:24px;max-width:1400px}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td.note{text-align:left;max-width:420px;word-break:break-word}td:first-child,td:nth-child(2),th{text-align:left}h2{margin-top:32px}code{background:#f4f4f4;padding:1px 4px}.note{color:#555;font-size:12px}figure{display:inline-block;margin:8px}");
+    s.push_str("body{font-family:sans-serif;margin:24px}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}td.note{text-align:left;min-width:360px;max-width:520px;font-size:11px}td:first-child,td:nth-child(2),th{text-align:left}h2{margin-top:32px}code{background:#f4f4f4;padding:1px 4px}.note{color:#555;font-size:12px}figure{display:inline-block;margin:8px}");
     s.push_str("</style></head><body><h1>pagewise bench report</h1>");
     let first = &entries[0].r;
     let _ = write!(
