@@ -48,7 +48,45 @@ fn main() {
         Command::Db(a) => cmd::db::run(a),
     };
     if let Err(e) = result {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", error_line(&e));
         std::process::exit(1);
+    }
+}
+
+/// The error and its causes on one line, each cause once: library errors
+/// often quote their source in their own message already.
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_line;
+
+    #[test]
+    fn causes_already_quoted_are_not_repeated() {
+        let os = std::io::Error::from_raw_os_error(libc::EPERM);
+        let io = pagewise_io::IoError::Open {
+            path: "/dev/x".into(),
+            source: os,
+        };
+        let e = anyhow::Error::new(io).context("probing /dev/x");
+        let line = error_line(&e);
+        assert_eq!(line.matches("Operation not permitted").count(), 1, "{line}");
+        assert!(
+            line.starts_with("probing /dev/x: cannot open /dev/x"),
+            "{line}"
+        );
     }
 }

@@ -65,7 +65,9 @@ const BLKSSZGET: libc::c_ulong = 0x1268;
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 
 /// The device and filesystem behind a path, as sysfs and mountinfo describe it.
+/// Every field is optional in JSON so older results files still load.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Topology {
     /// The path asked about.
     pub path: PathBuf,
@@ -258,6 +260,13 @@ fn unescape_octal(s: &str) -> String {
 /// parent disk, or any device stacked on it (dm, md: sysfs `holders`) is
 /// mounted or used as swap. The probe refuses to write to such a device.
 pub fn is_mounted(device_path: &Path) -> Result<bool> {
+    Ok(in_use(device_path)?.is_some())
+}
+
+/// What makes writing `device_path` unsafe, as a phrase for messages
+/// ("mounted at /", "used as swap"), or None when nothing does. Covers the
+/// same related devices as [`is_mounted`].
+pub fn in_use(device_path: &Path) -> Result<Option<String>> {
     let meta = std::fs::metadata(device_path).map_err(|source| IoError::Open {
         path: device_path.to_path_buf(),
         source,
@@ -270,11 +279,17 @@ pub fn is_mounted(device_path: &Path) -> Result<bool> {
     }
     let rdev = meta.rdev();
     let devs = related_devices(Path::new("/sys"), libc::major(rdev), libc::minor(rdev));
-    let in_use = |dev: &str| devs.iter().any(|d| d == dev);
-    let mounted = mountinfo()
+    let related = |dev: &str| devs.iter().any(|d| d == dev);
+    let mount = mountinfo()
+        .into_iter()
+        .find(|m| related(&m.dev) || source_dev(&m.source).is_some_and(|d| related(&d)));
+    if let Some(m) = mount {
+        return Ok(Some(format!("mounted at {}", m.mount_point.display())));
+    }
+    Ok(swaps()
         .iter()
-        .any(|m| in_use(&m.dev) || source_dev(&m.source).is_some_and(|d| in_use(&d)));
-    Ok(mounted || swaps().iter().any(|d| in_use(d)))
+        .any(|d| related(d))
+        .then(|| "used as swap".to_string()))
 }
 
 /// `MAJ:MIN` of a mount source that is a device node (`/dev/vda`), if any.

@@ -27,9 +27,9 @@ pub enum ProbeError {
     #[error("mode {mode} writes, and {path} is a block device whose data it would destroy: add --destroy-data if that is really what you want")]
     WriteNeedsDestroyData { path: PathBuf, mode: String },
     #[error(
-        "{device} is mounted at {mountpoint}: unmount it first, or probe a directory on it instead"
+        "{device} is {why}: unmount it (or swapoff) first, or probe a directory on it instead"
     )]
-    Mounted { device: PathBuf, mountpoint: String },
+    Mounted { device: PathBuf, why: String },
     #[error("{device} is in use by {holder} (device-mapper, md or similar): probe the device on top instead")]
     InUse { device: PathBuf, holder: String },
     #[error("not enough free space in {dir}: {free} bytes free, the test file needs at least {needed}: free some space or use a smaller --size")]

@@ -28,7 +28,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod device;
 pub mod dist;
 mod error;
 pub mod progress;
@@ -39,9 +38,9 @@ pub mod stats;
 pub mod target;
 mod uring;
 
-pub use device::DeviceTopology;
 pub use dist::Dist;
 pub use error::ProbeError;
+pub use pagewise_io::topology::Topology;
 pub use progress::{Progress, Stage};
 pub use results::{HostInfo, Latency, PointResult, ProbeResults, SCHEMA};
 pub use spec::{
@@ -148,7 +147,7 @@ pub fn run_sweep_on(
             direct: backend.is_direct(),
             engine: backend.engine().into(),
         },
-        topology: DeviceTopology::default(),
+        topology: Topology::default(),
         spec: spec.clone(),
         warnings: Vec::new(),
         points: out,

@@ -15,7 +15,7 @@
 //! | `unix_time` | integer | start time, seconds since 1970 |
 //! | `elapsed_secs` | number | wall time of the whole sweep |
 //! | `target` | [`TargetInfo`] | path, kind, size, direct, engine |
-//! | `topology` | [`DeviceTopology`] | sysfs facts (block sizes, rotational, scheduler, model) |
+//! | `topology` | [`Topology`] | sysfs facts (block sizes, rotational, scheduler, model) |
 //! | `spec` | [`SweepSpec`] | the exact request |
 //! | `warnings` | [string] | e.g. O_DIRECT refused, file shrunk for free space |
 //! | `points` | [[`PointResult`]] | one per combination, in [`SweepSpec::points`] order |
@@ -28,10 +28,10 @@
 //! per I/O), counts (`ops`, `bytes`, `reads`, `writes`, `fsyncs`) and
 //! `measured_secs`.
 
-use crate::device::DeviceTopology;
 use crate::spec::{PointSpec, SweepSpec};
 use crate::stats::Repetitions;
 use crate::target::TargetInfo;
+use pagewise_io::topology::Topology;
 use serde::{Deserialize, Serialize};
 
 /// Version tag of the results schema.
@@ -46,7 +46,7 @@ pub struct ProbeResults {
     pub unix_time: u64,
     pub elapsed_secs: f64,
     pub target: TargetInfo,
-    pub topology: DeviceTopology,
+    pub topology: Topology,
     pub spec: SweepSpec,
     pub warnings: Vec<String>,
     pub points: Vec<PointResult>,

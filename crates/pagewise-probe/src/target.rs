@@ -2,10 +2,10 @@
 //! a directory, an existing file (read-only unless allowed), or a block device
 //! (read-only unless `destroy_data`, and never written while mounted).
 
-use crate::device::{device_in_use, free_space, DeviceTopology, InUse};
 use crate::progress::{Progress, Stage};
 use crate::spec::{Engine, SweepSpec};
 use crate::{interrupted, ProbeError};
+use pagewise_io::topology::{free_space, in_use, Topology};
 use pagewise_io::{AlignedBuf, Backend, DirectMode, OpenOptions};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -43,7 +43,7 @@ pub struct TargetInfo {
 pub struct Prepared {
     pub backend: Arc<dyn Backend>,
     pub info: TargetInfo,
-    pub topology: DeviceTopology,
+    pub topology: Topology,
     pub warnings: Vec<String>,
     created: Option<PathBuf>,
     /// Exclusive claim on a block device being written (O_EXCL): the kernel
@@ -109,26 +109,15 @@ pub fn prepare(
             });
         }
         if ft.is_block_device() {
-            match device_in_use(path) {
-                Err(InUse::Mounted(mountpoint)) => {
-                    return Err(ProbeError::Mounted {
-                        device: path.into(),
-                        mountpoint,
-                    })
-                }
-                Err(InUse::Holder(holder)) => {
-                    return Err(ProbeError::InUse {
-                        device: path.into(),
-                        holder,
-                    })
-                }
-                Ok(()) => {}
+            if let Some(why) = in_use(path)? {
+                return Err(ProbeError::Mounted {
+                    device: path.into(),
+                    why,
+                });
             }
         }
     }
-    let handle = std::fs::File::open(path).map_err(|e| open_err(path, e))?;
-    let topology = DeviceTopology::of(&handle);
-    drop(handle);
+    let topology = Topology::for_path(path)?;
     let lbs = topology.logical_block_size.unwrap_or(512);
     let device = topology
         .device
@@ -145,11 +134,7 @@ pub fn prepare(
         let claim = if writer.is_some() {
             Some(claim_exclusive(path)?)
         } else {
-            if let Err(why) = device_in_use(path) {
-                let why = match why {
-                    InUse::Mounted(mp) => format!("mounted at {mp}"),
-                    InUse::Holder(h) => format!("held by {h}"),
-                };
+            if let Some(why) = in_use(path)? {
                 warnings.push(format!(
                     "{} is {why}; the probe only reads it, but other I/O on it disturbs the figures",
                     path.display()
@@ -258,7 +243,7 @@ fn open_existing(
         },
         warnings: direct_warning(spec, backend.as_ref()),
         backend,
-        topology: DeviceTopology::default(),
+        topology: Topology::default(),
         created: None,
         _claim: claim,
     })
@@ -271,10 +256,7 @@ fn test_file_size(
     spec: &SweepSpec,
     lbs: u64,
 ) -> Result<(u64, Vec<String>), ProbeError> {
-    let free = free_space(dir).map_err(|source| pagewise_io::IoError::Open {
-        path: dir.into(),
-        source,
-    })?;
+    let free = free_space(dir)?;
     let usable = free.saturating_sub(reserve(free));
     let unit = if spec.file_size.min(usable) >= 1 << 20 {
         1 << 20
@@ -332,7 +314,7 @@ fn create_test_file(
             engine: backend.engine().into(),
         },
         backend,
-        topology: DeviceTopology::default(),
+        topology: Topology::default(),
         warnings,
         created,
         _claim: None,

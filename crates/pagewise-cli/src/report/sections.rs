@@ -66,9 +66,8 @@ pub fn device_section(d: &ReportData) -> String {
         ),
         ("model".into(), t.model.clone().unwrap_or("unknown".into())),
         (
-            "disk size".into(),
-            t.disk_size
-                .map_or("unknown".into(), |v| fmt_bytes(v as f64)),
+            "device size".into(),
+            t.size.map_or("unknown".into(), |v| fmt_bytes(v as f64)),
         ),
         ("logical block size".into(), opt(t.logical_block_size)),
         ("physical block size".into(), opt(t.physical_block_size)),

@@ -6,7 +6,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewise_model::units::fmt_bytes;
 use pagewise_probe::{
-    target, DeviceTopology, Engine, Limit, Mode, ProbeResults, Progress, Stage, SweepSpec,
+    target, Engine, Limit, Mode, ProbeResults, Progress, Stage, SweepSpec, Topology,
 };
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -20,9 +20,7 @@ const DEFAULT_BS: [u64; 9] = [
 /// QD over the block sizes, then randread 4 KiB over queue depths. One test
 /// file serves every part.
 pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
-    let topo = std::fs::File::open(&args.dir)
-        .map(|f| DeviceTopology::of(&f))
-        .unwrap_or_default();
+    let topo = Topology::for_path(&args.dir).unwrap_or_default();
     let lbs = topo.logical_block_size.unwrap_or(512);
     let mut bs: Vec<u64> = if args.bs.is_empty() {
         DEFAULT_BS.to_vec()

@@ -5,7 +5,7 @@ use crate::report::WearRow;
 use pagewise_model::advise::Advice;
 use pagewise_model::units::{fmt_bytes, fmt_count};
 use pagewise_model::wear::{estimate, FtlWa, WearInput};
-use pagewise_probe::DeviceTopology;
+use pagewise_probe::Topology;
 
 /// Lifetime at one user write rate for the B+tree (one page written per
 /// insert: engine WA = page / record), the B-epsilon tree (node writes per
@@ -13,10 +13,10 @@ use pagewise_probe::DeviceTopology;
 /// is --write-rate, else the inserts/s the advised B+tree sustains in the mix.
 pub fn wear_rows(
     args: &Args,
-    topo: &DeviceTopology,
+    topo: &Topology,
     a: &Advice,
 ) -> anyhow::Result<(Vec<WearRow>, String)> {
-    let capacity = topo.disk_size.unwrap_or(256_000_000_000) as f64;
+    let capacity = topo.size.unwrap_or(256_000_000_000) as f64;
     let record = a.dataset.leaf_entry() as f64;
     let best = a.rows.iter().find(|r| r.page_size == a.best);
     let (user_rate, basis) = match (args.write_rate, best) {
