@@ -4,7 +4,7 @@
 use crate::cmd::model::input;
 use crate::cmd::model::table::Table;
 use anyhow::{bail, Context};
-use pagewise_model::advise::{advise, candidates, Advice, Dataset, Device, Mix};
+use pagewise_model::advise::{advise, candidates, Advice, Dataset, Device, Mix, Row};
 use pagewise_model::fit::{fit_all, ModelReport, Source};
 use pagewise_model::units::{fmt_bytes, fmt_count, parse_bytes, parse_size};
 use pagewise_model::{OpKind, Pattern};
@@ -207,6 +207,23 @@ fn levels(r: &ModelReport) -> String {
     }
 }
 
+/// The advice table's cells from fanout to inserts/s, shared by the text
+/// table and the HTML report so both always show the same figures.
+pub fn row_cells(r: &Row) -> [String; 10] {
+    [
+        r.fanout.to_string(),
+        r.leaf_capacity.to_string(),
+        format!("{:.2}", r.continuous_hops),
+        r.height.to_string(),
+        format!("{:.2}", r.cached_levels),
+        format!("{:.2}", r.uncached_hops),
+        fmt_count(r.point_qps),
+        format!("{:.2}", r.range_ios),
+        format!("{:.3}", r.range_ms),
+        fmt_count(r.insert_ops),
+    ]
+}
+
 pub fn render_text(a: &Advice) -> String {
     let d = &a.dataset;
     let mut s = format!(
@@ -250,26 +267,15 @@ pub fn render_text(a: &Advice) -> String {
             ""
         };
         let iops = format!("{}{star}", fmt_count(r.read_iops));
-        t.row(vec![
-            fmt_bytes(r.page_size as f64),
-            iops,
-            r.fanout.to_string(),
-            r.leaf_capacity.to_string(),
-            format!("{:.2}", r.continuous_hops),
-            r.height.to_string(),
-            format!("{:.2}", r.cached_levels),
-            format!("{:.2}", r.uncached_hops),
-            fmt_count(r.point_qps),
-            format!("{:.2}", r.range_ios),
-            format!("{:.3}", r.range_ms),
-            fmt_count(r.insert_ops),
-            fmt_count(r.mix_ops),
-            if r.page_size == a.best {
-                "<- best".into()
-            } else {
-                String::new()
-            },
-        ]);
+        let mut cells = vec![fmt_bytes(r.page_size as f64), iops];
+        cells.extend(row_cells(r));
+        cells.push(fmt_count(r.mix_ops));
+        cells.push(if r.page_size == a.best {
+            "<- best".into()
+        } else {
+            String::new()
+        });
+        t.row(cells);
     }
     s.push_str(&t.render());
     if modelled {

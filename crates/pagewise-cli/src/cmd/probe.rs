@@ -222,7 +222,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
 
 /// Ctrl-C stops the sweep at the next I/O completion so the test file is
 /// removed; a second Ctrl-C kills as usual (SA_RESETHAND).
-fn install_sigint() {
+pub(crate) fn install_sigint() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();

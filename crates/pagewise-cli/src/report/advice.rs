@@ -3,6 +3,7 @@
 use super::charts;
 use super::html::{esc, facts, inline_svg, table};
 use super::ReportData;
+use crate::cmd::advise::row_cells;
 use pagewise_model::fit::Source;
 use pagewise_model::units::{fmt_bytes, fmt_count};
 
@@ -45,21 +46,10 @@ pub fn advice_section(d: &ReportData) -> String {
                 None => fmt_count(r.read_iops),
             }
         };
-        rows.push(vec![
-            fmt_bytes(r.page_size as f64),
-            iops,
-            r.fanout.to_string(),
-            r.leaf_capacity.to_string(),
-            format!("{:.2}", r.continuous_hops),
-            r.height.to_string(),
-            format!("{:.2}", r.cached_levels),
-            format!("{:.2}", r.uncached_hops),
-            fmt_count(r.point_qps),
-            format!("{:.2}", r.range_ios),
-            format!("{:.3}", r.range_ms),
-            fmt_count(r.insert_ops),
-            format!("<b>{}</b>", fmt_count(r.mix_ops)),
-        ]);
+        let mut cells = vec![fmt_bytes(r.page_size as f64), iops];
+        cells.extend(row_cells(r));
+        cells.push(format!("<b>{}</b>", fmt_count(r.mix_ops)));
+        rows.push(cells);
     }
     s.push_str(&table(
         &[

@@ -99,25 +99,10 @@ fn mix_arg(s: &str) -> Result<Mix, String> {
     Mix::parse(s).map_err(|e| e.to_string())
 }
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    pagewise_probe::interrupt();
-}
-
-/// Ctrl-C asks the probe to stop at the next completion, so the 1 GiB test
-/// file is removed on the way out; a second Ctrl-C kills (SA_RESETHAND).
-fn install_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigint as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    install_sigint();
+    // Ctrl-C stops the probe at the next completion so its test file is removed.
+    crate::cmd::probe::install_sigint();
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}: check permissions", args.dir.display()))?;
     let dataset = Dataset {
