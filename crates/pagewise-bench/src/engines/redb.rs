@@ -60,7 +60,7 @@ impl Engine for RedbEngine {
         let n = self
             .batches
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if self.sync == SyncPolicy::Off && (n + 1) % DURABLE_EVERY != 0 {
+        if self.sync == SyncPolicy::Off && !(n + 1).is_multiple_of(DURABLE_EVERY) {
             txn.set_durability(Durability::None);
         }
         {
