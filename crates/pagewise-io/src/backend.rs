@@ -152,6 +152,30 @@ impl<B: Backend + ?Sized> IoQueue for InlineQueue<'_, B> {
     }
 }
 
+/// Inside `impl Backend for Wrapper`: forwards the five metadata methods
+/// (size, set_len, alignment, is_direct, path) to the wrapped backend in
+/// field `$inner`, for wrappers that only change how data moves.
+macro_rules! forward_metadata {
+    ($inner:ident) => {
+        fn size(&self) -> $crate::Result<u64> {
+            self.$inner.size()
+        }
+        fn set_len(&self, len: u64) -> $crate::Result<()> {
+            self.$inner.set_len(len)
+        }
+        fn alignment(&self) -> usize {
+            self.$inner.alignment()
+        }
+        fn is_direct(&self) -> bool {
+            self.$inner.is_direct()
+        }
+        fn path(&self) -> &std::path::Path {
+            self.$inner.path()
+        }
+    };
+}
+pub(crate) use forward_metadata;
+
 /// Shared and boxed backends are backends, so wrappers such as
 /// [`crate::Accounted`] work on the `Arc<dyn Backend>` that [`crate::Fs`] and
 /// [`crate::open_engine`] return.

@@ -205,25 +205,7 @@ impl<B: Backend> Backend for CompressingDrive<B> {
         self.inner.sync()
     }
 
-    fn size(&self) -> Result<u64> {
-        self.inner.size()
-    }
-
-    fn set_len(&self, len: u64) -> Result<()> {
-        self.inner.set_len(len)
-    }
-
-    fn alignment(&self) -> usize {
-        self.inner.alignment()
-    }
-
-    fn is_direct(&self) -> bool {
-        self.inner.is_direct()
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
+    crate::backend::forward_metadata!(inner);
 
     /// The inner queue (a real ring for io_uring); writes are metered as they complete.
     fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {

@@ -201,25 +201,7 @@ impl<B: Backend> Backend for Faulty<B> {
         result
     }
 
-    fn size(&self) -> Result<u64> {
-        self.inner.size()
-    }
-
-    fn set_len(&self, len: u64) -> Result<()> {
-        self.inner.set_len(len)
-    }
-
-    fn alignment(&self) -> usize {
-        self.inner.alignment()
-    }
-
-    fn is_direct(&self) -> bool {
-        self.inner.is_direct()
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
+    crate::backend::forward_metadata!(inner);
 
     /// Queued I/O runs inline through `self`, so it is counted and can fail.
     fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {

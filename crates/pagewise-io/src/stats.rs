@@ -1,5 +1,4 @@
 use crate::{Backend, Completion, IoOp, IoQueue, OpKind, Result};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -144,25 +143,7 @@ impl<B: Backend> Backend for Accounted<B> {
         Ok(())
     }
 
-    fn size(&self) -> Result<u64> {
-        self.inner.size()
-    }
-
-    fn set_len(&self, len: u64) -> Result<()> {
-        self.inner.set_len(len)
-    }
-
-    fn alignment(&self) -> usize {
-        self.inner.alignment()
-    }
-
-    fn is_direct(&self) -> bool {
-        self.inner.is_direct()
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
+    crate::backend::forward_metadata!(inner);
 
     fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {
         Ok(Box::new(AccountedQueue {

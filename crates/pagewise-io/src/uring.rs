@@ -114,21 +114,7 @@ impl Backend for UringBackend {
     fn sync(&self) -> Result<()> {
         self.file.sync()
     }
-    fn size(&self) -> Result<u64> {
-        self.file.size()
-    }
-    fn set_len(&self, len: u64) -> Result<()> {
-        self.file.set_len(len)
-    }
-    fn alignment(&self) -> usize {
-        self.file.alignment()
-    }
-    fn is_direct(&self) -> bool {
-        self.file.is_direct()
-    }
-    fn path(&self) -> &Path {
-        self.file.path()
-    }
+    crate::backend::forward_metadata!(file);
     fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {
         Ok(Box::new(UringQueue::new(self, depth)?))
     }

@@ -9,7 +9,7 @@ use crate::meta::{self, Meta, TreeMeta, FORMAT_VERSION};
 use crate::node::{self, Node, Val};
 use crate::options::{Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::page::Kind;
-use crate::pager::{Pager, Shared};
+use crate::pager::Pager;
 use crate::read::{find_leaf, Step};
 use crate::tree::Tree;
 use crate::wal::{self, Wal};
@@ -345,11 +345,7 @@ impl Db {
         };
         let direct = files.data.is_direct();
         let pager = Pager::new(files.data, ps, io.pages.clone(), io.meta.clone());
-        let wal = Wal::new(
-            Accounted::new(Shared(files.wal), io.wal.clone()),
-            m.gen,
-            m.db_id,
-        );
+        let wal = Wal::new(Accounted::new(files.wal, io.wal.clone()), m.gen, m.db_id);
         let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);
         let inner = Inner {
             path: path.to_path_buf(),

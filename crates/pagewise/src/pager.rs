@@ -6,46 +6,13 @@ use crate::error::{Error, Result};
 use crate::meta::{Meta, META_USED};
 use crate::node::Node;
 use crate::page::{self, Header, Kind, HDR};
-use pagewise_io::{Accounted, AlignedBuf, Backend, IoQueue, IoStats, Result as IoResult};
-use std::path::{Path, PathBuf};
+use pagewise_io::{Accounted, AlignedBuf, Backend, IoStats};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-/// An `Arc<dyn Backend>` usable where a `Backend` value is wanted.
-#[derive(Debug, Clone)]
-pub struct Shared(pub Arc<dyn Backend>);
-
-impl Backend for Shared {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> IoResult<()> {
-        self.0.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> IoResult<()> {
-        self.0.write_at(buf, offset)
-    }
-    fn sync(&self) -> IoResult<()> {
-        self.0.sync()
-    }
-    fn size(&self) -> IoResult<u64> {
-        self.0.size()
-    }
-    fn set_len(&self, len: u64) -> IoResult<()> {
-        self.0.set_len(len)
-    }
-    fn alignment(&self) -> usize {
-        self.0.alignment()
-    }
-    fn is_direct(&self) -> bool {
-        self.0.is_direct()
-    }
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-    fn queue(&self, depth: usize) -> IoResult<Box<dyn IoQueue + '_>> {
-        self.0.queue(depth)
-    }
-    fn engine(&self) -> &'static str {
-        self.0.engine()
-    }
-}
+/// A Db file with its I/O counted into one category (pagewise-io makes
+/// `Arc<dyn Backend>` a `Backend`, so the shared handle wraps directly).
+pub type CountedFile = Accounted<Arc<dyn Backend>>;
 
 /// Largest single write when a checkpoint coalesces contiguous pages.
 const MAX_RUN_BYTES: usize = 1 << 20;
@@ -56,9 +23,9 @@ pub struct Pager {
     pub ps: usize,
     path: PathBuf,
     /// Node and overflow pages.
-    pages: Accounted<Shared>,
+    pages: CountedFile,
     /// Superblocks and the catalog blob.
-    meta: Accounted<Shared>,
+    meta: CountedFile,
     buf_align: usize,
 }
 
@@ -68,8 +35,8 @@ impl Pager {
         Self {
             ps,
             path: file.path().to_path_buf(),
-            pages: Accounted::new(Shared(file.clone()), pages),
-            meta: Accounted::new(Shared(file), meta),
+            pages: Accounted::new(file.clone(), pages),
+            meta: Accounted::new(file, meta),
             buf_align,
         }
     }
@@ -185,7 +152,7 @@ impl Pager {
         len.div_ceil(self.extent_cap()).max(1) as u64
     }
 
-    fn io(&self, meta: bool) -> &Accounted<Shared> {
+    fn io(&self, meta: bool) -> &CountedFile {
         if meta {
             &self.meta
         } else {

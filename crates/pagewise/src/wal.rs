@@ -21,14 +21,14 @@
 
 use crate::error::Result;
 use crate::page::{get_u32, get_u64, put_u32, put_u64};
-use crate::pager::Shared;
-use pagewise_io::{Accounted, AlignedBuf, Backend};
+use crate::pager::CountedFile;
+use pagewise_io::{AlignedBuf, Backend};
 
 pub const REC_HDR: usize = 32;
 const MAGIC: u32 = 0x4C41_5750;
 
 pub struct Wal {
-    file: Accounted<Shared>,
+    file: CountedFile,
     align: usize,
     buf: AlignedBuf,
     buf_len: usize,
@@ -41,7 +41,7 @@ pub struct Wal {
 }
 
 impl Wal {
-    pub fn new(file: Accounted<Shared>, epoch: u64, db_id: u32) -> Self {
+    pub fn new(file: CountedFile, epoch: u64, db_id: u32) -> Self {
         let align = file.alignment().max(512);
         Self {
             buf: AlignedBuf::new(64 * 1024, align.max(4096)),
@@ -167,10 +167,10 @@ pub fn scan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pagewise_io::{open, DirectMode, IoStats, OpenOptions};
+    use pagewise_io::{open, Accounted, DirectMode, IoStats, OpenOptions};
     use std::sync::Arc;
 
-    fn wal_file(dir: &std::path::Path) -> Accounted<Shared> {
+    fn wal_file(dir: &std::path::Path) -> CountedFile {
         let o = OpenOptions {
             write: true,
             create: true,
@@ -178,7 +178,7 @@ mod tests {
             ..Default::default()
         };
         let f: Arc<dyn Backend> = Arc::new(open(dir.join("w"), &o).unwrap());
-        Accounted::new(Shared(f), IoStats::new())
+        Accounted::new(f, IoStats::new())
     }
 
     #[test]
