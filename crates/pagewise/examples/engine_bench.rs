@@ -113,9 +113,10 @@ fn read_rate(db: &Db, keys: &[[u8; 16]], threads: usize, secs: f64) -> f64 {
     done.load(Ordering::Relaxed) as f64 / t0.elapsed().as_secs_f64()
 }
 
-/// Raw QD1 random page reads over the data file (O_DIRECT), the drive's rate
-/// at this page size measured next to the engine's run: reads/s.
-fn raw_qd1(path: &std::path::Path, ps: usize, secs: f64) -> f64 {
+/// Raw random page reads over the data file (O_DIRECT) from `threads`
+/// threads, one read in flight each: the drive's rate at this page size
+/// measured next to the engine's run, in reads/s.
+fn raw_reads(path: &std::path::Path, ps: usize, threads: usize, secs: f64) -> f64 {
     use pagewise_io::{AlignedBuf, Backend, DirectMode, OpenOptions};
     let o = OpenOptions {
         direct: DirectMode::On,
@@ -123,19 +124,31 @@ fn raw_qd1(path: &std::path::Path, ps: usize, secs: f64) -> f64 {
     };
     let f = pagewise_io::open(path, &o).expect("open for raw reads");
     let pages = f.size().unwrap() / ps as u64;
-    let mut buf = AlignedBuf::new(ps, 4096);
-    let mut rng = SmallRng::seed_from_u64(next_seed());
+    let done = AtomicU64::new(0);
     let t0 = Instant::now();
-    let cpu0 = thread_cpu_us();
-    let mut n = 0u64;
-    while t0.elapsed().as_secs_f64() < secs {
-        f.read_at(&mut buf, rng.gen_range(2..pages) * ps as u64)
-            .unwrap();
-        n += 1;
-    }
-    RAW_CPU_NS.fetch_add(((thread_cpu_us() - cpu0) * 1e3) as u64, Ordering::Relaxed);
-    RAW_OPS.fetch_add(n, Ordering::Relaxed);
-    n as f64 / t0.elapsed().as_secs_f64()
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let (f, done) = (&f, &done);
+            s.spawn(move || {
+                let mut buf = AlignedBuf::new(ps, 4096);
+                let mut rng = SmallRng::seed_from_u64(next_seed());
+                let cpu0 = thread_cpu_us();
+                let mut n = 0u64;
+                while t0.elapsed().as_secs_f64() < secs {
+                    f.read_at(&mut buf, rng.gen_range(2..pages) * ps as u64)
+                        .unwrap();
+                    n += 1;
+                }
+                if threads == 1 {
+                    let cpu = ((thread_cpu_us() - cpu0) * 1e3) as u64;
+                    RAW_CPU_NS.fetch_add(cpu, Ordering::Relaxed);
+                    RAW_OPS.fetch_add(n, Ordering::Relaxed);
+                }
+                done.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+    });
+    done.load(Ordering::Relaxed) as f64 / t0.elapsed().as_secs_f64()
 }
 
 fn main() {
@@ -216,11 +229,13 @@ fn main() {
                                          // and on T threads, so all three see the same background load; compare
                                          // medians.
     let s0 = db.stats();
-    let (mut raw, mut one, mut many) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut raw, mut raw_t) = (Vec::new(), Vec::new());
+    let (mut one, mut many) = (Vec::new(), Vec::new());
     let slices = (a.read_secs as usize).max(3);
     let (mut cpu1, mut ops1) = (0u64, 0u64);
     for _ in 0..slices {
-        raw.push(raw_qd1(&path, a.page_size, 1.0));
+        raw.push(raw_reads(&path, a.page_size, 1, 1.0));
+        raw_t.push(raw_reads(&path, a.page_size, a.threads, 1.0));
         let (c, o) = (CPU_NS.load(Ordering::Relaxed), OPS.load(Ordering::Relaxed));
         one.push(read_rate(&db, &ks, 1, 1.0));
         cpu1 += CPU_NS.load(Ordering::Relaxed) - c;
@@ -235,7 +250,8 @@ fn main() {
         v.sort_by(|x, y| x.partial_cmp(y).unwrap());
         v[v.len() / 2]
     };
-    let (raw_m, u1, ut) = (median(&mut raw), median(&mut one), median(&mut many));
+    let (raw_m, raw_tm) = (median(&mut raw), median(&mut raw_t));
+    let (u1, ut) = (median(&mut one), median(&mut many));
     println!(
         "{:.0}% cache ({:.1} MiB, direct={}), {slices} alternating 1 s slices, medians: raw QD1 {}-byte reads {:.0}/s (range {:.0}..{:.0}); engine 1 thread {:.0} gets/s = {:.0}% of raw; {} threads {:.0} gets/s = {:.2}x one thread; {:.2} page reads per get",
         a.cache_frac * 100.0,
@@ -251,6 +267,15 @@ fn main() {
         ut,
         ut / u1,
         per_get
+    );
+    println!(
+        "   raw {} threads x QD1: {:.0} reads/s = {:.2}x raw QD1; engine {} threads = {:.0}% of raw {} threads",
+        a.threads,
+        raw_tm,
+        raw_tm / raw_m,
+        a.threads,
+        100.0 * ut / raw_tm,
+        a.threads
     );
     println!(
         "   CPU per operation (thread CPU time): raw read {:.1} us, engine get (1 thread) {:.1} us",
