@@ -41,6 +41,9 @@ struct CommitState {
     wal: Wal,
     gen: u64,
     lsn: u64,
+    /// The LSN the durable checkpoint covers: equal to `lsn` when nothing
+    /// was committed since, so closing has nothing to write.
+    ckpt_lsn: u64,
     blob: (u64, u64),
 }
 
@@ -69,6 +72,7 @@ pub struct Inner {
     pub path: PathBuf,
     pub durability: Durability,
     pub direct: bool,
+    pub read_only: bool,
     wal_limit: u64,
     dirty_limit: usize,
     pub pager: Pager,
@@ -134,16 +138,17 @@ fn open_files(path: &Path, opts: &Options, create: bool) -> Result<Files> {
     } else {
         DirectMode::Off
     };
+    let write = create || !opts.read_only;
     let o = OpenOptions {
-        write: true,
+        write,
         create,
         create_new: create,
         direct,
     };
     let data = fs.open(path, &o)?;
     let wo = OpenOptions {
-        write: true,
-        create: true,
+        write,
+        create: write,
         create_new: false,
         direct,
     };
@@ -312,6 +317,15 @@ impl Db {
             })?
         };
         let records = wal::scan(&*files.wal, m.db_id, m.gen, m.lsn + 1)?;
+        if opts.read_only {
+            if !records.is_empty() {
+                return Err(Error::NeedsRecovery {
+                    path: path.to_path_buf(),
+                    records: records.len(),
+                });
+            }
+            return Self::start(path, &opts, files, ps, m, trees, free);
+        }
         let db = Self::start(path, &opts, files, ps, m, trees, free)?;
         db.inner.replay(records)?;
         // Always start a fresh log run: it also discards any unacknowledged
@@ -351,6 +365,7 @@ impl Db {
             path: path.to_path_buf(),
             durability: opts.durability,
             direct,
+            read_only: opts.read_only,
             wal_limit: opts.wal_limit.max(64 * 1024),
             dirty_limit: dirty_budget / ps,
             cache: Cache::new(opts.cache_bytes.max(4 * ps), ps),
@@ -365,6 +380,7 @@ impl Db {
                 wal,
                 gen: m.gen,
                 lsn: m.lsn,
+                ckpt_lsn: m.lsn,
                 blob: (m.blob_start, m.blob_pages as u64),
             }),
             queue: Mutex::new(Vec::new()),
@@ -425,12 +441,27 @@ impl Db {
         &self.inner.path
     }
 
-    /// Checkpoints and closes. Dropping the last handle does the same but
-    /// cannot report errors.
+    /// Checkpoints (if anything was written since the last checkpoint) and
+    /// closes. Dropping the last handle does the same but cannot report errors.
     pub fn close(self) -> Result<()> {
-        let r = self.inner.checkpoint();
+        let r = self.inner.close_checkpoint();
         self.inner.closed.store(true, Ordering::Release);
         r
+    }
+
+    /// True when opened with [`Options::read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("path", &self.inner.path)
+            .field("page_size", &self.inner.pager.ps)
+            .field("read_only", &self.inner.read_only)
+            .finish()
     }
 }
 
@@ -466,7 +497,7 @@ fn check_tree_name(name: &str) -> Result<()> {
 impl Drop for Inner {
     fn drop(&mut self) {
         if !self.closed.load(Ordering::Acquire) && !std::thread::panicking() {
-            let _ = self.checkpoint();
+            let _ = self.close_checkpoint();
         }
     }
 }
@@ -477,6 +508,33 @@ impl Inner {
         if p.is_none() {
             *p = Some(reason);
         }
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The checkpoint of a clean close: skipped when read-only or when no
+    /// commit happened since the last checkpoint (nothing dirty, no log).
+    fn close_checkpoint(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let mut cs = self.commit.lock();
+        if self.is_clean(&cs) {
+            return Ok(());
+        }
+        self.checkpoint_locked(&mut cs)
+    }
+
+    /// No commit since the last checkpoint and no dirty page.
+    fn is_clean(&self, cs: &CommitState) -> bool {
+        cs.lsn == cs.ckpt_lsn && self.state.read().dirty.is_empty()
     }
 
     pub fn check_poison(&self) -> Result<()> {
@@ -528,6 +586,7 @@ impl Inner {
         if ops.is_empty() {
             return Ok(());
         }
+        self.check_writable()?;
         self.validate(&ops)?;
         self.check_poison()?;
         let slot: Slot = Arc::new(Mutex::new(None));
@@ -696,6 +755,9 @@ impl Inner {
     }
 
     pub fn sync(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(()); // nothing was written, so everything is durable
+        }
         let mut cs = self.commit.lock();
         self.check_poison()?;
         let r = cs.wal.flush().and_then(|_| cs.wal.sync());
@@ -711,6 +773,7 @@ impl Inner {
     }
 
     fn checkpoint_locked(&self, cs: &mut CommitState) -> Result<()> {
+        self.check_writable()?;
         self.check_poison()?;
         let r = self.write_checkpoint(cs);
         if let Err(e) = &r {
@@ -771,6 +834,7 @@ impl Inner {
         self.pager.sync()?;
         // Durable: publish the new epoch.
         cs.gen = gen;
+        cs.ckpt_lsn = cs.lsn;
         cs.blob = (start, npages);
         cs.wal.reset(gen);
         let mut st = self.state.write();
@@ -812,7 +876,11 @@ impl Inner {
     /// reuse while `check` walks) and what to walk.
     pub(crate) fn check_begin(&self) -> Result<(impl Drop + '_, CheckSnapshot)> {
         let mut cs = self.commit.lock();
-        self.checkpoint_locked(&mut cs)?;
+        // Everything must be on disk to be verified there; a read-only Db
+        // has nothing in memory that is not.
+        if !self.read_only && !self.is_clean(&cs) {
+            self.checkpoint_locked(&mut cs)?;
+        }
         let trees = self
             .state
             .read()

@@ -55,6 +55,10 @@ pub enum Error {
     Locked { path: PathBuf, source: IoError },
     #[error("the database refuses writes after an earlier failure ({reason}); reopen it to recover from the log")]
     Poisoned { reason: String },
+    #[error("{path} is open read-only; reopen it without `read_only` to write")]
+    ReadOnly { path: PathBuf },
+    #[error("{path}: the log holds {records} record(s) not yet applied to the data file; open it read-write once to recover them (read-only opens never write)")]
+    NeedsRecovery { path: PathBuf, records: usize },
     #[error("commit failed in a group commit led by another thread: {0}")]
     GroupCommit(String),
 }

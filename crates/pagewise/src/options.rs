@@ -31,6 +31,11 @@ pub struct Options {
     pub direct_io: bool,
     /// Checkpoint when the write-ahead log holds this many bytes.
     pub wal_limit: u64,
+    /// Open without writing anything: files are opened read-only, writes and
+    /// checkpoints return [`Error::ReadOnly`], and opening a Db whose log
+    /// holds records to replay returns [`Error::NeedsRecovery`] (recovery
+    /// writes). Ignored by `create`.
+    pub read_only: bool,
     /// Where files come from: the real filesystem, or a simulated one in tests.
     pub fs: Arc<dyn Fs>,
 }
@@ -43,6 +48,7 @@ impl Default for Options {
             durability: Durability::Sync,
             direct_io: true,
             wal_limit: 64 << 20,
+            read_only: false,
             fs: Arc::new(RealFs),
         }
     }
@@ -70,6 +76,10 @@ impl Options {
     }
     pub fn wal_limit(mut self, n: u64) -> Self {
         self.wal_limit = n;
+        self
+    }
+    pub fn read_only(mut self, on: bool) -> Self {
+        self.read_only = on;
         self
     }
     pub fn fs(mut self, fs: Arc<dyn Fs>) -> Self {

@@ -53,7 +53,7 @@ fn newer_format_version() {
         f.write_all(&99u32.to_le_bytes()).unwrap();
     }
     drop(f);
-    let e = Db::open(&p, opts()).err().expect("opened a newer format");
+    let e = Db::open(&p, opts()).expect_err("opened a newer format");
     assert!(
         matches!(
             e,
@@ -79,7 +79,7 @@ fn truncated_file() {
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    let e = Db::open(&p, opts()).err().expect("opened a truncated file");
+    let e = Db::open(&p, opts()).expect_err("opened a truncated file");
     match &e {
         Error::Truncated {
             expected, actual, ..

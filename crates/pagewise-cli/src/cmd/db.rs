@@ -105,6 +105,25 @@ fn open(c: &Common) -> Result<Db> {
     Db::open(&c.path, o).with_context(|| format!("opening {}", c.path.display()))
 }
 
+/// Opens for a command that only reads: nothing is written, unless the log
+/// holds commits a crash left unapplied, which are recovered first (saying so).
+fn open_for_reading(c: &Common) -> Result<Db> {
+    let o = Options::default()
+        .direct_io(!c.no_direct)
+        .cache_bytes(c.cache_mib << 20)
+        .read_only(true);
+    match Db::open(&c.path, o) {
+        Err(pagewise::Error::NeedsRecovery { records, .. }) => {
+            eprintln!(
+                "note: {} has {records} log record(s) left by a crash; recovering them (this writes to the database)",
+                c.path.display()
+            );
+            open(c)
+        }
+        r => r.with_context(|| format!("opening {}", c.path.display())),
+    }
+}
+
 fn parse(c: &Common, s: &str) -> Result<Vec<u8>> {
     if !c.hex {
         return Ok(s.as_bytes().to_vec());
@@ -148,7 +167,7 @@ pub fn run(a: Args) -> Result<()> {
             db.close()?;
         }
         Cmd::Get { c, key } => {
-            let db = open(&c)?;
+            let db = open_for_reading(&c)?;
             match db.tree(&c.tree)?.get(parse(&c, &key)?)? {
                 Some(v) => println!("{}", show(&c, &v)),
                 None => bail!("key {key:?} not found in tree {:?}", c.tree),
@@ -167,7 +186,7 @@ pub fn run(a: Args) -> Result<()> {
             reverse,
             limit,
         } => {
-            let db = open(&c)?;
+            let db = open_for_reading(&c)?;
             let t = db.tree(&c.tree)?;
             let it = match prefix {
                 Some(p) => t.prefix(parse(&c, &p)?),
@@ -195,7 +214,7 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
         Cmd::Stats { c, json } => {
-            let db = open(&c)?;
+            let db = open_for_reading(&c)?;
             let s = db.stats();
             if json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
@@ -242,7 +261,7 @@ pub fn run(a: Args) -> Result<()> {
             }
         }
         Cmd::Check { c, json } => {
-            let db = open(&c)?;
+            let db = open_for_reading(&c)?;
             let r = db.check()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
