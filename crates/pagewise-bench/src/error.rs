@@ -19,6 +19,8 @@ pub enum BenchError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("memory cgroup unavailable: {why}; use `--memory-cap fadvise` to trim the page cache instead")]
+    MemCap { why: String },
     #[error("`{cmd}` failed: {stderr}")]
     Command { cmd: String, stderr: String },
     #[error("read back of key {key} in table {table} returned {found}, expected {expected}")]

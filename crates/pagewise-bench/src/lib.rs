@@ -7,6 +7,7 @@
 //! Peers (redb, LMDB, SQLite, RocksDB) compile only with the `peers` /
 //! `peers-all` features so the default build stays fast.
 
+pub mod cachelimit;
 pub mod engine;
 pub mod engines;
 mod error;
@@ -14,6 +15,7 @@ pub mod exec;
 pub mod iibench;
 pub mod keys;
 pub mod loopfs;
+pub mod memcap;
 pub mod metrics;
 pub mod oscache;
 pub mod runner;
@@ -21,7 +23,8 @@ pub mod sysinfo;
 pub mod values;
 pub mod workload;
 
+pub use cachelimit::{CacheLimiter, CapChoice, MemoryCap};
 pub use engine::{compiled_engines, open_engine, Engine, Settings, SyncPolicy, WriteOp};
 pub use error::{BenchError, Result};
-pub use runner::{run, Measure, PhaseResult, RunConfig};
+pub use runner::{run, run_with, Measure, PhaseResult, RunConfig};
 pub use workload::{Kind, Params, Spec};

@@ -1,5 +1,6 @@
 //! A run: one engine, a fresh filesystem, phases in order; one result per phase.
 
+use crate::cachelimit::{CacheLimiter, MemoryCap};
 use crate::engine::{open_engine, Settings};
 use crate::exec::{latency_unit, run_phase, DbState, Progress, TABLES};
 use crate::loopfs::LoopFs;
@@ -9,7 +10,7 @@ use crate::workload::{Params, Spec};
 use crate::{BenchError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// How bytes written are measured.
 #[derive(Debug, Clone)]
@@ -82,6 +83,10 @@ pub struct PhaseResult {
     pub write_amp_device: Option<f64>,
     /// Engine's own statistics (pagewise: bytes by category, compressed bytes).
     pub engine_stats: Option<serde_json::Value>,
+    /// How the OS was kept from caching beyond the engine's cache (absent in
+    /// results from before it was recorded: those used fadvise trimming).
+    #[serde(default)]
+    pub memory_cap: Option<MemoryCap>,
     pub notes: Vec<String>,
 }
 
@@ -131,9 +136,21 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
     }
 }
 
-/// Runs every phase of `cfg` in order, handing each result to `emit` as it completes.
+/// Runs every phase of `cfg` in order, handing each result to `emit` as it
+/// completes; capped phases trim the OS page cache (fadvise).
 pub fn run(
     cfg: &RunConfig,
+    progress: &dyn Progress,
+    emit: &mut dyn FnMut(&PhaseResult) -> Result<()>,
+) -> Result<()> {
+    run_with(cfg, &mut CacheLimiter::fadvise(), progress, emit)
+}
+
+/// [`run`] with capped phases limited by `limiter` (a memory cgroup, made
+/// before the first run so that everything the runs allocate is charged to it).
+pub fn run_with(
+    cfg: &RunConfig,
+    limiter: &mut CacheLimiter,
     progress: &dyn Progress,
     emit: &mut dyn FnMut(&PhaseResult) -> Result<()>,
 ) -> Result<()> {
@@ -142,7 +159,7 @@ pub fn run(
     let state = DbState::default();
     let out = (|| {
         for spec in &cfg.specs {
-            let r = phase(cfg, spec, &mut place, &state, &host, progress)?;
+            let r = phase(cfg, spec, &mut place, &state, &host, limiter, progress)?;
             emit(&r)?;
         }
         Ok(())
@@ -159,6 +176,7 @@ fn phase(
     place: &mut Place,
     state: &DbState,
     host: &Host,
+    limiter: &mut CacheLimiter,
     progress: &dyn Progress,
 ) -> Result<PhaseResult> {
     let p = &spec.params;
@@ -186,6 +204,9 @@ fn phase(
     let rss_reset = sysinfo::reset_peak_rss();
     let wchar0 = sysinfo::wchar();
     let (u0, s0) = sysinfo::cpu_times();
+    // A cache smaller than the Db must not be topped up by the OS page cache.
+    let capped = p.cache.is_some() && settings.cache_bytes < db_before;
+    let base = if capped { limiter.base()? } else { None };
     let t_open = Instant::now();
     let engine = open_engine(&cfg.engine, &place.dir, &settings, &TABLES)?;
     let open_s = t_open.elapsed().as_secs_f64();
@@ -200,17 +221,16 @@ fn phase(
             "warmed up by reading all {n} main-table entries before timing"
         ));
     }
-    // A cache smaller than the Db must not be topped up by a warm OS page cache.
-    let trimmer = (p.cache.is_some() && settings.cache_bytes < db_before)
-        .then(|| crate::oscache::Trimmer::start(&place.dir, Duration::from_millis(100)));
+    let active = capped.then(|| limiter.start(&place.dir, base, settings.cache_bytes));
     let outcome = run_phase(engine.as_ref(), spec.kind, p, state, progress);
-    if let Some(t) = trimmer {
-        notes.push(format!(
-            "OS page cache of the Db's files dropped every 100 ms ({} rounds) so reads come from the engine's cache or the device{}",
-            t.rounds(),
-            if cfg.engine == "lmdb" { "; LMDB's mapped pages cannot be dropped this way, so LMDB ran fully cached" } else { "" }
-        ));
-    }
+    let memory_cap = match active {
+        Some(a) => {
+            let (rec, mut n) = a.finish(&cfg.engine);
+            notes.append(&mut n);
+            rec
+        }
+        None => MemoryCap::none(),
+    };
     let (rec, elapsed) = outcome?;
     let t_close = Instant::now();
     engine.sync()?;
@@ -273,6 +293,7 @@ fn phase(
         write_amp_device: device_writes.as_ref().and_then(|d| ratio(d.bytes, user)),
         device_writes,
         engine_stats,
+        memory_cap: Some(memory_cap),
         notes,
     })
 }
