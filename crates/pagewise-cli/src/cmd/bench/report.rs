@@ -114,6 +114,26 @@ fn pagewise_detail(r: &PhaseResult) -> String {
         .map_or(String::new(), |v| v.to_string())
 }
 
+/// How the OS's caching was limited in a phase: e.g. "cgroup-v1 ≤ 11.2MiB
+/// (peak 11.0MiB)" or "fadvise"; `None` when it was not. Results from before
+/// the field existed used fadvise trimming, which their notes name.
+pub fn memory_cap(r: &PhaseResult) -> Option<String> {
+    let Some(c) = &r.memory_cap else {
+        let trimmed = r.notes.iter().any(|n| n.contains("dropped every"));
+        return trimmed.then(|| "fadvise".into());
+    };
+    match c.method.as_str() {
+        "none" => None,
+        m => Some(match (c.limit_bytes, c.peak_bytes) {
+            (Some(l), Some(p)) => format!("{m} ≤ {} (peak {})", mib(l), mib(p)),
+            (Some(l), None) => format!("{m} ≤ {}", mib(l)),
+            _ => m.to_string(),
+        }),
+    }
+}
+
+const CAP_FOOTNOTE: &str = "cap: how the OS was kept from caching beyond the engine's cache. cgroup-v1/v2 = the bench process's memory (its own, the OS page cache of its files and memory-mapped pages) was limited by a memory cgroup to the bytes shown: memory outside the page cache at phase start + the engine's cache + 8 MiB + 1/16 of the cache. fadvise = the Db files' page cache was dropped every 100 ms; pages between drops and memory-mapped pages (LMDB) stayed cached, so those figures are not truly capped.";
+
 /// Engines in order of first appearance.
 fn engines(entries: &[Entry]) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
@@ -145,8 +165,9 @@ pub fn side_by_side(entries: &[Entry]) -> String {
                         (None, Some(w)) => format!(", WA {w:.2} (syscall)"),
                         _ => String::new(),
                     };
+                    let cap = memory_cap(r).map_or(String::new(), |c| format!(", cap: {c}"));
                     format!(
-                        "{} ops/s{wa}, SA {}",
+                        "{} ops/s{wa}, SA {}{cap}",
                         fmt_num(r.ops_per_s),
                         opt(r.space_amp)
                     )
@@ -155,21 +176,24 @@ pub fn side_by_side(entries: &[Entry]) -> String {
             .collect();
         s.push_str(&format!("| `{spec}` | {} |\n", cells.join(" | ")));
     }
+    if entries.iter().any(|e| memory_cap(&e.r).is_some()) {
+        s.push_str(&format!("\n{CAP_FOOTNOTE}\n"));
+    }
     s
 }
 
 pub fn markdown(entries: &[Entry]) -> String {
     let mut s = side_by_side(entries);
     s.push('\n');
-    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | WA compressed | space amp | Db size | CPU s | peak RSS |\n");
+    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | WA compressed | space amp | Db size | CPU s | peak RSS | memory cap |\n");
     s.push_str(
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
     );
     for (spec, rs) in by_spec(entries) {
         for r in rs {
             let _ = writeln!(
                 s,
-                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
+                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |",
                 r.engine,
                 r.ops_per_s,
                 ns(r.latency.p50_ns),
@@ -181,6 +205,7 @@ pub fn markdown(entries: &[Entry]) -> String {
                 mib(r.db_bytes),
                 r.cpu_user_s + r.cpu_sys_s,
                 r.peak_rss_bytes.map_or("–".into(), mib),
+                memory_cap(r).unwrap_or_else(|| "–".into()),
             );
         }
     }
@@ -265,13 +290,13 @@ pub fn html(entries: &[Entry]) -> String {
 }
 
 fn comparison_table(s: &mut String, entries: &[Entry]) {
-    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>WA compressed drive</th><th>Db size</th><th>space amp</th><th>settings</th><th>notes</th></tr>");
+    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>WA compressed drive</th><th>Db size</th><th>space amp</th><th>memory cap</th><th>settings</th><th>notes</th></tr>");
     for (spec, rs) in by_spec(entries) {
         for r in rs {
             let st = &r.settings;
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td style=\"white-space:nowrap\">cache {}<br>sync {:?}<br>direct {}<br>compr. {}</td><td class=note>{}{}</td></tr>",
+                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td style=\"white-space:nowrap\">cache {}<br>sync {:?}<br>direct {}<br>compr. {}</td><td class=note>{}{}</td></tr>",
                 esc(&spec),
                 esc(&r.engine_version),
                 esc(&r.engine),
@@ -289,6 +314,7 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
                 opt(compressed_wa(r)),
                 mib(r.db_bytes),
                 opt(r.space_amp),
+                esc(&memory_cap(r).unwrap_or_else(|| "–".into())),
                 mib(st.cache_bytes),
                 st.sync,
                 st.direct_io,
@@ -302,6 +328,9 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
         }
     }
     s.push_str("</table>");
+    if entries.iter().any(|e| memory_cap(&e.r).is_some()) {
+        let _ = write!(s, "<p class=note>{}</p>", esc(CAP_FOOTNOTE));
+    }
 }
 
 fn write_amp_bars(s: &mut String, groups: &[(String, Vec<&PhaseResult>)]) {
@@ -423,6 +452,33 @@ mod tests {
         // Loads carry write and space amplification; reads only space.
         assert!(lines[2].contains("WA ") && lines[2].contains("SA "), "{md}");
         assert!(!lines[3].contains("WA "), "{md}");
+    }
+
+    #[test]
+    fn memory_cap_is_shown_per_cell_with_a_footnote() {
+        let mut es = results();
+        assert!(
+            memory_cap(&es[0].r).is_none(),
+            "uncapped phases show nothing"
+        );
+        es[2].r.memory_cap = Some(pagewise_bench::MemoryCap {
+            method: "cgroup-v1".into(),
+            limit_bytes: Some(12 << 20),
+            peak_bytes: Some(11 << 20),
+        });
+        // A line from before the field: its notes say it was trimmed.
+        es[3].r.memory_cap = None;
+        es[3].r.notes = vec!["OS page cache of the Db's files dropped every 100 ms".into()];
+        let md = side_by_side(&es);
+        let row = md.lines().nth(3).unwrap();
+        assert!(
+            row.contains("cap: cgroup-v1 ≤ 12.0MiB (peak 11.0MiB)"),
+            "{md}"
+        );
+        assert!(row.contains("cap: fadvise"), "{md}");
+        assert!(md.contains("not truly capped"), "footnote: {md}");
+        assert!(markdown(&es).contains("| cgroup-v1 ≤ 12.0MiB (peak 11.0MiB) |"));
+        assert!(html(&es).contains("<td>fadvise</td>"));
     }
 
     #[test]

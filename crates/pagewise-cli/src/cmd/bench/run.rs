@@ -8,7 +8,8 @@ use pagewise_bench::keys::KeyDist;
 use pagewise_bench::values::Compressibility;
 use pagewise_bench::workload::{parse_count, parse_dist, parse_duration, parse_size};
 use pagewise_bench::{
-    compiled_engines, Measure, Params, PhaseResult, RunConfig, Settings, Spec, SyncPolicy,
+    compiled_engines, CacheLimiter, CapChoice, Measure, Params, PhaseResult, RunConfig, Settings,
+    Spec, SyncPolicy,
 };
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -80,6 +81,12 @@ pub struct Args {
     /// Size of each run's sparse loop image.
     #[arg(long, default_value = "48G", value_parser = size)]
     pub image_size: u64,
+    /// How phases whose cache is smaller than the Db keep the OS from caching
+    /// the rest: cgroup (cap the process's memory, page cache and mapped pages
+    /// included; root), fadvise (drop the Db's cached pages every 100 ms; cannot
+    /// evict LMDB's map), or auto (cgroup where possible, else fadvise).
+    #[arg(long, default_value = "auto")]
+    pub memory_cap: CapChoice,
     /// Append JSON lines here.
     #[arg(short, long, default_value = "bench-results.jsonl")]
     pub out: PathBuf,
@@ -197,6 +204,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             eprintln!("note: no loop device ({why}); reporting the syscall write figure only");
         }
     }
+    // Before anything the runs allocate: memory stays charged where it was first touched.
+    let capped = specs.iter().any(|s| s.params.cache.is_some());
+    let mut limiter = CacheLimiter::new(a.memory_cap, capped)?;
+    if let Some(why) = limiter.fallback() {
+        eprintln!("note: memory cgroup not usable ({why}); capped phases trim the page cache with fadvise instead (LMDB's mapped pages stay cached)");
+    }
     let command: String = std::env::args().collect::<Vec<_>>().join(" ");
     let mut out = std::fs::OpenOptions::new()
         .create(true)
@@ -232,23 +245,24 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             specs: specs.clone(),
             measure: measure.clone(),
         };
-        let outcome = pagewise_bench::run(&cfg, &progress, &mut |r: &PhaseResult| {
-            let mut v = serde_json::to_value(r).expect("results serialise");
-            v["command"] = serde_json::Value::String(command.clone());
-            let line = serde_json::to_string(&v).expect("results serialise");
-            writeln!(out, "{line}").map_err(|e| pagewise_bench::BenchError::Os {
-                what: "append results".into(),
-                path: a.out.clone(),
-                source: e,
-            })?;
-            if a.json {
-                println!("{line}");
-            } else {
-                println!("{}", row(r));
-            }
-            Ok(())
-        })
-        .with_context(|| format!("engine {engine}"));
+        let outcome =
+            pagewise_bench::run_with(&cfg, &mut limiter, &progress, &mut |r: &PhaseResult| {
+                let mut v = serde_json::to_value(r).expect("results serialise");
+                v["command"] = serde_json::Value::String(command.clone());
+                let line = serde_json::to_string(&v).expect("results serialise");
+                writeln!(out, "{line}").map_err(|e| pagewise_bench::BenchError::Os {
+                    what: "append results".into(),
+                    path: a.out.clone(),
+                    source: e,
+                })?;
+                if a.json {
+                    println!("{line}");
+                } else {
+                    println!("{}", row(r));
+                }
+                Ok(())
+            })
+            .with_context(|| format!("engine {engine}"));
         // One engine failing must not cost the others' results.
         if let Err(e) = outcome {
             eprintln!("error: {e:#}");
