@@ -5,7 +5,10 @@
 //! of every file under the run directory (`posix_fadvise(DONTNEED)`).
 //!
 //! Limits: pages that are memory-mapped by the process (LMDB's map) or dirty
-//! are not dropped by the kernel, so LMDB stays fully cached; results say so.
+//! are not dropped by the kernel, so LMDB stays fully cached, and buffered
+//! engines read from the page cache between rounds; results say so. This is
+//! the fallback: a memory cgroup ([`crate::memcap`], chosen in
+//! [`crate::cachelimit`]) caps all of it where the bench may make one.
 
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
