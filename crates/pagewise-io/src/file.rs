@@ -221,6 +221,11 @@ impl Backend for FileBackend {
     fn path(&self) -> &Path {
         &self.path
     }
+
+    fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
+        use std::os::unix::io::AsRawFd;
+        Some(self.file.as_raw_fd())
+    }
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub fn probe_uring() -> Result<()> {
     IoUring::new(2).map(drop).map_err(unsupported)
 }
 
-fn unsupported(e: std::io::Error) -> IoError {
+pub(crate) fn unsupported(e: std::io::Error) -> IoError {
     let why = match e.raw_os_error() {
         Some(libc::ENOSYS) => "the kernel or a seccomp filter does not allow io_uring_setup",
         Some(libc::EPERM) => {
@@ -120,6 +120,9 @@ impl Backend for UringBackend {
     }
     fn engine(&self) -> &'static str {
         "uring"
+    }
+    fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
+        self.file.raw_fd()
     }
 }
 
@@ -216,16 +219,26 @@ impl<'a> UringQueue<'a> {
 
 /// Turns a CQE result into the typed error a pread/pwrite would have given.
 fn outcome(path: &Path, op: &IoOp, res: i32) -> Result<()> {
-    let name = match op.kind {
+    transfer_outcome(path, op.kind, op.offset, op.buf.len(), res)
+}
+
+/// The typed result of one `len`-byte transfer at `offset` whose CQE said `res`.
+pub(crate) fn transfer_outcome(
+    path: &Path,
+    kind: OpKind,
+    offset: u64,
+    len: usize,
+    res: i32,
+) -> Result<()> {
+    let name = match kind {
         OpKind::Read => "read",
         OpKind::Write => "write",
     };
-    let len = op.buf.len();
     if res < 0 {
         return Err(IoError::Io {
             op: name,
             path: path.to_path_buf(),
-            offset: op.offset,
+            offset,
             len,
             source: std::io::Error::from_raw_os_error(-res),
         });
@@ -234,7 +247,7 @@ fn outcome(path: &Path, op: &IoOp, res: i32) -> Result<()> {
         return Err(IoError::Short {
             op: name,
             path: path.to_path_buf(),
-            offset: op.offset,
+            offset,
             len,
             done: res as usize,
         });

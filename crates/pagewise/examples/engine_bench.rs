@@ -3,9 +3,10 @@
 //! a cache of 5% of the Db (direct I/O), at 1 and T threads.
 //!
 //! cargo run --release -p pagewise --example engine_bench -- \
-//!     --dir /var/tmp/pwbench --keys 1000000 --page-size 4096 --threads 8
+//!     --dir /var/tmp/pwbench --keys 1000000 --page-size 4096 --threads 8 \
+//!     --read-engine sync   # or ring: how the read phases read pages
 
-use pagewise::{Db, Durability, Options};
+use pagewise::{Db, Durability, Options, ReadEngine};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,7 @@ struct Args {
     cache_frac: f64,
     fill_cache_mib: usize,
     wal_limit_mib: u64,
+    read_engine: ReadEngine,
 }
 
 fn args() -> Args {
@@ -32,6 +34,7 @@ fn args() -> Args {
         cache_frac: 0.05,
         fill_cache_mib: 1024,
         wal_limit_mib: 256,
+        read_engine: ReadEngine::Sync,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     for w in v.chunks(2) {
@@ -45,6 +48,7 @@ fn args() -> Args {
             "--cache-frac" => a.cache_frac = val.parse().expect("--cache-frac F"),
             "--fill-cache-mib" => a.fill_cache_mib = val.parse().expect("--fill-cache-mib N"),
             "--wal-limit-mib" => a.wal_limit_mib = val.parse().expect("--wal-limit-mib N"),
+            "--read-engine" => a.read_engine = val.parse().expect("--read-engine sync|ring"),
             x => panic!("unknown argument {x}"),
         }
     }
@@ -209,6 +213,7 @@ fn main() {
     db.close().unwrap();
 
     // Whole Db cached: warm it with a full scan, then random gets.
+    let base = base.read_engine(a.read_engine);
     let db = Db::open(&path, base.clone().cache_bytes((file_bytes * 2) as usize)).unwrap();
     let n = db.tree("bench").unwrap().iter().count();
     assert_eq!(n, a.keys);
@@ -233,6 +238,7 @@ fn main() {
     let (mut one, mut many) = (Vec::new(), Vec::new());
     let slices = (a.read_secs as usize).max(3);
     let (mut cpu1, mut ops1) = (0u64, 0u64);
+    let (mut cpu_t, mut ops_t) = (0u64, 0u64);
     for _ in 0..slices {
         raw.push(raw_reads(&path, a.page_size, 1, 1.0));
         raw_t.push(raw_reads(&path, a.page_size, a.threads, 1.0));
@@ -240,7 +246,10 @@ fn main() {
         one.push(read_rate(&db, &ks, 1, 1.0));
         cpu1 += CPU_NS.load(Ordering::Relaxed) - c;
         ops1 += OPS.load(Ordering::Relaxed) - o;
+        let (c, o) = (CPU_NS.load(Ordering::Relaxed), OPS.load(Ordering::Relaxed));
         many.push(read_rate(&db, &ks, a.threads, 1.0));
+        cpu_t += CPU_NS.load(Ordering::Relaxed) - c;
+        ops_t += OPS.load(Ordering::Relaxed) - o;
     }
     let s1 = db.stats();
     // Each slice lasts about 1 s, so the rates sum to the gets done.
@@ -278,9 +287,29 @@ fn main() {
         a.threads
     );
     println!(
-        "   CPU per operation (thread CPU time): raw read {:.1} us, engine get (1 thread) {:.1} us",
+        "   CPU per operation (thread CPU time): raw read {:.1} us, engine get (1 thread) {:.1} us, ({} threads) {:.1} us",
         RAW_CPU_NS.load(Ordering::Relaxed) as f64 / 1e3 / RAW_OPS.load(Ordering::Relaxed) as f64,
-        cpu1 as f64 / 1e3 / ops1 as f64
+        cpu1 as f64 / 1e3 / ops1 as f64,
+        a.threads,
+        cpu_t as f64 / 1e3 / ops_t as f64
+    );
+    let ring = match (s0.read_ring, s1.read_ring) {
+        (Some(r0), Some(r1)) => format!(
+            "; ring: {} reads in {} submits ({:.2} per submit, max {}), {} leader hand-offs",
+            r1.reads - r0.reads,
+            r1.submits - r0.submits,
+            (r1.submitted - r0.submitted) as f64 / (r1.submits - r0.submits).max(1) as f64,
+            r1.max_batch,
+            r1.handoffs - r0.handoffs
+        ),
+        _ => String::new(),
+    };
+    println!(
+        "   read engine {}{}{ring}",
+        s1.read_engine,
+        s1.read_engine_fallback
+            .map(|f| format!(" ({f})"))
+            .unwrap_or_default()
     );
     db.close().unwrap();
 }

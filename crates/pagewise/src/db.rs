@@ -11,6 +11,7 @@ use crate::options::{Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::page::Kind;
 use crate::pager::Pager;
 use crate::read::{find_leaf, Step};
+use crate::read_engine::{self, ReadPath};
 use crate::tree::Tree;
 use crate::wal::{self, Wal};
 use pagewise_io::{
@@ -84,6 +85,7 @@ pub struct Inner {
     queue: Mutex<Vec<Pending>>,
     poison: Mutex<Option<String>>,
     pub io: IoCats,
+    pub reads: ReadPath,
     pub counters: Counters,
     closed: AtomicBool,
     _lock: Box<dyn LockGuard>,
@@ -113,7 +115,9 @@ pub fn lock_path(path: &Path) -> PathBuf {
 
 struct Files {
     lock: Box<dyn LockGuard>,
+    /// Through the read path in `reads` (a shared ring or the file itself).
     data: Arc<dyn Backend>,
+    reads: ReadPath,
     wal: Arc<dyn Backend>,
 }
 
@@ -145,7 +149,7 @@ fn open_files(path: &Path, opts: &Options, create: bool) -> Result<Files> {
         create_new: create,
         direct,
     };
-    let data = fs.open(path, &o)?;
+    let (data, reads) = read_engine::wrap_data(fs.open(path, &o)?, opts.read_engine);
     let wo = OpenOptions {
         write,
         create: write,
@@ -153,7 +157,12 @@ fn open_files(path: &Path, opts: &Options, create: bool) -> Result<Files> {
         direct,
     };
     let wal = fs.open(&wal_path(path), &wo)?;
-    Ok(Files { lock, data, wal })
+    Ok(Files {
+        lock,
+        data,
+        reads,
+        wal,
+    })
 }
 
 /// Finds the page size and the newest valid superblock.
@@ -386,6 +395,7 @@ impl Db {
             queue: Mutex::new(Vec::new()),
             poison: Mutex::new(None),
             io,
+            reads: files.reads,
             counters: Counters::default(),
             closed: AtomicBool::new(false),
             _lock: files.lock,

@@ -1,4 +1,5 @@
 use crate::error::{Error, Result};
+use crate::read_engine::ReadEngine;
 use pagewise_io::{Fs, RealFs};
 use std::sync::Arc;
 
@@ -29,6 +30,9 @@ pub struct Options {
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).
     pub direct_io: bool,
+    /// How cache misses read pages: per-thread pread or one shared io_uring
+    /// (`Db::stats().read_engine` says which is in use, and why not if not).
+    pub read_engine: ReadEngine,
     /// Checkpoint when the write-ahead log holds this many bytes.
     pub wal_limit: u64,
     /// Open without writing anything: files are opened read-only, writes and
@@ -47,6 +51,7 @@ impl Default for Options {
             cache_bytes: 64 << 20,
             durability: Durability::Sync,
             direct_io: true,
+            read_engine: ReadEngine::Sync,
             wal_limit: 64 << 20,
             read_only: false,
             fs: Arc::new(RealFs),
@@ -72,6 +77,10 @@ impl Options {
     }
     pub fn direct_io(mut self, on: bool) -> Self {
         self.direct_io = on;
+        self
+    }
+    pub fn read_engine(mut self, e: ReadEngine) -> Self {
+        self.read_engine = e;
         self
     }
     pub fn wal_limit(mut self, n: u64) -> Self {

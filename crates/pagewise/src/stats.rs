@@ -3,7 +3,8 @@
 use crate::db::Db;
 use crate::node::capacity;
 use crate::options::Durability;
-use pagewise_io::IoStatsSnapshot;
+use crate::read_engine::ReadEngine;
+use pagewise_io::{IoStatsSnapshot, RingStats};
 use std::sync::atomic::Ordering::Relaxed;
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -23,6 +24,12 @@ pub struct Stats {
     pub page_size: usize,
     pub durability: Durability,
     pub direct_io: bool,
+    /// The read path in use for page reads: `Sync` or `Ring`.
+    pub read_engine: ReadEngine,
+    /// Why the shared ring was asked for but not used (reads then use pread).
+    pub read_engine_fallback: Option<String>,
+    /// Batching counters of the shared ring, when it is in use.
+    pub read_ring: Option<RingStats>,
     /// I/O by category, counted at the backend: the write-ahead log, tree and
     /// overflow pages, superblocks and catalog.
     pub wal: IoStatsSnapshot,
@@ -80,6 +87,9 @@ impl Db {
             page_size: ps,
             durability: i.durability,
             direct_io: i.direct,
+            read_engine: i.reads.engine,
+            read_engine_fallback: i.reads.fallback.clone(),
+            read_ring: i.reads.ring_stats(),
             wal: i.io.wal.snapshot(),
             pages: i.io.pages.snapshot(),
             meta: i.io.meta.snapshot(),

@@ -1,7 +1,7 @@
 //! Random operation sequences against a BTreeMap model, with reopens, tiny
 //! pages and tiny caches so splits, merges, eviction and checkpoints all happen.
 
-use pagewise::{Batch, Db, Durability, Options};
+use pagewise::{Batch, Db, Durability, Options, ReadEngine};
 use proptest::prelude::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -64,7 +64,18 @@ fn verify_all(db: &Db, model: &Model) {
     }
 }
 
-fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) {
+/// The read engine in effect is the one asked for (the shared ring only
+/// falls back, with a reason, where io_uring is unavailable).
+fn assert_read_engine(db: &Db, asked: ReadEngine) {
+    let s = db.stats();
+    if asked == ReadEngine::Ring && pagewise_io::probe_uring().is_err() {
+        assert!(s.read_engine_fallback.is_some());
+        return;
+    }
+    assert_eq!(s.read_engine, asked, "{:?}", s.read_engine_fallback);
+}
+
+fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability, reads: ReadEngine) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let o = || {
@@ -74,8 +85,10 @@ fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) {
             .durability(durability)
             .direct_io(false)
             .wal_limit(64 * 1024)
+            .read_engine(reads)
     };
     let mut db = Db::create(&path, o()).unwrap();
+    assert_read_engine(&db, reads);
     let mut model: Model = BTreeMap::new();
     for (n, op) in ops.into_iter().enumerate() {
         match op {
@@ -138,6 +151,7 @@ fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) {
         }
     }
     verify_all(&db, &model);
+    assert_read_engine(&db, reads);
     let r = db.check().unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
     let want: u64 = model.values().map(|m| m.len() as u64).sum();
@@ -149,18 +163,28 @@ proptest! {
 
     #[test]
     fn tiny_pages_tiny_cache(ops in prop::collection::vec(op(), 1..250)) {
-        run(ops, 512, 4096, Durability::Sync);
+        run(ops, 512, 4096, Durability::Sync, ReadEngine::Sync);
     }
 
     #[test]
     fn buffered_4k_pages(ops in prop::collection::vec(op(), 1..250)) {
-        run(ops, 4096, 64 * 1024, Durability::Buffered);
+        run(ops, 4096, 64 * 1024, Durability::Buffered, ReadEngine::Ring);
     }
 }
 
 /// A longer deterministic run: many keys so trees get 4+ levels at 512 B.
 #[test]
 fn long_random_run_against_model() {
+    long_random_run(ReadEngine::Sync);
+}
+
+/// The same run with page reads through the shared io_uring.
+#[test]
+fn long_random_run_against_model_through_the_shared_ring() {
+    long_random_run(ReadEngine::Ring);
+}
+
+fn long_random_run(reads: ReadEngine) {
     let seed: u64 = std::env::var("PAGEWISE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -195,5 +219,5 @@ fn long_random_run_against_model() {
         };
         ops.push(op);
     }
-    run(ops, 512, 8192, Durability::Sync);
+    run(ops, 512, 8192, Durability::Sync, reads);
 }
