@@ -18,6 +18,14 @@
 //! leadership to a thread whose read is still outstanding (or gives it up when
 //! none is), so every caller returns as soon as its own read is done.
 //!
+//! Why not a dedicated ring thread (readers queue, one thread submits and
+//! reaps)? It keeps the submitter and the waiter the same thread, which suits
+//! io_uring (a read's completion runs as task work in the thread that
+//! submitted it, so after a hand-off here the old leader is interrupted to
+//! post the CQE). But it adds a wake-up per read (reader -> ring thread ->
+//! reader) and measured worse on a 2-core VM: 6.1k vs 13.8k reads/s on one
+//! thread, no better at 8 (docs/benchmarks.md).
+//!
 //! Only reads are batched: writes, sync and metadata go to the inner backend.
 
 use crate::backend::{check_aligned, forward_metadata};
