@@ -10,7 +10,7 @@
 //! [`crate::SimFs`] the unsynced writes stay pending and a crash may drop them.
 
 use crate::Fs;
-use crate::{Backend, InlineQueue, IoError, IoQueue, LockGuard, OpenOptions, Result};
+use crate::{Backend, Completion, IoError, IoOp, IoQueue, LockGuard, OpKind, OpenOptions, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -203,13 +203,61 @@ impl<B: Backend> Backend for Faulty<B> {
 
     crate::backend::forward_metadata!(inner);
 
-    /// Queued I/O runs inline through `self`, so it is counted and can fail.
+    /// The inner queue (a real ring for io_uring); each op is counted at
+    /// submit, in issue order, and an injected failure comes back as its completion.
     fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {
-        Ok(Box::new(InlineQueue::new(self, depth)))
+        Ok(Box::new(FaultyQueue {
+            inner: self.inner.queue(depth)?,
+            injector: &self.injector,
+            path: self.inner.path(),
+            failed: Vec::new(),
+        }))
     }
 
     fn engine(&self) -> &'static str {
         self.inner.engine()
+    }
+}
+
+struct FaultyQueue<'a> {
+    inner: Box<dyn IoQueue + 'a>,
+    injector: &'a FaultInjector,
+    path: &'a Path,
+    /// Ops failed by injection: never reached the inner queue.
+    failed: Vec<Completion>,
+}
+
+impl IoQueue for FaultyQueue<'_> {
+    fn depth(&self) -> usize {
+        self.inner.depth()
+    }
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight() + self.failed.len()
+    }
+    fn submit(&mut self, op: IoOp) -> Result<()> {
+        if self.in_flight() >= self.depth() {
+            // Let the inner queue phrase the "queue full" error.
+            return self.inner.submit(op);
+        }
+        let kind = match op.kind {
+            OpKind::Read => Kind::Read,
+            OpKind::Write => Kind::Write,
+        };
+        match self
+            .injector
+            .check(kind, self.path, op.offset, op.buf.len())
+        {
+            Ok(()) => self.inner.submit(op),
+            Err(e) => {
+                self.failed.push(Completion { op, result: Err(e) });
+                Ok(())
+            }
+        }
+    }
+    fn wait(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
+        let rest = min.saturating_sub(self.failed.len());
+        out.append(&mut self.failed);
+        self.inner.wait(rest, out)
     }
 }
 
@@ -338,5 +386,55 @@ mod tests {
             .map(|c| c.op.tag)
             .collect();
         assert_eq!(failed, vec![1]);
+    }
+
+    #[test]
+    fn queued_faults_reach_a_real_ring_and_spare_the_others() {
+        if crate::probe_uring().is_err() {
+            eprintln!("io_uring unavailable here: skipped");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let opts = OpenOptions {
+            write: true,
+            create: true,
+            ..Default::default()
+        };
+        let file = crate::UringBackend::open(&dir.path().join("f"), &opts).unwrap();
+        let inj = FaultInjector::new(FaultKinds::WRITES, 3);
+        let b = Faulty::new(file, inj.clone());
+        assert_eq!(b.engine(), "uring");
+        let a = b.alignment().max(512);
+        let mut q = b.queue(8).unwrap();
+        for tag in 0..6u64 {
+            let buf = crate::AlignedBuf::from_slice(&vec![tag as u8 + 1; a], a);
+            q.submit(IoOp {
+                kind: OpKind::Write,
+                offset: tag * a as u64,
+                buf,
+                tag,
+            })
+            .unwrap();
+        }
+        assert_eq!(q.in_flight(), 6);
+        let mut out = Vec::new();
+        while out.len() < 6 {
+            q.wait(1, &mut out).unwrap();
+        }
+        assert_eq!(q.in_flight(), 0);
+        let failed: Vec<u64> = out
+            .iter()
+            .filter(|c| c.result.is_err())
+            .map(|c| c.op.tag)
+            .collect();
+        assert_eq!(failed, vec![2], "the third write, and only it");
+        drop(q);
+        for tag in 0..6u64 {
+            let mut r = crate::AlignedBuf::new(a, a);
+            b.inner().read_at(&mut r, tag * a as u64).unwrap();
+            let want = if tag == 2 { 0 } else { tag as u8 + 1 };
+            assert!(r.iter().all(|&x| x == want), "block {tag}");
+        }
+        assert_eq!((inj.seen(), inj.injected()), (6, 1));
     }
 }

@@ -1,10 +1,10 @@
 //! Where backends come from. The engine opens every file through an [`Fs`], so
 //! tests can swap the real filesystem for a simulated, crashable one.
 
-use crate::{open, Backend, IoError, OpenOptions, Result};
+use crate::{open, probe_uring, Backend, IoError, OpenOptions, Result, UringBackend};
 use std::fmt::Debug;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Held while a file lock is taken; dropping it releases the lock.
 pub trait LockGuard: Send + Sync + Debug {}
@@ -44,9 +44,18 @@ impl<F: Fs + ?Sized> Fs for Arc<F> {
     }
 }
 
-/// The operating system's filesystem.
+/// The operating system's filesystem. Files come back as [`UringBackend`]s
+/// when this process may create io_uring rings (so `queue()` keeps many I/Os
+/// at the device from one thread), else as plain [`crate::FileBackend`]s.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
+
+/// Whether io_uring works here, learned once per process: the probe creates
+/// a ring, which is too costly to repeat on every open.
+fn uring_available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| probe_uring().is_ok())
+}
 
 #[derive(Debug)]
 struct FileLock(#[allow(dead_code)] std::fs::File);
@@ -61,6 +70,9 @@ fn os_err(path: &Path, source: std::io::Error) -> IoError {
 
 impl Fs for RealFs {
     fn open(&self, path: &Path, opts: &OpenOptions) -> Result<Arc<dyn Backend>> {
+        if uring_available() {
+            return Ok(Arc::new(UringBackend::from_file(open(path, opts)?)));
+        }
         Ok(Arc::new(open(path, opts)?))
     }
 
@@ -121,5 +133,29 @@ mod tests {
         assert!(err.contains("locked by another"), "{err}");
         drop(g);
         RealFs.lock(&p).unwrap();
+    }
+
+    #[test]
+    fn real_files_get_a_ring_when_io_uring_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = OpenOptions {
+            write: true,
+            create: true,
+            ..Default::default()
+        };
+        let f = RealFs.open(&dir.path().join("f"), &opts).unwrap();
+        let want = if probe_uring().is_ok() {
+            "uring"
+        } else {
+            "sync"
+        };
+        assert_eq!(f.engine(), want);
+        // Either way positional I/O works the same.
+        let a = f.alignment().max(512);
+        let data = crate::AlignedBuf::from_slice(&vec![7u8; a], a);
+        f.write_at(&data, 0).unwrap();
+        let mut back = crate::AlignedBuf::new(a, a);
+        f.read_at(&mut back, 0).unwrap();
+        assert_eq!(&back[..], &data[..]);
     }
 }

@@ -82,6 +82,12 @@ impl UringBackend {
         })
     }
 
+    /// Wraps an already opened file; the caller has checked [`probe_uring`]
+    /// (a queue on a machine without io_uring fails with `Unsupported`).
+    pub fn from_file(file: FileBackend) -> Self {
+        Self { file }
+    }
+
     /// The underlying synchronous backend (for `fell_back()` and friends).
     pub fn file_backend(&self) -> &FileBackend {
         &self.file
