@@ -10,7 +10,6 @@ use crate::node::{self, Node, Val};
 use crate::options::{Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use crate::page::Kind;
 use crate::pager::Pager;
-use crate::read::{find_leaf, Step};
 use crate::read_engine::{self, ReadPath};
 use crate::tree::Tree;
 use crate::wal::{self, Wal};
@@ -61,6 +60,9 @@ pub struct Counters {
     pub groups: AtomicU64,
     pub checkpoints: AtomicU64,
     pub replayed: AtomicU64,
+    /// Group prefetch: queued read rounds, and the pages they loaded.
+    pub prefetch_rounds: AtomicU64,
+    pub prefetched_pages: AtomicU64,
 }
 
 pub struct IoCats {
@@ -629,11 +631,7 @@ impl Inner {
     fn commit_group(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
         self.check_poison()?;
         // Bring the paths into the cache without holding the write lock.
-        for p in group {
-            for op in &p.ops {
-                self.prefetch(&op.tree, &op.key)?;
-            }
-        }
+        self.prefetch_group(group.iter().flat_map(|p| &p.ops))?;
         let r = self.log_and_apply(cs, group);
         if let Err(e) = &r {
             self.poison(format!("commit failed: {e}"));
@@ -720,16 +718,6 @@ impl Inner {
             }
         }
         Ok(())
-    }
-
-    fn prefetch(&self, tree: &str, key: &[u8]) -> Result<()> {
-        self.read(|v| match v.tree(tree).filter(|t| t.root != 0) {
-            None => Step::Done(()),
-            Some(tm) => match find_leaf(v, tm.root, key) {
-                Step::Done(_) => Step::Done(()),
-                Step::Miss(p) => Step::Miss(p),
-            },
-        })
     }
 
     fn replay(&self, records: Vec<(u64, Vec<u8>)>) -> Result<()> {

@@ -32,6 +32,7 @@ mod node;
 mod options;
 mod page;
 mod pager;
+mod prefetch;
 mod read;
 mod read_engine;
 mod stats;

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::meta::{Meta, META_USED};
 use crate::node::Node;
 use crate::page::{self, Header, Kind, HDR};
-use pagewise_io::{Accounted, AlignedBuf, Backend, IoStats};
+use pagewise_io::{Accounted, AlignedBuf, Backend, Completion, IoOp, IoStats, OpKind};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,8 +16,12 @@ pub type CountedFile = Accounted<Arc<dyn Backend>>;
 
 /// Largest single write when a checkpoint coalesces contiguous pages.
 const MAX_RUN_BYTES: usize = 1 << 20;
-/// Checkpoint writes in flight at once (sync backends do one I/O per thread).
+/// Checkpoint writes in flight at once when the backend has no real queue
+/// (sync backends do one I/O per thread).
 const WRITE_THREADS: usize = 4;
+/// I/Os kept in flight by one queue (checkpoint writes, group prefetch reads):
+/// enough to keep an SSD's channels busy from one thread.
+pub const QUEUE_DEPTH: usize = 32;
 
 pub struct Pager {
     pub ps: usize,
@@ -78,9 +82,20 @@ impl Pager {
             .map_err(|what| self.corrupt(pid, what))
     }
 
+    /// Name of the I/O engine under the page file ("uring" when queues are rings).
+    pub fn engine(&self) -> &'static str {
+        self.pages.engine()
+    }
+
+    /// True when `queue()` keeps several I/Os at the device from one thread.
+    fn has_ring(&self) -> bool {
+        self.engine() == "uring"
+    }
+
     /// Writes nodes to their pages, coalescing runs of consecutive page ids
-    /// into writes of up to 1 MiB. Large checkpoints use a few threads so
-    /// several writes are in flight (order does not matter before the sync).
+    /// into writes of up to 1 MiB (order does not matter before the sync).
+    /// With a ring every run is one queued write, encoded while earlier ones
+    /// are in flight; otherwise large checkpoints use a few threads.
     pub fn write_nodes(&self, nodes: &[(u64, Arc<Node>)], gen: u64) -> Result<()> {
         let per_run = (MAX_RUN_BYTES / self.ps).max(1);
         let mut runs = Vec::new();
@@ -92,6 +107,9 @@ impl Pager {
             }
             runs.push(&nodes[i..j]);
             i = j;
+        }
+        if self.has_ring() && runs.len() > 1 {
+            return self.write_runs_queued(&runs, gen);
         }
         if runs.len() < 64 {
             return runs.iter().try_for_each(|r| self.write_run(r, gen));
@@ -117,8 +135,98 @@ impl Pager {
         })
     }
 
+    fn write_runs_queued(&self, runs: &[&[(u64, Arc<Node>)]], gen: u64) -> Result<()> {
+        self.pump(
+            runs.len(),
+            |i, spare| {
+                let run = runs[i];
+                let mut buf = take_buf(spare, run.len() * self.ps, self.buf_align);
+                self.encode_run(run, gen, &mut buf);
+                IoOp {
+                    kind: OpKind::Write,
+                    offset: self.off(run[0].0),
+                    buf,
+                    tag: i as u64,
+                }
+            },
+            |c, spare| {
+                spare.push(c.op.buf);
+                Ok(c.result?)
+            },
+        )
+    }
+
+    /// Reads, verifies and decodes the node pages `pids` with up to
+    /// [`QUEUE_DEPTH`] reads in flight, handing each to `got` as it completes
+    /// (in any order). A failed page goes to `got` too; only a failure of the
+    /// queue itself is returned.
+    pub fn read_nodes(&self, pids: &[u64], mut got: impl FnMut(u64, Result<Node>)) -> Result<()> {
+        self.pump(
+            pids.len(),
+            |i, spare| IoOp {
+                kind: OpKind::Read,
+                offset: self.off(pids[i]),
+                buf: take_buf(spare, self.ps, self.buf_align),
+                tag: i as u64,
+            },
+            |c, spare| {
+                let pid = pids[c.op.tag as usize];
+                let node = match c.result {
+                    Ok(()) => self.decode_node(pid, &c.op.buf),
+                    Err(e) => Err(e.into()),
+                };
+                spare.push(c.op.buf);
+                got(pid, node);
+                Ok(())
+            },
+        )
+    }
+
+    /// Runs `count` I/Os through one queue: `make(i)` builds the i-th (with a
+    /// spare buffer from earlier completions if one fits), `finish` consumes
+    /// each completion. After the first error nothing more is submitted, what
+    /// is in flight is drained, and that error is returned.
+    fn pump(
+        &self,
+        count: usize,
+        mut make: impl FnMut(usize, &mut Vec<AlignedBuf>) -> IoOp,
+        mut finish: impl FnMut(Completion, &mut Vec<AlignedBuf>) -> Result<()>,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let mut q = self.pages.queue(QUEUE_DEPTH.min(count))?;
+        let mut spare = Vec::new();
+        let mut done = Vec::new();
+        let mut first = Ok(());
+        let mut next = 0;
+        loop {
+            while first.is_ok() && next < count && q.in_flight() < q.depth() {
+                q.submit(make(next, &mut spare))?;
+                next += 1;
+            }
+            if q.in_flight() == 0 {
+                return first;
+            }
+            q.wait(1, &mut done)?;
+            for c in done.drain(..) {
+                let r = finish(c, &mut spare);
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+        }
+    }
+
     fn write_run(&self, run: &[(u64, Arc<Node>)], gen: u64) -> Result<()> {
         let mut buf = self.buf(run.len() * self.ps);
+        self.encode_run(run, gen, &mut buf);
+        self.pages.write_at(&buf, self.off(run[0].0))?;
+        Ok(())
+    }
+
+    /// Encodes and seals consecutive nodes into `buf` (one page each).
+    fn encode_run(&self, run: &[(u64, Arc<Node>)], gen: u64, buf: &mut [u8]) {
         for (k, (pid, node)) in run.iter().enumerate() {
             let page = &mut buf[k * self.ps..(k + 1) * self.ps];
             let used = node.encode(page);
@@ -139,8 +247,6 @@ impl Pager {
                 },
             );
         }
-        self.pages.write_at(&buf, self.off(run[0].0))?;
-        Ok(())
     }
 
     /// Payload bytes per page of an extent.
@@ -252,5 +358,18 @@ impl Pager {
 
     pub fn set_len(&self, len: u64) -> Result<()> {
         Ok(self.pages.set_len(len)?)
+    }
+}
+
+/// A zeroed buffer of `len` bytes: a spare one if it is large enough (saves
+/// an allocation per I/O), else a new one aligned to `align`.
+fn take_buf(spare: &mut Vec<AlignedBuf>, len: usize, align: usize) -> AlignedBuf {
+    match spare.pop() {
+        Some(mut b) if b.capacity() >= len => {
+            b.set_len(len);
+            b.fill(0);
+            b
+        }
+        _ => AlignedBuf::new(len, align),
     }
 }

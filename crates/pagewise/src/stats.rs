@@ -30,6 +30,9 @@ pub struct Stats {
     pub read_engine_fallback: Option<String>,
     /// Batching counters of the shared ring, when it is in use.
     pub read_ring: Option<RingStats>,
+    /// I/O engine under the data file: "uring" when checkpoint writes and
+    /// group prefetch reads go through an io_uring queue.
+    pub io_engine: &'static str,
     /// I/O by category, counted at the backend: the write-ahead log, tree and
     /// overflow pages, superblocks and catalog.
     pub wal: IoStatsSnapshot,
@@ -49,6 +52,9 @@ pub struct Stats {
     pub commit_groups: u64,
     pub checkpoints: u64,
     pub replayed_records: u64,
+    /// Queued read rounds of commit-group prefetch, and the pages they loaded.
+    pub prefetch_rounds: u64,
+    pub prefetched_pages: u64,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -90,6 +96,7 @@ impl Db {
             read_engine: i.reads.engine,
             read_engine_fallback: i.reads.fallback.clone(),
             read_ring: i.reads.ring_stats(),
+            io_engine: i.pager.engine(),
             wal: i.io.wal.snapshot(),
             pages: i.io.pages.snapshot(),
             meta: i.io.meta.snapshot(),
@@ -107,6 +114,8 @@ impl Db {
             commit_groups: i.counters.groups.load(Relaxed),
             checkpoints: i.counters.checkpoints.load(Relaxed),
             replayed_records: i.counters.replayed.load(Relaxed),
+            prefetch_rounds: i.counters.prefetch_rounds.load(Relaxed),
+            prefetched_pages: i.counters.prefetched_pages.load(Relaxed),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,
