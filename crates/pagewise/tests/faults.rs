@@ -164,3 +164,70 @@ fn failed_write_in_a_parallel_checkpoint() {
         assert!(r.is_ok(), "nth={nth}: {:?}", r.problems);
     }
 }
+
+/// The same on a real file with io_uring: a write failing among the queued
+/// writes of a checkpoint reaches the caller after the in-flight ones are
+/// drained, the Db refuses writes, and a reopen recovers every acknowledged key.
+#[test]
+fn failed_write_in_a_queued_checkpoint() {
+    if pagewise_io::probe_uring().is_err() {
+        eprintln!("io_uring unavailable here: skipped");
+        return;
+    }
+    for nth in [1, 7, 33, 45] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let inj = FaultInjector::new(FaultKinds::WRITES, 0);
+        let fs: Arc<dyn Fs> = Arc::new(Faulty::new(pagewise_io::RealFs, inj.clone()));
+        let o = |fs| {
+            Options::default()
+                .page_size(4096)
+                .cache_bytes(16 << 20)
+                .wal_limit(64 << 20)
+                .fs(fs)
+        };
+        let db = Db::create(&path, o(fs)).unwrap();
+        assert_eq!(db.stats().io_engine, "uring", "Faulty must reach the ring");
+        let mut model = BTreeMap::new();
+        let round =
+            |db: &Db, model: &mut BTreeMap<String, u8>, pick: &dyn Fn(u32) -> bool, v: u8| {
+                let mut b = pagewise::Batch::new();
+                for i in (0..20_000u32).filter(|&i| pick(i)) {
+                    b.insert("t", format!("{i:08}"), [v; 40]);
+                    model.insert(format!("{i:08}"), v);
+                }
+                db.apply(b).unwrap();
+            };
+        // Scatter the next checkpoint's pages over a fragmented free list.
+        round(&db, &mut model, &|_| true, 1);
+        db.checkpoint().unwrap();
+        round(&db, &mut model, &|i| (i / 200) % 2 == 0, 2);
+        db.checkpoint().unwrap();
+        round(&db, &mut model, &|i| (i / 200) % 2 == 1, 3);
+        assert!(db.stats().dirty_pages > 150, "{}", db.stats().dirty_pages);
+        let seen = inj.seen();
+        inj.arm(nth);
+        let e = db
+            .checkpoint()
+            .expect_err(&format!("nth={nth}: {} writes", inj.seen() - seen));
+        assert!(e.to_string().contains("injected"), "nth={nth}: {e}");
+        assert!(
+            inj.seen() > seen + nth,
+            "nth={nth}: writes after the failed one were queued"
+        );
+        let refused = db.tree("t").unwrap().insert(b"x", b"y").unwrap_err();
+        assert!(
+            matches!(refused, Error::Poisoned { .. }),
+            "nth={nth}: {refused}"
+        );
+        drop(db);
+        let db = Db::open(&path, o(Arc::new(pagewise_io::RealFs))).unwrap();
+        let t = db.tree("t").unwrap();
+        assert_eq!(t.len(), model.len() as u64, "nth={nth}");
+        for (k, v) in model.iter().step_by(97) {
+            assert_eq!(t.get(k).unwrap(), Some(vec![*v; 40]), "nth={nth}: {k}");
+        }
+        let r = db.check().unwrap();
+        assert!(r.is_ok(), "nth={nth}: {:?}", r.problems);
+    }
+}

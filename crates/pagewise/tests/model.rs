@@ -75,7 +75,15 @@ fn assert_read_engine(db: &Db, asked: ReadEngine) {
     assert_eq!(s.read_engine, asked, "{:?}", s.read_engine_fallback);
 }
 
-fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability, reads: ReadEngine) {
+/// Runs `ops` against a fresh Db and the model; returns the final Db's stats
+/// (taken before the closing check, since the last reopen).
+fn run(
+    ops: Vec<Op>,
+    ps: usize,
+    cache: usize,
+    durability: Durability,
+    reads: ReadEngine,
+) -> pagewise::Stats {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let o = || {
@@ -152,10 +160,12 @@ fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability, reads: Rea
     }
     verify_all(&db, &model);
     assert_read_engine(&db, reads);
+    let stats = db.stats();
     let r = db.check().unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
     let want: u64 = model.values().map(|m| m.len() as u64).sum();
     assert_eq!(r.entries, want);
+    stats
 }
 
 proptest! {
@@ -172,6 +182,16 @@ proptest! {
     }
 }
 
+/// `PAGEWISE_SEED` or `default`, printed so a failure can be reproduced.
+fn seed(test: &str, default: u64) -> u64 {
+    let seed = std::env::var("PAGEWISE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    eprintln!("{test} seed={seed} (set PAGEWISE_SEED to reproduce)");
+    seed
+}
+
 /// A longer deterministic run: many keys so trees get 4+ levels at 512 B.
 #[test]
 fn long_random_run_against_model() {
@@ -185,11 +205,7 @@ fn long_random_run_against_model_through_the_shared_ring() {
 }
 
 fn long_random_run(reads: ReadEngine) {
-    let seed: u64 = std::env::var("PAGEWISE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0xC0FFEE);
-    eprintln!("long_random_run_against_model seed={seed} (set PAGEWISE_SEED to reproduce)");
+    let seed = seed("long_random_run_against_model", 0xC0FFEE);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut ops = Vec::new();
     for _ in 0..6000 {
@@ -220,4 +236,65 @@ fn long_random_run(reads: ReadEngine) {
         ops.push(op);
     }
     run(ops, 512, 8192, Durability::Sync, reads);
+}
+
+/// The model workload on a real file with io_uring behind the data file:
+/// batches large enough that a commit group misses many pages per level, a
+/// cache so small that prefetched pages are evicted before (or while) the
+/// apply uses them, and checkpoints written through the queue.
+#[test]
+fn ring_prefetch_and_eviction_interleave_against_model() {
+    ring_prefetch_run(ReadEngine::Sync);
+}
+
+/// The same with point reads through the shared ring, which must pass the
+/// queue through to the ring beneath it.
+#[test]
+fn ring_prefetch_under_the_shared_read_ring() {
+    ring_prefetch_run(ReadEngine::Ring);
+}
+
+fn ring_prefetch_run(reads: ReadEngine) {
+    let seed = seed("ring_prefetch_and_eviction", 0x5EED_F00D);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let key = |rng: &mut SmallRng| format!("{:06}", rng.gen_range(0..20_000)).into_bytes();
+    let mut ops = Vec::new();
+    for _ in 0..300 {
+        let t = rng.gen_range(0..2);
+        let op = match rng.gen_range(0..100) {
+            0..=69 => Op::Batch(
+                (0..rng.gen_range(20..200))
+                    .map(|_| {
+                        let v = rng.gen_bool(0.8).then(|| rng.gen_range(0..120));
+                        (t, key(&mut rng), v)
+                    })
+                    .collect(),
+            ),
+            70..=84 => Op::Put(t, key(&mut rng), rng.gen_range(0..400)),
+            85..=94 => Op::Range(t, key(&mut rng), key(&mut rng), rng.gen_bool(0.5)),
+            _ => Op::Checkpoint,
+        };
+        ops.push(op);
+    }
+    let s = run(ops, 512, 16 * 1024, Durability::Sync, reads);
+    eprintln!(
+        "{}: {} prefetch rounds, {} pages, {} evictions, {} checkpoints",
+        s.io_engine, s.prefetch_rounds, s.prefetched_pages, s.cache_evictions, s.checkpoints
+    );
+    let ring = pagewise_io::probe_uring().is_ok();
+    assert_eq!(s.io_engine, if ring { "uring" } else { "sync" });
+    assert!(
+        s.prefetch_rounds > 50,
+        "{} prefetch rounds",
+        s.prefetch_rounds
+    );
+    // Several pages per queued round, or the queue did nothing a loop would not.
+    assert!(
+        s.prefetched_pages > 3 * s.prefetch_rounds,
+        "{} pages in {} rounds",
+        s.prefetched_pages,
+        s.prefetch_rounds
+    );
+    assert!(s.cache_evictions > 1000, "{} evictions", s.cache_evictions);
+    assert!(s.checkpoints > 20, "{} checkpoints", s.checkpoints);
 }
