@@ -155,7 +155,7 @@ impl CompressionMeter {
         if self.sample_one_in == 1 || self.measured.load(Relaxed) < SAMPLE_WARMUP {
             return true;
         }
-        mix64(offset ^ seq.rotate_left(32)) % self.sample_one_in == 0
+        mix64(offset ^ seq.rotate_left(32)).is_multiple_of(self.sample_one_in)
     }
 
     /// Meters one whole block of a write: zero blocks always, others when picked.
