@@ -7,11 +7,14 @@ use std::path::Path;
 /// Bytes handed to write-family syscalls by this process (`wchar` in /proc/self/io).
 /// Not `write_bytes`: on this kernel a small write into a large page-cache folio
 /// is charged as the whole folio, so it overstates what reaches the disk.
+/// Plus the bytes written through pagewise-io's io_uring queues, which
+/// bypass write(2) and so are not in `wchar`.
 pub fn wchar() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/io").ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("wchar:"))
-        .and_then(|v| v.trim().parse().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|w| w + pagewise_io::ring_write_bytes())
 }
 
 /// User and system CPU seconds of the whole process (every thread).

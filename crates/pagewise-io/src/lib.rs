@@ -31,4 +31,4 @@ pub use fs::{Fs, LockGuard, RealFs};
 pub use shared_ring::{RingStats, SharedRing, SHARED_RING_DEPTH};
 pub use sim::{CrashMode, CrashReport, SimFile, SimFileStats, SimFs, SimOptions};
 pub use stats::{Accounted, IoStats, IoStatsSnapshot, SIZE_BUCKETS};
-pub use uring::{open_engine, probe_uring, Engine, UringBackend, UringQueue};
+pub use uring::{open_engine, probe_uring, ring_write_bytes, Engine, UringBackend, UringQueue};
