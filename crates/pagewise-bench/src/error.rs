@@ -21,6 +21,8 @@ pub enum BenchError {
     },
     #[error("memory cgroup unavailable: {why}; use `--memory-cap fadvise` to trim the page cache instead")]
     MemCap { why: String },
+    #[error("interrupted: the run stopped before finishing this phase; completed phases were written, its loop device and image were removed")]
+    Interrupted,
     #[error("`{cmd}` failed: {stderr}")]
     Command { cmd: String, stderr: String },
     #[error("read back of key {key} in table {table} returned {found}, expected {expected}")]

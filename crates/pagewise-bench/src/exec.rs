@@ -196,7 +196,10 @@ pub fn run_phase(
 impl Ctx<'_> {
     /// Claims up to `n` ops; returns the first op index and how many, or None when done.
     fn claim(&self, n: u64) -> Option<(u64, u64)> {
-        if self.stop.load(Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.stop.load(Relaxed)
+            || crate::interrupted()
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+        {
             return None;
         }
         let first = self.claimed.fetch_add(n, Relaxed);

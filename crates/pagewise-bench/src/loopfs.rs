@@ -188,3 +188,124 @@ impl Drop for LoopFs {
         let _ = std::fs::remove_dir(&self.mnt);
     }
 }
+
+/// The pid in a run's image or mount-point name (`run-ENGINE-PID[.img]`).
+fn run_pid(name: &str) -> Option<i32> {
+    let stem = name.strip_suffix(".img").unwrap_or(name);
+    let rest = stem.strip_prefix("run-")?;
+    rest.rsplit_once('-')?.1.parse().ok()
+}
+
+/// A process that exists and is not a zombie (a killed run whose parent has
+/// not reaped it yet holds no mount or loop device any more).
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    let exists = r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z')))
+        .unwrap_or(false);
+    exists && !zombie
+}
+
+fn is_mount_point(path: &Path) -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    let want = path.to_string_lossy();
+    info.lines()
+        .filter_map(|l| l.split(' ').nth(4))
+        .any(|mnt| mnt == want)
+}
+
+/// Removes what runs killed before they could clean up left in `work_dir`
+/// (a mounted filesystem, an attached loop device, the image): anything named
+/// after a process that no longer exists. Returns a note per run removed.
+pub fn sweep_stale(work_dir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(work_dir) else {
+        return Vec::new();
+    };
+    let mut notes = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = run_pid(&name).filter(|p| !alive(*p)) else {
+            continue;
+        };
+        let path = e.path();
+        if name.ends_with(".img") {
+            let attached = run("losetup", &["-j", &path.to_string_lossy()]).unwrap_or_default();
+            for dev in attached.lines().filter_map(|l| l.split(':').next()) {
+                let _ = run("losetup", &["-d", dev]);
+            }
+            let _ = std::fs::remove_file(&path);
+        } else {
+            if is_mount_point(&path) {
+                let _ = run("umount", &[&path.to_string_lossy()]);
+            }
+            if std::fs::remove_dir(&path).is_err() && !is_mount_point(&path) {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+        notes.push(format!(
+            "removed {} left by an earlier run (process {pid}, no longer running)",
+            path.display()
+        ));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+
+    #[test]
+    fn run_names_give_their_pid() {
+        assert_eq!(run_pid("run-pagewise-1234.img"), Some(1234));
+        assert_eq!(run_pid("run-pagewise-1234"), Some(1234));
+        assert_eq!(run_pid("run-my-engine-77"), Some(77));
+        assert_eq!(run_pid("results.jsonl"), None);
+        assert_eq!(run_pid("run-pagewise-x.img"), None);
+    }
+
+    #[test]
+    fn an_unreaped_child_counts_as_gone() {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Until waited for, the exited child is a zombie.
+        let t0 = std::time::Instant::now();
+        while alive(pid) && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!alive(pid), "an exited, unreaped child still counts as running");
+        child.wait().unwrap();
+        assert!(alive(std::process::id() as i32));
+    }
+
+    #[test]
+    fn sweep_removes_dead_runs_and_keeps_live_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let live = std::process::id();
+        for pid in [dead, live] {
+            std::fs::write(d.path().join(format!("run-pagewise-{pid}.img")), b"x").unwrap();
+            std::fs::create_dir(d.path().join(format!("run-pagewise-{pid}"))).unwrap();
+        }
+        std::fs::write(d.path().join("keep.jsonl"), b"{}").unwrap();
+        let notes = sweep_stale(d.path());
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let left: std::collections::BTreeSet<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let want: std::collections::BTreeSet<String> = [
+            format!("run-pagewise-{live}.img"),
+            format!("run-pagewise-{live}"),
+            "keep.jsonl".to_string(),
+        ]
+        .into();
+        assert_eq!(left, want);
+    }
+}

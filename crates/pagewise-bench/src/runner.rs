@@ -115,6 +115,7 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
                 });
             }
             std::fs::create_dir_all(work_dir).map_err(|e| BenchError::os("create work directory", work_dir, e))?;
+            let swept = crate::loopfs::sweep_stale(work_dir);
             let tag = format!("run-{}-{}", cfg.engine, std::process::id());
             let mut fs = LoopFs::create(&work_dir.join(format!("{tag}.img")), &work_dir.join(&tag), *image_bytes)?;
             let baseline = fs.mount_cycle_baseline(3)?;
@@ -124,7 +125,7 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
                 fs: Some(fs),
                 dir,
                 baseline,
-                notes: vec![],
+                notes: swept,
             })
         }
         Measure::Plain { dir } => Ok(Place {
@@ -159,6 +160,9 @@ pub fn run_with(
     let state = DbState::default();
     let out = (|| {
         for spec in &cfg.specs {
+            if crate::interrupted() {
+                return Err(BenchError::Interrupted);
+            }
             let r = phase(cfg, spec, &mut place, &state, &host, limiter, progress)?;
             emit(&r)?;
         }
@@ -215,7 +219,7 @@ fn phase(
         let mut n = 0u64;
         engine.scan(crate::exec::MAIN, b"", usize::MAX, &mut |_, _| {
             n += 1;
-            true
+            !crate::interrupted()
         })?;
         notes.push(format!(
             "warmed up by reading all {n} main-table entries before timing"
@@ -232,6 +236,10 @@ fn phase(
         None => MemoryCap::none(),
     };
     let (rec, elapsed) = outcome?;
+    if crate::interrupted() {
+        // A partial phase is not a result; dropping the engine closes it.
+        return Err(BenchError::Interrupted);
+    }
     let t_close = Instant::now();
     engine.sync()?;
     let engine_stats = engine.close()?;

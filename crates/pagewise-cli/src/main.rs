@@ -4,6 +4,7 @@
 mod cmd;
 mod plot;
 mod report;
+mod signals;
 
 use clap::{Parser, Subcommand};
 

@@ -216,22 +216,6 @@ pub fn spec_from_args(a: &Args) -> anyhow::Result<SweepSpec> {
     })
 }
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    pagewise_probe::interrupt();
-}
-
-/// Ctrl-C stops the sweep at the next I/O completion so the test file is
-/// removed; a second Ctrl-C kills as usual (SA_RESETHAND).
-pub(crate) fn install_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigint as *const () as usize;
-        sa.sa_flags = libc::SA_RESETHAND;
-        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-    }
-}
-
 /// Progress on stderr: one bar for filling the test file, one over the points.
 struct Bars {
     fill: Option<ProgressBar>,
@@ -307,7 +291,7 @@ impl Bars {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let spec = spec_from_args(&args)?;
-    install_sigint();
+    crate::signals::install_stop();
     let hidden = args.json || !std::io::stderr().is_terminal();
     let mut bars = Bars {
         fill: None,

@@ -174,6 +174,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             a.key_size
         );
     }
+    crate::signals::install_stop();
     let base = params(&a);
     let specs: Vec<Spec> = a
         .workloads
@@ -264,6 +265,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             })
             .with_context(|| format!("engine {engine}"));
         // One engine failing must not cost the others' results.
+        if pagewise_bench::interrupted() {
+            bail!(
+                "interrupted during engine {engine}: completed phases are in {}; the run's loop device and image were removed",
+                a.out.display()
+            );
+        }
         if let Err(e) = outcome {
             eprintln!("error: {e:#}");
             failed.push(engine.clone());

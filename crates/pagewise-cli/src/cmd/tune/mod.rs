@@ -102,7 +102,7 @@ fn mix_arg(s: &str) -> Result<Mix, String> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
     // Ctrl-C stops the probe at the next completion so its test file is removed.
-    crate::cmd::probe::install_sigint();
+    crate::signals::install_stop();
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}: check permissions", args.dir.display()))?;
     let dataset = Dataset {
