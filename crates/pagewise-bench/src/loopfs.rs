@@ -277,7 +277,10 @@ mod sweep_tests {
         while alive(pid) && t0.elapsed() < std::time::Duration::from_secs(10) {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        assert!(!alive(pid), "an exited, unreaped child still counts as running");
+        assert!(
+            !alive(pid),
+            "an exited, unreaped child still counts as running"
+        );
         child.wait().unwrap();
         assert!(alive(std::process::id() as i32));
     }
