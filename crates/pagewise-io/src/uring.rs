@@ -67,9 +67,25 @@ pub fn open_engine(
 /// A [`FileBackend`] whose queues are io_uring rings. Positional
 /// `read_at`/`write_at`/`sync` stay synchronous: a single blocking I/O gains
 /// nothing from a ring.
-#[derive(Debug)]
 pub struct UringBackend {
     file: FileBackend,
+    /// Rings of finished queues, kept for the next `queue()` call: creating a
+    /// ring (io_uring_setup + three mmaps) costs about as much as one 4 KiB
+    /// read on our VM, which short-lived queues (a scan's read-ahead, a
+    /// commit group's prefetch) would otherwise pay every time.
+    idle: parking_lot::Mutex<Vec<(usize, IoUring)>>,
+}
+
+/// Idle rings kept per backend (one per concurrently used queue is enough).
+const IDLE_RINGS: usize = 4;
+
+impl std::fmt::Debug for UringBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringBackend")
+            .field("file", &self.file)
+            .field("idle_rings", &self.idle.lock().len())
+            .finish()
+    }
 }
 
 impl UringBackend {
@@ -78,15 +94,39 @@ impl UringBackend {
     /// seccomp filters and `kernel.io_uring_disabled` return ENOSYS/EPERM.
     pub fn open(path: &Path, opts: &OpenOptions) -> Result<Self> {
         probe_uring()?;
-        Ok(Self {
-            file: FileBackend::open(path, opts)?,
-        })
+        Ok(Self::from_file(FileBackend::open(path, opts)?))
     }
 
     /// Wraps an already opened file; the caller has checked [`probe_uring`]
     /// (a queue on a machine without io_uring fails with `Unsupported`).
     pub fn from_file(file: FileBackend) -> Self {
-        Self { file }
+        Self {
+            file,
+            idle: parking_lot::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Rings kept for reuse by the next queue.
+    pub fn idle_rings(&self) -> usize {
+        self.idle.lock().len()
+    }
+
+    /// An idle ring of `depth` entries, or a new one.
+    fn take_ring(&self, depth: usize) -> Result<IoUring> {
+        let mut idle = self.idle.lock();
+        if let Some(i) = idle.iter().position(|(d, _)| *d == depth) {
+            return Ok(idle.swap_remove(i).1);
+        }
+        drop(idle);
+        IoUring::new(depth as u32).map_err(unsupported)
+    }
+
+    /// Keeps a ring whose SQ and CQ are empty for reuse.
+    fn return_ring(&self, depth: usize, ring: IoUring) {
+        let mut idle = self.idle.lock();
+        if idle.len() < IDLE_RINGS {
+            idle.push((depth, ring));
+        }
     }
 
     /// The underlying synchronous backend (for `fell_back()` and friends).
@@ -137,7 +177,7 @@ impl Backend for UringBackend {
 /// `user_data` is `i`) so its buffer stays alive until the kernel is done.
 pub struct UringQueue<'a> {
     backend: &'a UringBackend,
-    ring: IoUring,
+    ring: Option<IoUring>,
     depth: usize,
     slots: Vec<Option<IoOp>>,
     free: Vec<usize>,
@@ -152,10 +192,10 @@ pub struct UringQueue<'a> {
 impl<'a> UringQueue<'a> {
     fn new(backend: &'a UringBackend, depth: usize) -> Result<Self> {
         let depth = depth.clamp(1, 32768);
-        let ring = IoUring::new(depth as u32).map_err(unsupported)?;
+        let ring = backend.take_ring(depth)?;
         Ok(Self {
             backend,
-            ring,
+            ring: Some(ring),
             depth,
             slots: (0..depth).map(|_| None).collect(),
             free: (0..depth).rev().collect(),
@@ -167,6 +207,12 @@ impl<'a> UringQueue<'a> {
 
     fn path(&self) -> &Path {
         self.backend.path()
+    }
+
+    fn ring(&mut self) -> &mut IoUring {
+        self.ring
+            .as_mut()
+            .expect("a queue has its ring until dropped")
     }
 
     fn entry(&self, slot: usize, op: &mut IoOp) -> io_uring::squeue::Entry {
@@ -186,7 +232,7 @@ impl<'a> UringQueue<'a> {
     /// Hands queued SQEs to the kernel and waits for `want` completions.
     fn enter(&mut self, want: usize) -> Result<()> {
         loop {
-            match self.ring.submit_and_wait(want) {
+            match self.ring().submit_and_wait(want) {
                 Ok(_) => {
                     self.unsubmitted = 0;
                     return Ok(());
@@ -208,7 +254,11 @@ impl<'a> UringQueue<'a> {
     /// Moves every available CQE into `ready`.
     fn reap(&mut self) {
         let mut cqes = std::mem::take(&mut self.cqes);
-        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        cqes.extend(
+            self.ring()
+                .completion()
+                .map(|c| (c.user_data(), c.result())),
+        );
         for (slot, res) in cqes.drain(..) {
             let slot = slot as usize;
             let op = self.slots[slot].take().expect("CQE for an empty slot");
@@ -317,12 +367,12 @@ impl IoQueue for UringQueue<'_> {
         self.slots[slot] = Some(op);
         // SAFETY: the buffer is owned by `slots[slot]` until its CQE is reaped,
         // and the fd lives as long as `backend`, which outlives this queue.
-        let pushed = unsafe { self.ring.submission().push(&entry) };
+        let pushed = unsafe { self.ring().submission().push(&entry) };
         if pushed.is_err() {
             // SQ is as large as `depth`, so it is only full with unsubmitted
             // entries: hand them to the kernel and retry.
             self.enter(0)?;
-            unsafe { self.ring.submission().push(&entry) }.expect("SQ has room after submit");
+            unsafe { self.ring().submission().push(&entry) }.expect("SQ has room after submit");
         }
         self.unsubmitted += 1;
         Ok(())
@@ -350,11 +400,16 @@ impl Drop for UringQueue<'_> {
         while self.in_kernel() > 0 {
             if self.enter(1).is_err() {
                 // Cannot wait: leak the buffers rather than free memory the
-                // kernel may still DMA into.
+                // kernel may still DMA into (and never reuse this ring).
                 self.slots.drain(..).flatten().for_each(std::mem::forget);
                 return;
             }
             self.reap();
+        }
+        // Every submitted op was reaped, so SQ and CQ are empty: the ring
+        // can serve the next queue on this backend.
+        if let Some(ring) = self.ring.take() {
+            self.backend.return_ring(self.depth, ring);
         }
     }
 }
@@ -418,6 +473,52 @@ mod tests {
             b.read_at(&mut r, i * a as u64).unwrap();
             assert_eq!(&r[..], &pattern(i, a, a)[..], "block {i}");
         }
+    }
+
+    #[test]
+    fn rings_are_reused_with_empty_queues() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = UringBackend::open(&dir.path().join("f"), &rw()).unwrap();
+        let a = b.alignment().max(512);
+        b.set_len(64 * a as u64).unwrap();
+        for round in 0..3u64 {
+            let mut q = b.queue(8).unwrap();
+            assert_eq!(b.idle_rings(), 0, "round {round}: the idle ring was taken");
+            for i in 0..8u64 {
+                let op = IoOp {
+                    kind: OpKind::Write,
+                    offset: i * a as u64,
+                    buf: pattern(i + round * 100, a, a),
+                    tag: i,
+                };
+                q.submit(op).unwrap();
+            }
+            // Dropped with all eight in flight: drop waits, then keeps the ring.
+            drop(q);
+            assert_eq!(b.idle_rings(), 1, "round {round}");
+            let mut q = b.queue(8).unwrap();
+            for i in 0..8u64 {
+                let op = IoOp {
+                    kind: OpKind::Read,
+                    offset: i * a as u64,
+                    buf: AlignedBuf::new(a, a),
+                    tag: i,
+                };
+                q.submit(op).unwrap();
+            }
+            // No stale completion from the earlier queue may show up here.
+            let done = collect(&mut *q, 8);
+            assert_eq!(done.len(), 8);
+            for c in done {
+                let i = c.op.tag;
+                assert_eq!(&c.op.buf[..], &pattern(i + round * 100, a, a)[..]);
+            }
+            assert_eq!(q.in_flight(), 0);
+        }
+        // Another depth gets a ring of its own; at most IDLE_RINGS are kept.
+        let qs: Vec<_> = (0..IDLE_RINGS + 2).map(|_| b.queue(4).unwrap()).collect();
+        drop(qs);
+        assert_eq!(b.idle_rings(), IDLE_RINGS);
     }
 
     #[test]
