@@ -38,6 +38,8 @@ struct Slot {
     node: Option<Arc<Node>>,
     /// CLOCK's second-chance bit; set by readers under the shared lock.
     referenced: AtomicBool,
+    /// Loaded by iterator read-ahead and not looked up since.
+    ahead: AtomicBool,
     charge: usize,
 }
 
@@ -57,6 +59,9 @@ pub struct Cache {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
+    /// Read-ahead pages found by a lookup, and evicted before any lookup.
+    pub ahead_hits: AtomicU64,
+    pub ahead_unused: AtomicU64,
 }
 
 impl Cache {
@@ -69,6 +74,8 @@ impl Cache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            ahead_hits: AtomicU64::new(0),
+            ahead_unused: AtomicU64::new(0),
         }
     }
 
@@ -93,7 +100,15 @@ impl Cache {
         if !slot.referenced.load(Ordering::Relaxed) {
             slot.referenced.store(true, Ordering::Relaxed);
         }
+        if slot.ahead.load(Ordering::Relaxed) && slot.ahead.swap(false, Ordering::Relaxed) {
+            self.ahead_hits.fetch_add(1, Ordering::Relaxed);
+        }
         slot.node.clone()
+    }
+
+    /// Whether `pid` is cached, without counting it as a use.
+    pub fn contains(&self, pid: u64) -> bool {
+        self.shard(pid).read().map.contains_key(&pid)
     }
 
     pub fn count_miss(&self) {
@@ -103,17 +118,31 @@ impl Cache {
     /// Inserts a clean page if `valid()` still holds under the shard lock (the
     /// caller's check that the page id was not reused while it was reading).
     pub fn insert(&self, pid: u64, node: Arc<Node>, valid: impl FnOnce() -> bool) {
+        self.insert_marked(pid, node, false, valid)
+    }
+
+    /// `insert`, marking the page as read ahead (`ahead`) so its first
+    /// lookup, or its eviction without one, is counted.
+    pub fn insert_marked(
+        &self,
+        pid: u64,
+        node: Arc<Node>,
+        ahead: bool,
+        valid: impl FnOnce() -> bool,
+    ) {
         let charge = node.mem_size();
         let mut s = self.shard(pid).write();
         if !valid() || s.map.contains_key(&pid) {
             return;
         }
-        let evicted = Self::make_room(&mut s, charge, self.budget);
+        let (evicted, unused) = Self::make_room(&mut s, charge, self.budget);
         self.evictions.fetch_add(evicted, Ordering::Relaxed);
+        self.ahead_unused.fetch_add(unused, Ordering::Relaxed);
         let slot = Slot {
             pid,
             node: Some(node),
             referenced: AtomicBool::new(false),
+            ahead: AtomicBool::new(ahead),
             charge,
         };
         let i = match s.free.pop() {
@@ -130,8 +159,11 @@ impl Cache {
         s.used += charge;
     }
 
-    fn make_room(s: &mut Shard, charge: usize, budget: usize) -> u64 {
+    /// Evicts until `charge` fits; returns pages evicted, and how many of
+    /// them were read-ahead pages nobody looked up.
+    fn make_room(s: &mut Shard, charge: usize, budget: usize) -> (u64, u64) {
         let mut evicted = 0;
+        let mut unused = 0;
         let mut steps = 0;
         let limit = 2 * s.slots.len() + 1;
         while s.used + charge > budget && !s.map.is_empty() && steps < limit {
@@ -148,13 +180,14 @@ impl Cache {
                 continue;
             }
             let (pid, c) = (slot.pid, slot.charge);
+            unused += *slot.ahead.get_mut() as u64;
             slot.node = None;
             s.map.remove(&pid);
             s.free.push(h);
             s.used -= c;
             evicted += 1;
         }
-        evicted
+        (evicted, unused)
     }
 
     pub fn remove(&self, pid: u64) {
@@ -214,5 +247,32 @@ mod tests {
         c.remove(5);
         assert!(c.get(5).is_none());
         assert_eq!(c.used_bytes(), 0);
+    }
+
+    #[test]
+    fn read_ahead_pages_count_their_first_use_or_their_unused_eviction() {
+        let c = Cache::new(4096, 512);
+        c.insert_marked(1, node(300), true, || true);
+        c.insert_marked(2, node(300), true, || true);
+        c.insert(3, node(300), || true);
+        assert!(c.contains(1) && c.contains(3));
+        assert_eq!(
+            c.ahead_hits.load(Ordering::Relaxed),
+            0,
+            "contains is no use"
+        );
+        c.get(1).unwrap();
+        c.get(1).unwrap();
+        c.get(3).unwrap();
+        assert_eq!(c.ahead_hits.load(Ordering::Relaxed), 1);
+        for pid in 10..40 {
+            c.insert(pid, node(300), || true);
+        }
+        assert!(!c.contains(2));
+        assert_eq!(
+            c.ahead_unused.load(Ordering::Relaxed),
+            1,
+            "page 2 was never used"
+        );
     }
 }

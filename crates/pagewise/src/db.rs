@@ -63,6 +63,9 @@ pub struct Counters {
     /// Group prefetch: queued read rounds, and the pages they loaded.
     pub prefetch_rounds: AtomicU64,
     pub prefetched_pages: AtomicU64,
+    /// Iterator read-ahead: batches read, and sibling pages they asked for.
+    pub readahead_rounds: AtomicU64,
+    pub readahead_pages: AtomicU64,
 }
 
 pub struct IoCats {

@@ -35,6 +35,7 @@ mod pager;
 mod prefetch;
 mod read;
 mod read_engine;
+mod readahead;
 mod stats;
 mod tree;
 mod wal;

@@ -39,7 +39,13 @@ impl Inner {
             }
             missing.sort_unstable();
             missing.truncate(cap);
-            self.load_pages(&missing, gen)?;
+            let loaded = self.load_pages(&missing, gen, |_| false)?;
+            let c = &self.counters;
+            self.cache
+                .misses
+                .fetch_add(missing.len() as u64, Ordering::Relaxed);
+            c.prefetch_rounds.fetch_add(1, Ordering::Relaxed);
+            c.prefetched_pages.fetch_add(loaded, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -81,29 +87,28 @@ impl Inner {
         }
     }
 
-    /// Reads `pids` through one queue and caches them, unless a page id was
-    /// released for reuse since `gen` (then the content may be stale: drop it).
-    fn load_pages(&self, pids: &[u64], gen: u64) -> Result<()> {
+    /// Reads `pids` through one queue and caches them (marked as read ahead
+    /// where `ahead(pid)`), unless a page id was released for reuse since
+    /// `gen` (then the content may be stale: drop it). Returns the pages
+    /// cached, or the first error not explained by such a reuse.
+    pub(crate) fn load_pages(
+        &self,
+        pids: &[u64],
+        gen: u64,
+        ahead: impl Fn(u64) -> bool,
+    ) -> Result<u64> {
         let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
         let mut first_err = None;
         let mut loaded = 0u64;
         self.pager.read_nodes(pids, |pid, node| match node {
             Ok(n) => {
-                self.cache.insert(pid, Arc::new(n), still);
+                self.cache
+                    .insert_marked(pid, Arc::new(n), ahead(pid), still);
                 loaded += 1;
             }
             Err(e) if still() && first_err.is_none() => first_err = Some(e),
             Err(_) => {}
         })?;
-        self.cache
-            .misses
-            .fetch_add(pids.len() as u64, Ordering::Relaxed);
-        self.counters
-            .prefetch_rounds
-            .fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .prefetched_pages
-            .fetch_add(loaded, Ordering::Relaxed);
-        first_err.map_or(Ok(()), Err)
+        first_err.map_or(Ok(loaded), Err)
     }
 }

@@ -42,6 +42,14 @@ impl View<'_> {
         self.hits.set(self.hits.get() + n.is_some() as u64);
         n
     }
+
+    /// Whether `pid` is in memory (dirty, cached or read by this traversal),
+    /// without counting a use.
+    pub fn resident(&self, pid: u64) -> bool {
+        self.st.dirty.contains_key(&pid)
+            || self.pinned.contains_key(&pid)
+            || self.inner.cache.contains(pid)
+    }
 }
 
 /// A value copied out of a leaf: bytes, or where its overflow extent is.

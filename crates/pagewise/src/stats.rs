@@ -55,6 +55,12 @@ pub struct Stats {
     /// Queued read rounds of commit-group prefetch, and the pages they loaded.
     pub prefetch_rounds: u64,
     pub prefetched_pages: u64,
+    /// Iterator read-ahead: batches read, sibling pages asked for, those
+    /// later looked up, and those evicted before any lookup.
+    pub readahead_rounds: u64,
+    pub readahead_pages: u64,
+    pub readahead_hits: u64,
+    pub readahead_unused: u64,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -116,6 +122,10 @@ impl Db {
             replayed_records: i.counters.replayed.load(Relaxed),
             prefetch_rounds: i.counters.prefetch_rounds.load(Relaxed),
             prefetched_pages: i.counters.prefetched_pages.load(Relaxed),
+            readahead_rounds: i.counters.readahead_rounds.load(Relaxed),
+            readahead_pages: i.counters.readahead_pages.load(Relaxed),
+            readahead_hits: i.cache.ahead_hits.load(Relaxed),
+            readahead_unused: i.cache.ahead_unused.load(Relaxed),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,

@@ -5,6 +5,7 @@ use crate::db::Inner;
 use crate::error::Result;
 use crate::node::Node;
 use crate::read::{Owned, Step, View};
+use crate::readahead::Window;
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
@@ -156,6 +157,14 @@ fn below_hi(key: &[u8], hi: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// Whether a leaf whose keys are all below `upper` may hold keys above `lo`.
+fn ends_above_lo(upper: &[u8], lo: &Bound<Vec<u8>>) -> bool {
+    match lo {
+        Bound::Included(l) | Bound::Excluded(l) => upper > &l[..],
+        Bound::Unbounded => true,
+    }
+}
+
 fn above_lo(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
     match lo {
         Bound::Included(l) => key >= &l[..],
@@ -175,6 +184,15 @@ struct Chunk {
     exhausted: bool,
 }
 
+/// What a step of the iterator found.
+enum Visit {
+    /// The tree is empty.
+    End,
+    Leaf(Chunk),
+    /// The next leaf is missing: read these pages (it first) together.
+    Fetch(Vec<u64>),
+}
+
 /// Ordered iterator over a key range. It does not hold a snapshot: each leaf
 /// is read at the moment the iterator reaches it, keys come out strictly
 /// ordered, and no lock is held between calls.
@@ -187,6 +205,9 @@ pub struct Iter {
     back: VecDeque<Entry>,
     front_done: bool,
     back_done: bool,
+    /// Read-ahead windows of the two directions.
+    ahead_front: Window,
+    ahead_back: Window,
 }
 
 impl Iter {
@@ -206,31 +227,103 @@ impl Iter {
             back: VecDeque::new(),
             front_done: empty,
             back_done: empty,
+            ahead_front: Window::default(),
+            ahead_back: Window::default(),
         }
     }
 
-    fn leaf_forward(&self, v: &View) -> Step<Option<Chunk>> {
+    /// Descends to the next leaf in the direction of travel and copies out
+    /// its entries in range. If that leaf is missing and `window` > 0, asks
+    /// instead for it and up to `window` missing siblings to be read at once.
+    fn visit(&self, v: &View, forward: bool, window: usize) -> Step<Visit> {
         let Some(tm) = v.tree(&self.tree).filter(|t| t.root != 0) else {
-            return Step::Done(None);
+            return Step::Done(Visit::End);
         };
-        let mut pid = tm.root;
+        let (mut pid, mut depth) = (tm.root, 1);
         let mut next = None;
+        let mut parent: Option<(Arc<Node>, usize)> = None;
         let leaf: Arc<Node> = loop {
             let Some(n) = v.node(pid) else {
-                return Step::Miss(pid);
+                return match parent {
+                    Some((p, i)) if depth == tm.height && window > 0 => {
+                        self.fetch(v, &p, i, forward, window)
+                    }
+                    _ => Step::Miss(pid),
+                };
             };
             if n.is_leaf() {
                 break n;
             }
-            let i = match &self.lo {
+            let i = self.child_towards(&n, forward);
+            let sep = if forward { i + 1 } else { i };
+            if sep > 0 && sep < n.len() {
+                next = Some(n.key(sep).to_vec());
+            }
+            pid = n.child(i);
+            depth += 1;
+            parent = Some((n, i));
+        };
+        let chunk = if forward {
+            self.collect_forward(&leaf, next)
+        } else {
+            self.collect_backward(&leaf, next)
+        };
+        Step::Done(Visit::Leaf(chunk))
+    }
+
+    /// The child of branch `n` holding the next keys in the direction of travel.
+    fn child_towards(&self, n: &Node, forward: bool) -> usize {
+        if forward {
+            return match &self.lo {
                 Bound::Included(k) | Bound::Excluded(k) => n.child_index(k),
                 Bound::Unbounded => 0,
             };
-            if i + 1 < n.len() {
-                next = Some(n.key(i + 1).to_vec());
-            }
-            pid = n.child(i);
+        }
+        match &self.hi {
+            Bound::Included(k) => n.child_index(k),
+            Bound::Excluded(k) => n.child_index_lt(k),
+            Bound::Unbounded => n.len() - 1,
+        }
+    }
+
+    /// The missing leaf `parent.child(i)` plus the next `window` siblings
+    /// that may hold keys in range and are not in memory.
+    fn fetch(
+        &self,
+        v: &View,
+        parent: &Node,
+        i: usize,
+        forward: bool,
+        window: usize,
+    ) -> Step<Visit> {
+        let leaf = parent.child(i);
+        // A sibling's keys start at its separator (forward) or end below the
+        // next one (backward); past the bound, it holds nothing we want.
+        let sibs: Vec<usize> = if forward {
+            (i + 1..parent.len())
+                .take(window)
+                .take_while(|&j| below_hi(parent.key(j), &self.hi))
+                .collect()
+        } else {
+            (0..i)
+                .rev()
+                .take(window)
+                .take_while(|&j| ends_above_lo(parent.key(j + 1), &self.lo))
+                .collect()
         };
+        let mut pids = vec![leaf];
+        pids.extend(
+            sibs.into_iter()
+                .map(|j| parent.child(j))
+                .filter(|&p| !v.resident(p)),
+        );
+        if pids.len() == 1 {
+            return Step::Miss(leaf);
+        }
+        Step::Done(Visit::Fetch(pids))
+    }
+
+    fn collect_forward(&self, leaf: &Node, mut next: Option<Vec<u8>>) -> Chunk {
         let start = match &self.lo {
             Bound::Included(k) => leaf.search(k).unwrap_or_else(|i| i),
             Bound::Excluded(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
@@ -247,36 +340,14 @@ impl Iter {
             }
             entries.push((k.to_vec(), Owned::from_val(leaf.val(i))));
         }
-        Step::Done(Some(Chunk {
+        Chunk {
             entries,
             next,
             exhausted,
-        }))
+        }
     }
 
-    fn leaf_backward(&self, v: &View) -> Step<Option<Chunk>> {
-        let Some(tm) = v.tree(&self.tree).filter(|t| t.root != 0) else {
-            return Step::Done(None);
-        };
-        let mut pid = tm.root;
-        let mut next = None;
-        let leaf: Arc<Node> = loop {
-            let Some(n) = v.node(pid) else {
-                return Step::Miss(pid);
-            };
-            if n.is_leaf() {
-                break n;
-            }
-            let i = match &self.hi {
-                Bound::Included(k) => n.child_index(k),
-                Bound::Excluded(k) => n.child_index_lt(k),
-                Bound::Unbounded => n.len() - 1,
-            };
-            if i > 0 {
-                next = Some(n.key(i).to_vec());
-            }
-            pid = n.child(i);
-        };
+    fn collect_backward(&self, leaf: &Node, mut next: Option<Vec<u8>>) -> Chunk {
         let end = match &self.hi {
             Bound::Included(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
             Bound::Excluded(k) => leaf.search(k).unwrap_or_else(|i| i),
@@ -293,26 +364,36 @@ impl Iter {
             }
             entries.push((k.to_vec(), Owned::from_val(leaf.val(i))));
         }
-        Step::Done(Some(Chunk {
+        Chunk {
             entries,
             next,
             exhausted,
-        }))
+        }
     }
 
     fn refill(&mut self, forward: bool) -> Result<()> {
+        let cap = self.inner.read_ahead_cap();
+        let mut window = self.window(forward).pages(cap);
         loop {
             let gen = self.inner.reuse_gen.load(Ordering::Acquire);
-            let chunk = if forward {
-                self.inner.read(|v| self.leaf_forward(v))?
-            } else {
-                self.inner.read(|v| self.leaf_backward(v))?
+            let c = match self.inner.read(|v| self.visit(v, forward, window))? {
+                Visit::Leaf(c) => c,
+                Visit::Fetch(pids) => {
+                    self.inner.read_ahead(&pids, gen);
+                    self.window(forward).grow();
+                    // The leaf now comes from the cache, or (if the batch
+                    // failed or was evicted) from the normal read path.
+                    window = 0;
+                    continue;
+                }
+                Visit::End => {
+                    self.front_done = true;
+                    self.back_done = true;
+                    return Ok(());
+                }
             };
-            let Some(c) = chunk else {
-                self.front_done = true;
-                self.back_done = true;
-                return Ok(());
-            };
+            self.window(forward).leaf_done();
+            window = self.window(forward).pages(cap);
             let got = !c.entries.is_empty();
             let buf = if forward {
                 &mut self.front
@@ -338,6 +419,14 @@ impl Iter {
             if got {
                 return Ok(());
             }
+        }
+    }
+
+    fn window(&mut self, forward: bool) -> &mut Window {
+        if forward {
+            &mut self.ahead_front
+        } else {
+            &mut self.ahead_back
         }
     }
 
