@@ -86,6 +86,8 @@ pub struct Inner {
     pub state: RwLock<State>,
     pub alloc: Mutex<Alloc>,
     pub reuse_gen: AtomicU64,
+    /// `Options::read_ahead`: most pages of one iterator read-ahead batch.
+    pub read_ahead: usize,
     commit: Mutex<CommitState>,
     queue: Mutex<Vec<Pending>>,
     poison: Mutex<Option<String>>,
@@ -390,6 +392,7 @@ impl Db {
             }),
             alloc: Mutex::new(Alloc::new(m.hwm, &free)),
             reuse_gen: AtomicU64::new(0),
+            read_ahead: opts.read_ahead,
             commit: Mutex::new(CommitState {
                 wal,
                 gen: m.gen,

@@ -33,6 +33,10 @@ pub struct Options {
     /// How cache misses read pages: per-thread pread or one shared io_uring
     /// (`Db::stats().read_engine` says which is in use, and why not if not).
     pub read_engine: ReadEngine,
+    /// Most sibling leaves an iterator reads together with a leaf it misses
+    /// (the window starts at 2 and doubles per batch up to this, and to 1/16
+    /// of the cache's pages); 0 turns iterator read-ahead off.
+    pub read_ahead: usize,
     /// Checkpoint when the write-ahead log holds this many bytes.
     pub wal_limit: u64,
     /// Open without writing anything: files are opened read-only, writes and
@@ -52,6 +56,7 @@ impl Default for Options {
             durability: Durability::Sync,
             direct_io: true,
             read_engine: ReadEngine::Sync,
+            read_ahead: crate::readahead::DEFAULT_PAGES,
             wal_limit: 64 << 20,
             read_only: false,
             fs: Arc::new(RealFs),
@@ -81,6 +86,10 @@ impl Options {
     }
     pub fn read_engine(mut self, e: ReadEngine) -> Self {
         self.read_engine = e;
+        self
+    }
+    pub fn read_ahead(mut self, pages: usize) -> Self {
+        self.read_ahead = pages;
         self
     }
     pub fn wal_limit(mut self, n: u64) -> Self {

@@ -6,7 +6,8 @@
 //!
 //! The window adapts like OS read-ahead: nothing on the first leaf (a short
 //! range that stays in one leaf pays nothing), then 2 siblings, doubling with
-//! each batch up to [`MAX_PAGES`] and 1/16 of the cache. It doubles per batch
+//! each batch up to `Options::read_ahead` (default [`DEFAULT_PAGES`]) and
+//! 1/16 of the cache. It doubles per batch
 //! rather than per leaf: the leaves in between come from the previous batch,
 //! and growing per leaf would let a scan that ends soon read far past its end.
 //!
@@ -17,8 +18,8 @@
 use crate::db::Inner;
 use std::sync::atomic::Ordering;
 
-/// Upper bound on the siblings read with one leaf.
-pub const MAX_PAGES: usize = 32;
+/// Default bound on the siblings read with one leaf.
+pub const DEFAULT_PAGES: usize = 32;
 /// Siblings read with the second leaf an iterator visits.
 const FIRST_PAGES: usize = 2;
 
@@ -43,16 +44,17 @@ impl Window {
         self.leaves += 1;
     }
 
-    /// A batch was read: the next one may be twice as large.
-    pub fn grow(&mut self) {
-        self.size = (self.size.max(FIRST_PAGES) * 2).min(MAX_PAGES);
+    /// A batch was read: the next one may be twice as large (up to `cap`).
+    pub fn grow(&mut self, cap: usize) {
+        self.size = (self.size.max(FIRST_PAGES) * 2).min(cap.max(FIRST_PAGES));
     }
 }
 
 impl Inner {
-    /// The largest read-ahead batch this cache affords: 1/16 of its pages.
+    /// The largest read-ahead batch: the option's, and 1/16 of the cache's
+    /// pages so a batch cannot evict much of what the cache holds.
     pub(crate) fn read_ahead_cap(&self) -> usize {
-        (self.cache.capacity() / self.pager.ps / 16).min(MAX_PAGES)
+        (self.cache.capacity() / self.pager.ps / 16).min(self.read_ahead)
     }
 
     /// Reads the missing leaf `pids[0]` and the sibling leaves after it
@@ -84,10 +86,12 @@ mod tests {
         assert_eq!(w.pages(32), 2);
         let mut seen = vec![];
         for _ in 0..6 {
-            w.grow();
+            w.grow(32);
             seen.push(w.pages(32));
         }
         assert_eq!(seen, [4, 8, 16, 32, 32, 32]);
+        w.grow(1000);
+        assert_eq!(w.pages(1000), 64, "grows by doubling only");
         assert_eq!(w.pages(5), 5, "the cache's cap wins");
         assert_eq!(w.pages(0), 0, "a tiny cache reads nothing ahead");
     }

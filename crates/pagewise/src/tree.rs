@@ -380,7 +380,7 @@ impl Iter {
                 Visit::Leaf(c) => c,
                 Visit::Fetch(pids) => {
                     self.inner.read_ahead(&pids, gen);
-                    self.window(forward).grow();
+                    self.window(forward).grow(cap);
                     // The leaf now comes from the cache, or (if the batch
                     // failed or was evicted) from the normal read path.
                     window = 0;

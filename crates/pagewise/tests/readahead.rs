@@ -264,3 +264,22 @@ fn scans_racing_checkpoints_see_only_real_entries() {
     assert!(s.readahead_pages > 0, "the scans read nothing ahead");
     assert!(db.check().unwrap().is_ok());
 }
+
+#[test]
+fn the_read_ahead_option_bounds_or_disables_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let model = fill(&Db::create(&p, small_cache(Options::default())).unwrap());
+    let all = want(&model, Bound::Unbounded, Bound::Unbounded);
+    for (pages, most) in [(0, 0), (1, 1), (3, 3)] {
+        let db = Db::open(&p, small_cache(Options::default()).read_ahead(pages)).unwrap();
+        let t = db.tree("t").unwrap();
+        assert_eq!(collect(t.iter()), all, "read_ahead({pages})");
+        let (rounds, issued, _) = ahead(&db.stats());
+        assert!(
+            issued <= most * rounds,
+            "read_ahead({pages}): {issued} in {rounds}"
+        );
+        assert_eq!(issued > 0, pages > 0, "read_ahead({pages}): {issued} pages");
+    }
+}
