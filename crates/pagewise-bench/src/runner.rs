@@ -206,7 +206,7 @@ fn phase(
         .map_or(0, |d| d.as_secs());
     // Before reading wchar: the reset is itself a 1-byte write.
     let rss_reset = sysinfo::reset_peak_rss();
-    let wchar0 = sysinfo::wchar();
+    let wchar0 = sysinfo::kernel_write_bytes();
     let (u0, s0) = sysinfo::cpu_times();
     // A cache smaller than the Db must not be topped up by the OS page cache.
     let capped = p.cache.is_some() && settings.cache_bytes < db_before;
@@ -245,7 +245,9 @@ fn phase(
     let engine_stats = engine.close()?;
     let close_s = t_close.elapsed().as_secs_f64();
     let (u1, s1) = sysinfo::cpu_times();
-    let wchar = wchar0.zip(sysinfo::wchar()).map(|(a, b)| b - a);
+    let wchar = wchar0
+        .zip(sysinfo::kernel_write_bytes())
+        .map(|(a, b)| b - a);
     let peak_rss_bytes = if rss_reset { sysinfo::peak_rss() } else { None };
     let db_bytes = sysinfo::disk_usage(&place.dir);
     let device_writes = match (&mut place.fs, dev_before) {

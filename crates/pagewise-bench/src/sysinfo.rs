@@ -9,7 +9,7 @@ use std::path::Path;
 /// is charged as the whole folio, so it overstates what reaches the disk.
 /// Plus the bytes written through pagewise-io's io_uring queues, which
 /// bypass write(2) and so are not in `wchar`.
-pub fn wchar() -> Option<u64> {
+pub fn kernel_write_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/io").ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("wchar:"))

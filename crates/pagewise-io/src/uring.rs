@@ -436,6 +436,16 @@ mod tests {
         b
     }
 
+    /// An I/O of block `i` (blocks as long as `buf`).
+    fn block_op(kind: OpKind, i: u64, buf: AlignedBuf) -> IoOp {
+        IoOp {
+            kind,
+            offset: i * buf.len() as u64,
+            buf,
+            tag: i,
+        }
+    }
+
     fn collect(q: &mut dyn IoQueue, n: usize) -> Vec<Completion> {
         let mut out = Vec::new();
         while out.len() < n {
@@ -454,13 +464,8 @@ mod tests {
         let mut q = b.queue(8).unwrap();
         let written0 = ring_write_bytes();
         for i in 0..8u64 {
-            let op = IoOp {
-                kind: OpKind::Write,
-                offset: i * a as u64,
-                buf: pattern(i, a, a),
-                tag: i,
-            };
-            q.submit(op).unwrap();
+            q.submit(block_op(OpKind::Write, i, pattern(i, a, a)))
+                .unwrap();
         }
         for c in collect(&mut *q, 8) {
             c.result.unwrap();
@@ -485,26 +490,16 @@ mod tests {
             let mut q = b.queue(8).unwrap();
             assert_eq!(b.idle_rings(), 0, "round {round}: the idle ring was taken");
             for i in 0..8u64 {
-                let op = IoOp {
-                    kind: OpKind::Write,
-                    offset: i * a as u64,
-                    buf: pattern(i + round * 100, a, a),
-                    tag: i,
-                };
-                q.submit(op).unwrap();
+                q.submit(block_op(OpKind::Write, i, pattern(i + round * 100, a, a)))
+                    .unwrap();
             }
             // Dropped with all eight in flight: drop waits, then keeps the ring.
             drop(q);
             assert_eq!(b.idle_rings(), 1, "round {round}");
             let mut q = b.queue(8).unwrap();
             for i in 0..8u64 {
-                let op = IoOp {
-                    kind: OpKind::Read,
-                    offset: i * a as u64,
-                    buf: AlignedBuf::new(a, a),
-                    tag: i,
-                };
-                q.submit(op).unwrap();
+                q.submit(block_op(OpKind::Read, i, AlignedBuf::new(a, a)))
+                    .unwrap();
             }
             // No stale completion from the earlier queue may show up here.
             let done = collect(&mut *q, 8);
@@ -531,13 +526,8 @@ mod tests {
         }
         let mut q = b.queue(4).unwrap();
         for i in (0..4u64).rev() {
-            let op = IoOp {
-                kind: OpKind::Read,
-                offset: i * a as u64,
-                buf: AlignedBuf::new(a, a),
-                tag: i,
-            };
-            q.submit(op).unwrap();
+            q.submit(block_op(OpKind::Read, i, AlignedBuf::new(a, a)))
+                .unwrap();
         }
         let done = collect(&mut *q, 4);
         assert_eq!(done.len(), 4);
@@ -555,13 +545,8 @@ mod tests {
         b.set_len(32 * a as u64).unwrap();
         let mut q = b.queue(32).unwrap();
         for i in 0..32u64 {
-            let op = IoOp {
-                kind: OpKind::Read,
-                offset: i * a as u64,
-                buf: AlignedBuf::new(a, a),
-                tag: i,
-            };
-            q.submit(op).unwrap();
+            q.submit(block_op(OpKind::Read, i, AlignedBuf::new(a, a)))
+                .unwrap();
         }
         assert_eq!(q.in_flight(), 32);
         let extra = IoOp {

@@ -72,15 +72,21 @@ impl Backend for GatedBackend {
     }
 }
 
-#[derive(Debug)]
-struct GatedFs(Arc<Gate>);
+/// Wraps an opened file (in a gate).
+type Wrap = Box<dyn Fn(Arc<dyn Backend>) -> Arc<dyn Backend> + Send + Sync>;
 
-impl Fs for GatedFs {
+/// The real filesystem with every opened file wrapped.
+struct WrapFs(Wrap);
+
+impl std::fmt::Debug for WrapFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WrapFs")
+    }
+}
+
+impl Fs for WrapFs {
     fn open(&self, path: &Path, opts: &OpenOptions) -> IoResult<Arc<dyn Backend>> {
-        Ok(Arc::new(GatedBackend(
-            RealFs.open(path, opts)?,
-            self.0.clone(),
-        )))
+        Ok((self.0)(RealFs.open(path, opts)?))
     }
     fn exists(&self, path: &Path) -> bool {
         RealFs.exists(path)
@@ -119,7 +125,10 @@ fn n_readers_put_n_reads_in_flight() {
         target: N,
         ..Default::default()
     });
-    let fs: Arc<dyn Fs> = Arc::new(GatedFs(gate.clone()));
+    let fs: Arc<dyn Fs> = Arc::new(WrapFs({
+        let gate = gate.clone();
+        Box::new(move |f| Arc::new(GatedBackend(f, gate.clone())))
+    }));
     // A cache far smaller than the data: every reader misses.
     let db = Db::open(&p, o.cache_bytes(64 * 1024).fs(fs)).unwrap();
     gate.armed.store(true, Ordering::Release);
@@ -291,7 +300,10 @@ fn group_commit_shares_fsyncs() {
         ..Default::default()
     });
     // The gate holds reads; here we only use its flag to hold syncs.
-    let fs: Arc<dyn Fs> = Arc::new(SyncGateFs(gate.clone()));
+    let fs: Arc<dyn Fs> = Arc::new(WrapFs({
+        let gate = gate.clone();
+        Box::new(move |f| Arc::new(SyncGated(f, gate.clone())))
+    }));
     let o = Options::default().page_size(4096).direct_io(false).fs(fs);
     let db = Db::create(&p, o).unwrap();
     let t = db.tree("t").unwrap();
@@ -364,32 +376,5 @@ impl Backend for SyncGated {
     }
     fn path(&self) -> &Path {
         self.0.path()
-    }
-}
-
-#[derive(Debug)]
-struct SyncGateFs(Arc<Gate>);
-
-impl Fs for SyncGateFs {
-    fn open(&self, path: &Path, opts: &OpenOptions) -> IoResult<Arc<dyn Backend>> {
-        Ok(Arc::new(SyncGated(
-            RealFs.open(path, opts)?,
-            self.0.clone(),
-        )))
-    }
-    fn exists(&self, path: &Path) -> bool {
-        RealFs.exists(path)
-    }
-    fn remove(&self, path: &Path) -> IoResult<()> {
-        RealFs.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> IoResult<()> {
-        RealFs.rename(from, to)
-    }
-    fn create_dir_all(&self, path: &Path) -> IoResult<()> {
-        RealFs.create_dir_all(path)
-    }
-    fn lock(&self, path: &Path) -> IoResult<Box<dyn LockGuard>> {
-        RealFs.lock(path)
     }
 }
