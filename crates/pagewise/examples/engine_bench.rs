@@ -6,7 +6,7 @@
 //!     --dir /var/tmp/pwbench --keys 1000000 --page-size 4096 --threads 8 \
 //!     --read-engine sync   # or ring: how the read phases read pages
 
-use pagewise::{Db, Durability, Options, ReadEngine};
+use pagewise::{Db, Durability, Options};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +21,6 @@ struct Args {
     cache_frac: f64,
     fill_cache_mib: usize,
     wal_limit_mib: u64,
-    read_engine: ReadEngine,
 }
 
 fn args() -> Args {
@@ -34,7 +33,6 @@ fn args() -> Args {
         cache_frac: 0.05,
         fill_cache_mib: 1024,
         wal_limit_mib: 256,
-        read_engine: ReadEngine::Sync,
     };
     let v: Vec<String> = std::env::args().skip(1).collect();
     for w in v.chunks(2) {
@@ -48,7 +46,6 @@ fn args() -> Args {
             "--cache-frac" => a.cache_frac = val.parse().expect("--cache-frac F"),
             "--fill-cache-mib" => a.fill_cache_mib = val.parse().expect("--fill-cache-mib N"),
             "--wal-limit-mib" => a.wal_limit_mib = val.parse().expect("--wal-limit-mib N"),
-            "--read-engine" => a.read_engine = val.parse().expect("--read-engine sync|ring"),
             x => panic!("unknown argument {x}"),
         }
     }
@@ -213,7 +210,6 @@ fn main() {
     db.close().unwrap();
 
     // Whole Db cached: warm it with a full scan, then random gets.
-    let base = base.read_engine(a.read_engine);
     let db = Db::open(&path, base.clone().cache_bytes((file_bytes * 2) as usize)).unwrap();
     let n = db.tree("bench").unwrap().iter().count();
     assert_eq!(n, a.keys);
@@ -292,24 +288,6 @@ fn main() {
         cpu1 as f64 / 1e3 / ops1 as f64,
         a.threads,
         cpu_t as f64 / 1e3 / ops_t as f64
-    );
-    let ring = match (s0.read_ring, s1.read_ring) {
-        (Some(r0), Some(r1)) => format!(
-            "; ring: {} reads in {} submits ({:.2} per submit, max {}), {} leader hand-offs",
-            r1.reads - r0.reads,
-            r1.submits - r0.submits,
-            (r1.submitted - r0.submitted) as f64 / (r1.submits - r0.submits).max(1) as f64,
-            r1.max_batch,
-            r1.handoffs - r0.handoffs
-        ),
-        _ => String::new(),
-    };
-    println!(
-        "   read engine {}{}{ring}",
-        s1.read_engine,
-        s1.read_engine_fallback
-            .map(|f| format!(" ({f})"))
-            .unwrap_or_default()
     );
     db.close().unwrap();
 }

@@ -51,8 +51,18 @@ pub enum Error {
     AlreadyExists { path: PathBuf },
     #[error("{path} does not exist; create it with Db::create")]
     NotFound { path: PathBuf },
-    #[error("{path} is locked by another process or another open Db in this process; close that one first ({source})")]
+    #[error("{path} is locked by another process or another open Db in this process; close that one first")]
     Locked { path: PathBuf, source: IoError },
+    #[error("{path} was closed; open it again with Db::open to use it (handles of a closed Db return this error)")]
+    Closed { path: PathBuf },
+    #[error("tree {name:?} is a {} tree, not a {}; open it with its own kind or use another name", found.name(), wanted.name())]
+    TreeKind {
+        name: String,
+        found: crate::TreeKind,
+        wanted: crate::TreeKind,
+    },
+    #[error("not supported: {what}")]
+    Unsupported { what: String },
     #[error("the database refuses writes after an earlier failure ({reason}); reopen it to recover from the log")]
     Poisoned { reason: String },
     #[error("{path} is open read-only; reopen it without `read_only` to write")]

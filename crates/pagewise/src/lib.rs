@@ -20,33 +20,28 @@
 //!
 //! Design, on-disk formats and the durability contract: docs/design.md.
 
-mod alloc;
 mod batch;
-mod btree;
-mod cache;
 mod check;
 mod db;
 mod error;
-mod meta;
-mod node;
+mod index;
+mod log;
 mod options;
-mod page;
-mod pager;
-mod prefetch;
-mod read;
-mod read_engine;
-mod readahead;
 mod stats;
+mod store;
 mod tree;
-mod wal;
 
 pub use batch::Batch;
 pub use check::CheckReport;
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
-pub use meta::FORMAT_VERSION;
-pub use node::max_key as max_key_len;
+pub use index::TreeKind;
 pub use options::{Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
-pub use read_engine::ReadEngine;
 pub use stats::{Stats, TreeStats};
+pub use store::superblock::FORMAT_VERSION;
 pub use tree::{Iter, Tree};
+
+/// Longest key a B+tree accepts with `page_size` pages.
+pub fn max_key_len(page_size: usize) -> usize {
+    index::max_key_bytes(TreeKind::BTree, page_size)
+}

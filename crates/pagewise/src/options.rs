@@ -1,5 +1,4 @@
 use crate::error::{Error, Result};
-use crate::read_engine::ReadEngine;
 use pagewise_io::{Fs, RealFs};
 use std::sync::Arc;
 
@@ -30,9 +29,6 @@ pub struct Options {
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).
     pub direct_io: bool,
-    /// How cache misses read pages: per-thread pread or one shared io_uring
-    /// (`Db::stats().read_engine` says which is in use, and why not if not).
-    pub read_engine: ReadEngine,
     /// Most sibling leaves an iterator reads together with a leaf it misses
     /// (the window starts at 2 and doubles per batch up to this, and to 1/16
     /// of the cache's pages); 0 turns iterator read-ahead off.
@@ -55,8 +51,7 @@ impl Default for Options {
             cache_bytes: 64 << 20,
             durability: Durability::Sync,
             direct_io: true,
-            read_engine: ReadEngine::Sync,
-            read_ahead: crate::readahead::DEFAULT_PAGES,
+            read_ahead: crate::index::btree::readahead::DEFAULT_PAGES,
             wal_limit: 64 << 20,
             read_only: false,
             fs: Arc::new(RealFs),
@@ -82,10 +77,6 @@ impl Options {
     }
     pub fn direct_io(mut self, on: bool) -> Self {
         self.direct_io = on;
-        self
-    }
-    pub fn read_engine(mut self, e: ReadEngine) -> Self {
-        self.read_engine = e;
         self
     }
     pub fn read_ahead(mut self, pages: usize) -> Self {

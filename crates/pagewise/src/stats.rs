@@ -1,15 +1,16 @@
 //! What `Db::stats` reports.
 
 use crate::db::Db;
-use crate::node::capacity;
+use crate::index::btree::node::capacity;
+use crate::index::{Desc, TreeKind};
 use crate::options::Durability;
-use crate::read_engine::ReadEngine;
-use pagewise_io::{IoStatsSnapshot, RingStats};
+use pagewise_io::IoStatsSnapshot;
 use std::sync::atomic::Ordering::Relaxed;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TreeStats {
     pub name: String,
+    pub kind: TreeKind,
     pub entries: u64,
     pub height: u32,
     pub leaf_pages: u64,
@@ -24,12 +25,6 @@ pub struct Stats {
     pub page_size: usize,
     pub durability: Durability,
     pub direct_io: bool,
-    /// The read path in use for page reads: `Sync` or `Ring`.
-    pub read_engine: ReadEngine,
-    /// Why the shared ring was asked for but not used (reads then use pread).
-    pub read_engine_fallback: Option<String>,
-    /// Batching counters of the shared ring, when it is in use.
-    pub read_ring: Option<RingStats>,
     /// I/O engine under the data file: "uring" when checkpoint writes and
     /// group prefetch reads go through an io_uring queue.
     pub io_engine: &'static str,
@@ -45,6 +40,9 @@ pub struct Stats {
     pub cache_capacity: usize,
     pub cache_pages: usize,
     pub dirty_pages: usize,
+    /// Bytes the next checkpoint writes for dirty pages (checkpoints start
+    /// at a quarter of `cache_bytes`).
+    pub dirty_bytes: u64,
     pub file_pages: u64,
     pub free_pages: u64,
     pub pending_free_pages: u64,
@@ -66,53 +64,60 @@ pub struct Stats {
     pub trees: Vec<TreeStats>,
 }
 
+fn tree_stats(name: &str, desc: &Desc, page_size: usize) -> TreeStats {
+    let Desc::BTree(t) = desc;
+    TreeStats {
+        name: name.to_string(),
+        kind: desc.kind(),
+        entries: t.entries,
+        height: t.height,
+        leaf_pages: t.leaf_pages,
+        branch_pages: t.branch_pages,
+        overflow_pages: t.overflow_pages,
+        avg_leaf_fill: if t.leaf_pages == 0 {
+            0.0
+        } else {
+            t.leaf_bytes as f64 / (t.leaf_pages as f64 * capacity(page_size) as f64)
+        },
+    }
+}
+
 impl Db {
     pub fn stats(&self) -> Stats {
         let i = &self.inner;
-        let ps = i.pager.ps;
-        let (trees, dirty_pages) = {
-            let st = i.state.read();
+        let store = &i.ix.store;
+        let ps = store.page_size();
+        let (trees, dirty_pages, dirty_bytes) = {
+            let st = store.state.read();
             let trees = st
                 .trees
+                .0
                 .iter()
-                .map(|(name, t)| TreeStats {
-                    name: name.to_string(),
-                    entries: t.entries,
-                    height: t.height,
-                    leaf_pages: t.leaf_pages,
-                    branch_pages: t.branch_pages,
-                    overflow_pages: t.overflow_pages,
-                    avg_leaf_fill: if t.leaf_pages == 0 {
-                        0.0
-                    } else {
-                        t.leaf_bytes as f64 / (t.leaf_pages as f64 * capacity(ps) as f64)
-                    },
-                })
+                .map(|(n, d)| tree_stats(n, d, ps))
                 .collect();
-            (trees, st.dirty.len())
+            (trees, st.dirty.len(), st.dirty.bytes(ps))
         };
         let (file_pages, free_pages, pending_free_pages) = {
-            let a = i.alloc.lock();
+            let a = store.alloc.lock();
             (a.hwm, a.free_pages(), a.pending_pages())
         };
+        let (cache, ic) = (&store.cache, &i.ix.counters);
         Stats {
             page_size: ps,
             durability: i.durability,
             direct_io: i.direct,
-            read_engine: i.reads.engine,
-            read_engine_fallback: i.reads.fallback.clone(),
-            read_ring: i.reads.ring_stats(),
-            io_engine: i.pager.engine(),
+            io_engine: store.pager.engine(),
             wal: i.io.wal.snapshot(),
             pages: i.io.pages.snapshot(),
             meta: i.io.meta.snapshot(),
-            cache_hits: i.cache.hits.load(Relaxed),
-            cache_misses: i.cache.misses.load(Relaxed),
-            cache_evictions: i.cache.evictions.load(Relaxed),
-            cache_bytes: i.cache.used_bytes(),
-            cache_capacity: i.cache.capacity(),
-            cache_pages: i.cache.pages(),
+            cache_hits: cache.hits.load(Relaxed),
+            cache_misses: cache.misses.load(Relaxed),
+            cache_evictions: cache.evictions.load(Relaxed),
+            cache_bytes: cache.used_bytes(),
+            cache_capacity: cache.capacity(),
+            cache_pages: cache.pages(),
             dirty_pages,
+            dirty_bytes,
             file_pages,
             free_pages,
             pending_free_pages,
@@ -120,12 +125,12 @@ impl Db {
             commit_groups: i.counters.groups.load(Relaxed),
             checkpoints: i.counters.checkpoints.load(Relaxed),
             replayed_records: i.counters.replayed.load(Relaxed),
-            prefetch_rounds: i.counters.prefetch_rounds.load(Relaxed),
-            prefetched_pages: i.counters.prefetched_pages.load(Relaxed),
-            readahead_rounds: i.counters.readahead_rounds.load(Relaxed),
-            readahead_pages: i.counters.readahead_pages.load(Relaxed),
-            readahead_hits: i.cache.ahead_hits.load(Relaxed),
-            readahead_unused: i.cache.ahead_unused.load(Relaxed),
+            prefetch_rounds: ic.prefetch_rounds.load(Relaxed),
+            prefetched_pages: ic.prefetched_pages.load(Relaxed),
+            readahead_rounds: ic.readahead_rounds.load(Relaxed),
+            readahead_pages: ic.readahead_pages.load(Relaxed),
+            readahead_hits: cache.ahead_hits.load(Relaxed),
+            readahead_unused: cache.ahead_unused.load(Relaxed),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,

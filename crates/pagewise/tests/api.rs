@@ -4,17 +4,11 @@ use pagewise::{Batch, Db, Durability, Error, Options};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-/// `PAGEWISE_TEST_READ_ENGINE=ring` runs this suite with reads through the
-/// shared io_uring (default: the options' default).
 fn opts(ps: usize) -> Options {
-    let o = Options::default()
+    Options::default()
         .page_size(ps)
         .cache_bytes(256 * 1024)
-        .direct_io(false);
-    match std::env::var("PAGEWISE_TEST_READ_ENGINE") {
-        Ok(e) => o.read_engine(e.parse().expect("PAGEWISE_TEST_READ_ENGINE")),
-        Err(_) => o,
-    }
+        .direct_io(false)
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -287,50 +281,6 @@ fn buffered_mode_sync_and_stats_categories() {
     assert!(s2.meta.write_bytes >= s.meta.write_bytes + 4096);
     assert_eq!(s2.trees[0].entries, 100);
     assert!(s2.trees[0].avg_leaf_fill > 0.0 && s2.trees[0].avg_leaf_fill <= 1.0);
-}
-
-#[test]
-fn read_engine_is_reported_and_falls_back_on_simulated_files() {
-    use pagewise::ReadEngine;
-    use pagewise_io::SimFs;
-    use std::sync::Arc;
-    let d = tempfile::tempdir().unwrap();
-    let s = Db::create(d.path().join("a"), opts(4096).read_engine(ReadEngine::Sync))
-        .unwrap()
-        .stats();
-    assert_eq!(
-        (s.read_engine, s.read_engine_fallback),
-        (ReadEngine::Sync, None)
-    );
-    assert!(s.read_ring.is_none());
-    let ring = || opts(4096).read_engine(ReadEngine::Ring);
-    Db::create(d.path().join("b"), ring())
-        .unwrap()
-        .close()
-        .unwrap();
-    let s = Db::open(d.path().join("b"), ring()).unwrap().stats();
-    if pagewise_io::probe_uring().is_ok() {
-        assert_eq!(
-            s.read_engine,
-            ReadEngine::Ring,
-            "{:?}",
-            s.read_engine_fallback
-        );
-        assert!(s.read_ring.unwrap().reads > 0, "open reads the superblock");
-    }
-    // Auto picks the ring only for direct I/O; opts() is buffered.
-    let s = Db::create(d.path().join("c"), opts(4096).read_engine(ReadEngine::Auto))
-        .unwrap()
-        .stats();
-    assert_eq!(s.read_engine, ReadEngine::Sync);
-    let sim = Arc::new(SimFs::new());
-    let o = opts(4096).read_engine(ReadEngine::Ring).fs(sim);
-    let s = Db::create("/db", o).unwrap().stats();
-    assert_eq!(s.read_engine, ReadEngine::Sync);
-    let why = s
-        .read_engine_fallback
-        .expect("a reason for not using the ring");
-    assert!(why.contains("not a plain file"), "{why}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! N reader threads put N reads in flight: counted at the backend, not timed.
 
-use pagewise::{Db, Options, ReadEngine};
+use pagewise::{Db, Options};
 use pagewise_io::{Backend, Fs, IoQueue, LockGuard, OpenOptions, RealFs, Result as IoResult};
 use parking_lot::{Condvar, Mutex};
 use std::path::Path;
@@ -154,28 +154,14 @@ fn n_readers_put_n_reads_in_flight() {
 /// release pages for reuse) always see whole batches and ordered scans.
 #[test]
 fn readers_see_whole_batches_while_the_writer_runs() {
-    readers_race_the_writer(ReadEngine::Sync);
-}
-
-/// The same race with page reads through the shared io_uring.
-#[test]
-fn readers_see_whole_batches_through_the_shared_ring() {
-    readers_race_the_writer(ReadEngine::Ring);
-}
-
-fn readers_race_the_writer(reads: ReadEngine) {
     let d = tempfile::tempdir().unwrap();
     let o = Options::default()
         .page_size(512)
         .cache_bytes(8 * 1024)
         .direct_io(false)
         .durability(pagewise::Durability::Buffered)
-        .wal_limit(64 * 1024)
-        .read_engine(reads);
+        .wal_limit(64 * 1024);
     let db = Db::create(d.path().join("db"), o).unwrap();
-    if pagewise_io::probe_uring().is_ok() {
-        assert_eq!(db.stats().read_engine, reads);
-    }
     const KEYS: u32 = 300;
     let write = |round: u32| {
         let mut b = pagewise::Batch::new();
@@ -233,58 +219,6 @@ fn readers_race_the_writer(reads: ReadEngine) {
         stop.store(true, Ordering::Release);
     });
     assert!(db.stats().checkpoints > 5, "checkpoints did not happen");
-    assert!(db.check().unwrap().is_ok());
-}
-
-/// With the shared ring, every page read the engine counts went through the
-/// ring exactly once, and every read the ring took was completed.
-#[test]
-fn shared_ring_serves_every_page_read_of_many_readers() {
-    if pagewise_io::probe_uring().is_err() {
-        eprintln!("io_uring unavailable here: skipped");
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("db");
-    let o = Options::default().page_size(4096).direct_io(true);
-    let db = Db::create(&p, o.clone().cache_bytes(64 << 20)).unwrap();
-    let mut b = pagewise::Batch::new();
-    for i in 0..20_000u32 {
-        b.insert("t", format!("{i:08}"), i.to_le_bytes().repeat(25));
-    }
-    db.apply(b).unwrap();
-    db.close().unwrap();
-
-    let db = Db::open(&p, o.cache_bytes(64 * 1024).read_engine(ReadEngine::Ring)).unwrap();
-    let s0 = db.stats();
-    assert_eq!(
-        s0.read_engine,
-        ReadEngine::Ring,
-        "{:?}",
-        s0.read_engine_fallback
-    );
-    std::thread::scope(|s| {
-        for r in 0..16u32 {
-            let t = db.tree("t").unwrap();
-            s.spawn(move || {
-                for n in 0..200u32 {
-                    let i = (r * 7919 + n * 104_729) % 20_000;
-                    let v = t.get(format!("{i:08}")).unwrap().unwrap();
-                    assert_eq!(v, i.to_le_bytes().repeat(25), "key {i}");
-                }
-            });
-        }
-    });
-    let s1 = db.stats();
-    let (r0, r1) = (s0.read_ring.unwrap(), s1.read_ring.unwrap());
-    let counted = (s1.pages.read_ops - s0.pages.read_ops) + (s1.meta.read_ops - s0.meta.read_ops);
-    assert!(
-        counted > 1000,
-        "the tiny cache should miss: {counted} reads"
-    );
-    assert_eq!(r1.reads - r0.reads, counted, "{r1:?}");
-    assert_eq!(r1.completions, r1.reads, "{r1:?}");
-    assert_eq!(r1.submitted, r1.reads, "{r1:?}");
     assert!(db.check().unwrap().is_ok());
 }
 

@@ -1,7 +1,7 @@
 //! Random operation sequences against a BTreeMap model, with reopens, tiny
 //! pages and tiny caches so splits, merges, eviction and checkpoints all happen.
 
-use pagewise::{Batch, Db, Durability, Options, ReadEngine};
+use pagewise::{Batch, Db, Durability, Options};
 use proptest::prelude::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -64,26 +64,9 @@ fn verify_all(db: &Db, model: &Model) {
     }
 }
 
-/// The read engine in effect is the one asked for (the shared ring only
-/// falls back, with a reason, where io_uring is unavailable).
-fn assert_read_engine(db: &Db, asked: ReadEngine) {
-    let s = db.stats();
-    if asked == ReadEngine::Ring && pagewise_io::probe_uring().is_err() {
-        assert!(s.read_engine_fallback.is_some());
-        return;
-    }
-    assert_eq!(s.read_engine, asked, "{:?}", s.read_engine_fallback);
-}
-
 /// Runs `ops` against a fresh Db and the model; returns the final Db's stats
 /// (taken before the closing check, since the last reopen).
-fn run(
-    ops: Vec<Op>,
-    ps: usize,
-    cache: usize,
-    durability: Durability,
-    reads: ReadEngine,
-) -> pagewise::Stats {
+fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) -> pagewise::Stats {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let o = || {
@@ -93,10 +76,8 @@ fn run(
             .durability(durability)
             .direct_io(false)
             .wal_limit(64 * 1024)
-            .read_engine(reads)
     };
     let mut db = Db::create(&path, o()).unwrap();
-    assert_read_engine(&db, reads);
     let mut model: Model = BTreeMap::new();
     for (n, op) in ops.into_iter().enumerate() {
         match op {
@@ -159,7 +140,6 @@ fn run(
         }
     }
     verify_all(&db, &model);
-    assert_read_engine(&db, reads);
     let stats = db.stats();
     let r = db.check().unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
@@ -173,12 +153,12 @@ proptest! {
 
     #[test]
     fn tiny_pages_tiny_cache(ops in prop::collection::vec(op(), 1..250)) {
-        run(ops, 512, 4096, Durability::Sync, ReadEngine::Sync);
+        run(ops, 512, 4096, Durability::Sync);
     }
 
     #[test]
     fn buffered_4k_pages(ops in prop::collection::vec(op(), 1..250)) {
-        run(ops, 4096, 64 * 1024, Durability::Buffered, ReadEngine::Ring);
+        run(ops, 4096, 64 * 1024, Durability::Buffered);
     }
 }
 
@@ -195,16 +175,6 @@ fn seed(test: &str, default: u64) -> u64 {
 /// A longer deterministic run: many keys so trees get 4+ levels at 512 B.
 #[test]
 fn long_random_run_against_model() {
-    long_random_run(ReadEngine::Sync);
-}
-
-/// The same run with page reads through the shared io_uring.
-#[test]
-fn long_random_run_against_model_through_the_shared_ring() {
-    long_random_run(ReadEngine::Ring);
-}
-
-fn long_random_run(reads: ReadEngine) {
     let seed = seed("long_random_run_against_model", 0xC0FFEE);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut ops = Vec::new();
@@ -235,7 +205,7 @@ fn long_random_run(reads: ReadEngine) {
         };
         ops.push(op);
     }
-    run(ops, 512, 8192, Durability::Sync, reads);
+    run(ops, 512, 8192, Durability::Sync);
 }
 
 /// The model workload on a real file with io_uring behind the data file:
@@ -244,17 +214,6 @@ fn long_random_run(reads: ReadEngine) {
 /// apply uses them, and checkpoints written through the queue.
 #[test]
 fn ring_prefetch_and_eviction_interleave_against_model() {
-    ring_prefetch_run(ReadEngine::Sync);
-}
-
-/// The same with point reads through the shared ring, which must pass the
-/// queue through to the ring beneath it.
-#[test]
-fn ring_prefetch_under_the_shared_read_ring() {
-    ring_prefetch_run(ReadEngine::Ring);
-}
-
-fn ring_prefetch_run(reads: ReadEngine) {
     let seed = seed("ring_prefetch_and_eviction", 0x5EED_F00D);
     let mut rng = SmallRng::seed_from_u64(seed);
     let key = |rng: &mut SmallRng| format!("{:06}", rng.gen_range(0..20_000)).into_bytes();
@@ -276,7 +235,7 @@ fn ring_prefetch_run(reads: ReadEngine) {
         };
         ops.push(op);
     }
-    let s = run(ops, 512, 16 * 1024, Durability::Sync, reads);
+    let s = run(ops, 512, 16 * 1024, Durability::Sync);
     eprintln!(
         "{}: {} prefetch rounds, {} pages, {} evictions, {} checkpoints",
         s.io_engine, s.prefetch_rounds, s.prefetched_pages, s.cache_evictions, s.checkpoints

@@ -1,19 +1,14 @@
-//! B+tree nodes: the in-memory form and its page encoding. Kept apart from
-//! the pager so other node formats (delta-logged pages, B-epsilon nodes) can
-//! share the same page store.
-//!
-//! Leaf payload: `count` entries of `klen u16 | vlen u32 | key | value`, where
-//! bit 31 of vlen marks an overflow reference (16 bytes: first page u64,
-//! value length u64) in place of the value.
-//! Branch payload: `child0 u64`, then `count - 1` entries of
-//! `klen u16 | key | child u64`; child i holds keys in [key_i, key_{i+1}).
+//! B+tree nodes: the in-memory form and its page encoding (docs/design.md,
+//! "B+tree node payload"). Overflow references are [`Extent`]s.
 
-use crate::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, HDR};
+use crate::store::extent::{Extent, EXTENT_REF_BYTES};
+use crate::store::image::{NodeImage, PageFill};
+use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
 
 pub const LEAF_ENT: usize = 6;
 pub const BRANCH_ENT: usize = 10;
 pub const BRANCH_BASE: usize = 8;
-pub const OVF_REF: usize = 16;
+pub const OVF_REF: usize = EXTENT_REF_BYTES;
 const OVF_BIT: u32 = 1 << 31;
 
 /// Payload bytes available in a page.
@@ -41,14 +36,14 @@ pub fn fits_inline(page_size: usize, klen: usize, vlen: usize) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Val<'a> {
     Inline(&'a [u8]),
-    Overflow { pid: u64, len: u64 },
+    Overflow(Extent),
 }
 
 impl Val<'_> {
     pub fn stored_len(&self) -> usize {
         match self {
             Val::Inline(v) => v.len(),
-            Val::Overflow { .. } => OVF_REF,
+            Val::Overflow(_) => OVF_REF,
         }
     }
 }
@@ -64,6 +59,8 @@ struct Ent {
 
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// Page size of the database: sizes overflow extents.
+    page_size: u32,
     leaf: bool,
     data: Vec<u8>,
     ents: Vec<Ent>,
@@ -73,8 +70,10 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new_leaf() -> Self {
+    pub fn new_leaf(page_size: usize) -> Self {
+        assert!(page_size.is_power_of_two() && page_size > HDR);
         Self {
+            page_size: page_size as u32,
             leaf: true,
             data: Vec::new(),
             ents: Vec::new(),
@@ -84,8 +83,8 @@ impl Node {
         }
     }
 
-    pub fn new_branch(child0: u64) -> Self {
-        let mut n = Self::new_leaf();
+    pub fn new_branch(page_size: usize, child0: u64) -> Self {
+        let mut n = Self::new_leaf(page_size);
         n.leaf = false;
         n.ents.push(Ent {
             k: 0,
@@ -127,10 +126,8 @@ impl Node {
         let e = &self.ents[i];
         let b = &self.data[e.v as usize..(e.v + e.vl) as usize];
         if e.ovf {
-            Val::Overflow {
-                pid: get_u64(b, 0),
-                len: get_u64(b, 8),
-            }
+            // Validated when the page was decoded (see `decode`).
+            Val::Overflow(Extent::decode(b, self.page_size as usize).expect("checked at decode"))
         } else {
             Val::Inline(b)
         }
@@ -183,10 +180,9 @@ impl Node {
         let k = self.push_bytes(key);
         let (v, vl, ovf) = match val {
             Val::Inline(b) => (self.push_bytes(b), b.len() as u32, false),
-            Val::Overflow { pid, len } => {
+            Val::Overflow(ext) => {
                 let mut r = [0u8; OVF_REF];
-                put_u64(&mut r, 0, pid);
-                put_u64(&mut r, 8, len);
+                ext.encode(&mut r);
                 (self.push_bytes(&r), OVF_REF as u32, true)
             }
         };
@@ -258,7 +254,7 @@ impl Node {
     }
 
     fn rebuilt_empty(&self) -> Node {
-        let mut n = Node::new_leaf();
+        let mut n = Node::new_leaf(self.page_size as usize);
         n.leaf = self.leaf;
         n.data.reserve(self.data.len() - self.garbage);
         n
@@ -392,8 +388,13 @@ impl Node {
     }
 
     /// Parses a payload written by [`Node::encode`].
-    pub fn decode(payload: &[u8], leaf: bool, count: usize) -> Result<Node, String> {
-        let mut n = Node::new_leaf();
+    pub fn decode(
+        payload: &[u8],
+        leaf: bool,
+        count: usize,
+        page_size: usize,
+    ) -> Result<Node, String> {
+        let mut n = Node::new_leaf(page_size);
         n.data.reserve(payload.len());
         let short = || format!("entry runs past the payload ({} bytes)", payload.len());
         let mut at = 0;
@@ -410,6 +411,13 @@ impl Node {
                 if at + kl + vl > payload.len() || (ovf && vl != OVF_REF) {
                     return Err(short());
                 }
+                let v_at = at + kl;
+                if ovf && Extent::decode(&payload[v_at..v_at + OVF_REF], page_size).is_none() {
+                    return Err(format!(
+                        "entry {} holds an invalid overflow reference",
+                        n.ents.len()
+                    ));
+                }
                 let k = n.push_bytes(&payload[at..at + kl]);
                 let v = n.push_bytes(&payload[at + kl..at + kl + vl]);
                 n.ents.push(Ent {
@@ -425,7 +433,7 @@ impl Node {
             if count == 0 || payload.len() < BRANCH_BASE {
                 return Err("branch without children".into());
             }
-            n = Node::new_branch(get_u64(payload, 0));
+            n = Node::new_branch(page_size, get_u64(payload, 0));
             at = BRANCH_BASE;
             for _ in 1..count {
                 if at + 2 > payload.len() {
@@ -459,6 +467,22 @@ impl Node {
     }
 }
 
+impl NodeImage for Node {
+    fn charge_bytes(&self) -> usize {
+        self.mem_size()
+    }
+
+    fn encode_page(&self, page: &mut [u8]) -> PageFill {
+        assert_eq!(page.len(), self.page_size as usize);
+        let used = self.encode(page);
+        PageFill {
+            kind: if self.leaf { Kind::Leaf } else { Kind::Branch },
+            count: self.len() as u16,
+            used_bytes: used as u32,
+        }
+    }
+}
+
 /// The shortest key s with left < s <= right.
 pub fn shortest_separator(left: &[u8], right: &[u8]) -> Vec<u8> {
     debug_assert!(left < right);
@@ -471,7 +495,7 @@ mod tests {
     use super::*;
 
     fn leaf_with(keys: &[&[u8]]) -> Node {
-        let mut n = Node::new_leaf();
+        let mut n = Node::new_leaf(4096);
         for (i, k) in keys.iter().enumerate() {
             n.insert_at(i, k, Val::Inline(b"value"));
         }
@@ -485,25 +509,12 @@ mod tests {
             .collect();
         let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
         let mut n = leaf_with(&refs);
-        n.insert_at(
-            40,
-            b"zz",
-            Val::Overflow {
-                pid: 77,
-                len: 1 << 20,
-            },
-        );
+        n.insert_at(40, b"zz", Val::Overflow(Extent::new(77, 1 << 20, 4096)));
         let mut page = vec![0u8; 4096];
         let used = n.encode(&mut page);
-        let d = Node::decode(&page[HDR..HDR + used], true, n.len()).unwrap();
+        let d = Node::decode(&page[HDR..HDR + used], true, n.len(), 4096).unwrap();
         assert_eq!(d.len(), 41);
-        assert_eq!(
-            d.val(40),
-            Val::Overflow {
-                pid: 77,
-                len: 1 << 20
-            }
-        );
+        assert_eq!(d.val(40), Val::Overflow(Extent::new(77, 1 << 20, 4096)));
         assert_eq!(d.key(3), b"key0003");
         let total = n.bytes();
         let (sep, right) = n.split(None);
@@ -514,7 +525,7 @@ mod tests {
 
     #[test]
     fn branch_routing_split_merge() {
-        let mut b = Node::new_branch(10);
+        let mut b = Node::new_branch(4096, 10);
         for i in 1..10u64 {
             b.insert_child(i as usize, format!("k{i}").as_bytes(), 10 + i);
         }
@@ -533,7 +544,7 @@ mod tests {
         assert_eq!(left.child(left.child_index(b"k5")), 15);
         let mut page = vec![0u8; 4096];
         let used = left.encode(&mut page);
-        let d = Node::decode(&page[HDR..HDR + used], false, left.len()).unwrap();
+        let d = Node::decode(&page[HDR..HDR + used], false, left.len(), 4096).unwrap();
         assert_eq!(d.children(), left.children());
         left.remove_child(0);
         assert_eq!(left.child(0), 11);

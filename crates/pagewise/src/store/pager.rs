@@ -1,13 +1,17 @@
-//! Page store over one data file: fixed-size pages addressed by page id and
-//! contiguous extents of pages, each page sealed with its own checksum.
-//! Knows nothing about node formats beyond decoding a node page on read.
+//! Page I/O over one data file: fixed-size pages addressed by page id and
+//! extents of contiguous pages, each page sealed with its own checksum
+//! (docs/design.md, "Page header"). Node formats are opaque here: node pages
+//! are encoded by their [`NodeImage`] and decoded by the registered
+//! [`NodeCodec`].
 
+use super::extent::{page_payload_bytes, pages_for, Extent};
+use super::image::{Image, NodeCodec};
+use super::page::{self, Header, Kind, HDR};
+use super::superblock::{Superblock, SUPERBLOCK_USED_BYTES};
 use crate::error::{Error, Result};
-use crate::meta::{Meta, META_USED};
-use crate::node::Node;
-use crate::page::{self, Header, Kind, HDR};
 use pagewise_io::{Accounted, AlignedBuf, Backend, Completion, IoOp, IoStats, OpKind};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A Db file with its I/O counted into one category (pagewise-io makes
@@ -25,6 +29,10 @@ pub const QUEUE_DEPTH: usize = 32;
 
 pub struct Pager {
     pub ps: usize,
+    /// Pages in the file as the allocator last saw them: every page id read
+    /// or written is asserted below it (a stale or corrupt id is caught).
+    limit_pages: Arc<AtomicU64>,
+    codec: NodeCodec,
     path: PathBuf,
     /// Node and overflow pages.
     pages: CountedFile,
@@ -34,10 +42,19 @@ pub struct Pager {
 }
 
 impl Pager {
-    pub fn new(file: Arc<dyn Backend>, ps: usize, pages: Arc<IoStats>, meta: Arc<IoStats>) -> Self {
+    pub fn new(
+        file: Arc<dyn Backend>,
+        ps: usize,
+        codec: NodeCodec,
+        pages: Arc<IoStats>,
+        meta: Arc<IoStats>,
+    ) -> Self {
+        assert!(ps.is_power_of_two() && ps > HDR);
         let buf_align = file.alignment().max(4096);
         Self {
             ps,
+            limit_pages: Arc::new(AtomicU64::new(u64::MAX)),
+            codec,
             path: file.path().to_path_buf(),
             pages: Accounted::new(file.clone(), pages),
             meta: Accounted::new(file, meta),
@@ -49,36 +66,57 @@ impl Pager {
         AlignedBuf::new(len, self.buf_align)
     }
 
+    /// The page count that page ids are checked against (the allocator
+    /// publishes its high-water mark here).
+    pub fn limit_pages(&self) -> Arc<AtomicU64> {
+        self.limit_pages.clone()
+    }
+
+    /// Byte offset of page `pid`, which must lie inside the file.
     fn off(&self, pid: u64) -> u64 {
+        let limit = self.limit_pages.load(Ordering::Relaxed);
+        assert!(pid < limit, "page id {pid} beyond the file's {limit} pages");
         pid * self.ps as u64
     }
 
-    fn corrupt(&self, pid: u64, what: String) -> Error {
+    /// A page id from disk that is out of range is corruption, not a bug.
+    pub fn check_pid(&self, pid: u64) -> Result<()> {
+        let limit = self.limit_pages.load(Ordering::Relaxed);
+        if pid < 2 || pid >= limit {
+            return Err(Error::Corrupt {
+                path: self.path.clone(),
+                page: pid,
+                offset: pid.saturating_mul(self.ps as u64),
+                what: format!("page id {pid} outside the file's node pages 2..{limit}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// `Error::Corrupt` for page `pid` of this file.
+    pub fn corrupt(&self, pid: u64, what: String) -> Error {
         Error::Corrupt {
             path: self.path.clone(),
             page: pid,
-            offset: self.off(pid),
+            offset: pid.saturating_mul(self.ps as u64),
             what,
         }
     }
 
     /// Reads, verifies and decodes one node page.
-    pub fn read_node(&self, pid: u64) -> Result<Node> {
+    pub fn read_node(&self, pid: u64) -> Result<Image> {
+        self.check_pid(pid)?;
         let mut buf = self.buf(self.ps);
         self.pages.read_at(&mut buf, self.off(pid))?;
         self.decode_node(pid, &buf)
     }
 
-    pub fn decode_node(&self, pid: u64, buf: &[u8]) -> Result<Node> {
-        let h = page::verify(
-            buf,
-            pid,
-            &[Kind::Leaf, Kind::Branch],
-            &self.path,
-            self.off(pid),
-        )?;
+    /// Verifies a node page just read (checksum, page id, kind) and decodes it.
+    pub fn decode_node(&self, pid: u64, buf: &[u8]) -> Result<Image> {
+        assert_eq!(buf.len(), self.ps);
+        let h = page::verify(buf, pid, self.codec.kinds, &self.path, self.off(pid))?;
         let payload = &buf[HDR..HDR + h.used as usize];
-        Node::decode(payload, h.kind == Kind::Leaf, h.count as usize)
+        (self.codec.decode)(h.kind, h.count as usize, payload, self.ps)
             .map_err(|what| self.corrupt(pid, what))
     }
 
@@ -96,7 +134,7 @@ impl Pager {
     /// into writes of up to 1 MiB (order does not matter before the sync).
     /// With a ring every run is one queued write, encoded while earlier ones
     /// are in flight; otherwise large checkpoints use a few threads.
-    pub fn write_nodes(&self, nodes: &[(u64, Arc<Node>)], gen: u64) -> Result<()> {
+    pub fn write_nodes(&self, nodes: &[(u64, Image)], gen: u64) -> Result<()> {
         let per_run = (MAX_RUN_BYTES / self.ps).max(1);
         let mut runs = Vec::new();
         let mut i = 0;
@@ -135,7 +173,7 @@ impl Pager {
         })
     }
 
-    fn write_runs_queued(&self, runs: &[&[(u64, Arc<Node>)]], gen: u64) -> Result<()> {
+    fn write_runs_queued(&self, runs: &[&[(u64, Image)]], gen: u64) -> Result<()> {
         self.pump(
             runs.len(),
             |i, spare| {
@@ -160,7 +198,10 @@ impl Pager {
     /// [`QUEUE_DEPTH`] reads in flight, handing each to `got` as it completes
     /// (in any order). A failed page goes to `got` too; only a failure of the
     /// queue itself is returned.
-    pub fn read_nodes(&self, pids: &[u64], mut got: impl FnMut(u64, Result<Node>)) -> Result<()> {
+    pub fn read_nodes(&self, pids: &[u64], mut got: impl FnMut(u64, Result<Image>)) -> Result<()> {
+        for &pid in pids {
+            self.check_pid(pid)?;
+        }
         self.pump(
             pids.len(),
             |i, spare| IoOp {
@@ -218,7 +259,7 @@ impl Pager {
         }
     }
 
-    fn write_run(&self, run: &[(u64, Arc<Node>)], gen: u64) -> Result<()> {
+    fn write_run(&self, run: &[(u64, Image)], gen: u64) -> Result<()> {
         let mut buf = self.buf(run.len() * self.ps);
         self.encode_run(run, gen, &mut buf);
         self.pages.write_at(&buf, self.off(run[0].0))?;
@@ -226,23 +267,22 @@ impl Pager {
     }
 
     /// Encodes and seals consecutive nodes into `buf` (one page each).
-    fn encode_run(&self, run: &[(u64, Arc<Node>)], gen: u64, buf: &mut [u8]) {
+    fn encode_run(&self, run: &[(u64, Image)], gen: u64, buf: &mut [u8]) {
+        assert_eq!(buf.len(), run.len() * self.ps);
         for (k, (pid, node)) in run.iter().enumerate() {
+            assert_eq!(*pid, run[0].0 + k as u64, "a run is consecutive pages");
             let page = &mut buf[k * self.ps..(k + 1) * self.ps];
-            let used = node.encode(page);
-            let kind = if node.is_leaf() {
-                Kind::Leaf
-            } else {
-                Kind::Branch
-            };
+            let fill = node.encode_page(page);
+            assert!(self.codec.kinds.contains(&fill.kind));
+            assert!(fill.used_bytes as usize <= self.ps - HDR);
             page::seal(
                 page,
                 *pid,
                 Header {
-                    kind,
-                    count: node.len() as u16,
+                    kind: fill.kind,
+                    count: fill.count,
                     gen,
-                    used: used as u32,
+                    used: fill.used_bytes,
                     aux: 0,
                 },
             );
@@ -251,76 +291,97 @@ impl Pager {
 
     /// Payload bytes per page of an extent.
     pub fn extent_cap(&self) -> usize {
-        self.ps - HDR
+        page_payload_bytes(self.ps)
     }
 
     pub fn extent_pages(&self, len: usize) -> u64 {
-        len.div_ceil(self.extent_cap()).max(1) as u64
+        pages_for(len as u64, self.ps)
     }
 
-    fn io(&self, meta: bool) -> &CountedFile {
-        if meta {
+    fn io(&self, kind: Kind) -> &CountedFile {
+        if kind == Kind::Blob {
             &self.meta
         } else {
             &self.pages
         }
     }
 
-    /// Writes `payload` over an extent starting at `start`, one sealed page
-    /// per `extent_cap()` bytes, in one I/O.
-    pub fn write_extent(&self, start: u64, kind: Kind, payload: &[u8], gen: u64) -> Result<()> {
+    /// Writes `payload` over `ext` (whose length it must be), one sealed page
+    /// per `extent_cap()` bytes, in one I/O. An extent may reserve more pages
+    /// than its payload needs (the catalog's); those are not written.
+    pub fn write_extent(&self, ext: &Extent, kind: Kind, payload: &[u8], gen: u64) -> Result<()> {
+        assert_eq!(ext.len_bytes, payload.len() as u64, "extent length");
         let n = self.extent_pages(payload.len()) as usize;
+        assert!(ext.count_pages >= n as u64, "extent {ext:?} too small");
         let cap = self.extent_cap();
         let mut buf = self.buf(n * self.ps);
         for k in 0..n {
             let chunk = &payload[(k * cap).min(payload.len())..((k + 1) * cap).min(payload.len())];
             let page = &mut buf[k * self.ps..(k + 1) * self.ps];
             page[HDR..HDR + chunk.len()].copy_from_slice(chunk);
-            page::seal(
-                page,
-                start + k as u64,
-                Header {
-                    kind,
-                    count: 0,
-                    gen,
-                    used: chunk.len() as u32,
-                    aux: k as u32,
-                },
-            );
+            let header = Header {
+                kind,
+                count: 0,
+                gen,
+                used: chunk.len() as u32,
+                aux: k as u32,
+            };
+            page::seal(page, ext.first_page + k as u64, header);
         }
-        self.io(kind == Kind::Blob)
-            .write_at(&buf, self.off(start))?;
+        self.off(ext.end_page() - 1);
+        self.io(kind).write_at(&buf, self.off(ext.first_page))?;
+        debug_assert_eq!(buf.len(), n * self.ps);
         Ok(())
     }
 
-    /// Reads and verifies an extent of `len` payload bytes.
-    pub fn read_extent(&self, start: u64, kind: Kind, len: usize) -> Result<Vec<u8>> {
-        let n = self.extent_pages(len) as usize;
-        let cap = self.extent_cap();
-        let mut buf = self.buf(n * self.ps);
-        self.io(kind == Kind::Blob)
-            .read_at(&mut buf, self.off(start))?;
-        let mut out = Vec::with_capacity(len);
-        for k in 0..n {
-            let pid = start + k as u64;
-            let page = &buf[k * self.ps..(k + 1) * self.ps];
-            let h = page::verify(page, pid, &[kind], &self.path, self.off(pid))?;
-            let want = (len - k * cap).min(cap);
-            if h.used as usize != want || h.aux as usize != k {
-                return Err(self.corrupt(
-                    pid,
-                    format!(
-                        "extent page {k} holds {} bytes (index {}), expected {want} (index {k})",
-                        h.used, h.aux
-                    ),
-                ));
-            }
-            out.extend_from_slice(&page[HDR..HDR + want]);
+    /// Reads and verifies a whole extent.
+    pub fn read_extent(&self, ext: &Extent, kind: Kind) -> Result<Vec<u8>> {
+        if ext.len_bytes == 0 {
+            self.read_range(ext, kind, 0, 0)?;
+            return Ok(Vec::new());
         }
+        self.read_range(ext, kind, 0, ext.len_bytes)
+    }
+
+    /// Reads payload bytes `offset .. offset + len` of `ext`: only the pages
+    /// that hold them, each verified (checksum, page id, kind, its index in
+    /// the extent and its payload length). `len` 0 verifies the first page.
+    pub fn read_range(&self, ext: &Extent, kind: Kind, offset: u64, len: u64) -> Result<Vec<u8>> {
+        self.check_pid(ext.first_page)?;
+        self.check_pid(ext.end_page() - 1)?;
+        let (first, count) = if len == 0 {
+            (0, 1)
+        } else {
+            ext.pages_of_range(offset, len, self.ps)
+        };
+        let cap = self.extent_cap() as u64;
+        let mut buf = self.buf(count as usize * self.ps);
+        let at = ext.first_page + first;
+        self.io(kind).read_at(&mut buf, self.off(at))?;
+        let mut out = Vec::with_capacity(len as usize);
+        for k in first..first + count {
+            let pid = ext.first_page + k;
+            let page = &buf[((k - first) as usize) * self.ps..((k - first + 1) as usize) * self.ps];
+            let h = page::verify(page, pid, &[kind], &self.path, self.off(pid))?;
+            let want = (ext.len_bytes - k * cap).min(cap);
+            if h.used as u64 != want || h.aux as u64 != k {
+                let what = format!(
+                    "extent page {k} holds {} bytes (index {}), expected {want} (index {k})",
+                    h.used, h.aux
+                );
+                return Err(self.corrupt(pid, what));
+            }
+            let lo = offset.max(k * cap) - k * cap;
+            let hi = (offset + len).min((k + 1) * cap) - k * cap;
+            if lo < hi {
+                out.extend_from_slice(&page[HDR + lo as usize..HDR + hi as usize]);
+            }
+        }
+        assert_eq!(out.len() as u64, len);
         Ok(out)
     }
 
-    pub fn write_meta(&self, m: &Meta) -> Result<()> {
+    pub fn write_superblock(&self, m: &Superblock) -> Result<()> {
         let slot = m.gen % 2;
         let mut buf = self.buf(self.ps);
         m.encode(&mut buf);
@@ -331,7 +392,7 @@ impl Pager {
                 kind: Kind::Meta,
                 count: 0,
                 gen: m.gen,
-                used: META_USED,
+                used: SUPERBLOCK_USED_BYTES,
                 aux: 0,
             },
         );
@@ -339,11 +400,12 @@ impl Pager {
         Ok(())
     }
 
-    pub fn read_meta(&self, slot: u64) -> Result<Meta> {
+    pub fn read_superblock(&self, slot: u64) -> Result<Superblock> {
+        assert!(slot < 2);
         let mut buf = self.buf(self.ps);
         self.meta.read_at(&mut buf, self.off(slot))?;
         page::verify(&buf, slot, &[Kind::Meta], &self.path, self.off(slot))?;
-        Ok(Meta::decode(&buf))
+        Ok(Superblock::decode(&buf))
     }
 
     /// Makes every page write durable.

@@ -1,27 +1,15 @@
-//! The write-ahead log: one file of packed records, rewritten from offset 0
-//! after every checkpoint.
-//!
-//! Record header (32 bytes), then `len` payload bytes (an encoded batch):
-//!
-//! | offset | size | field |
-//! | --- | --- | --- |
-//! | 0 | 4 | magic `PWAL` (0x4C415750) |
-//! | 4 | 4 | crc32c of bytes 8..32+len |
-//! | 8 | 8 | epoch: generation of the checkpoint this log run follows |
-//! | 16 | 8 | LSN (consecutive, continuing across checkpoints) |
-//! | 24 | 4 | payload length |
-//! | 28 | 4 | database id (from the superblock) |
+//! Log record framing: one file of packed records, rewritten from offset 0
+//! after every checkpoint. Record header and the rules recovery applies:
+//! docs/design.md, "Write-ahead log". The payload is an encoded batch
+//! ([`super::ops`]).
 //!
 //! Writes are whole aligned blocks: the partial last block is rewritten with
 //! the next group (sector-atomic writes keep the earlier records intact, and
-//! the rewritten bytes are identical). Recovery reads records while magic,
-//! checksum, database id, epoch and LSN sequence all hold; the first failure
-//! is the end. The id keeps a stale log left by another database at the same
-//! path from ever being replayed.
+//! the rewritten bytes are identical).
 
 use crate::error::Result;
-use crate::page::{get_u32, get_u64, put_u32, put_u64};
-use crate::pager::CountedFile;
+use crate::store::page::{get_u32, get_u64, put_u32, put_u64};
+use crate::store::pager::CountedFile;
 use pagewise_io::{AlignedBuf, Backend};
 
 pub const REC_HDR: usize = 32;

@@ -5,6 +5,8 @@
 //! once the next checkpoint is durable ([`Alloc::release_pending`]).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Default)]
 pub struct Alloc {
@@ -13,6 +15,8 @@ pub struct Alloc {
     pending: Vec<(u64, u64)>,
     /// Pages in the file, including the two superblocks.
     pub hwm: u64,
+    /// Where the high-water mark is published for the pager's page-id checks.
+    published: Option<Arc<AtomicU64>>,
 }
 
 impl Alloc {
@@ -27,10 +31,16 @@ impl Alloc {
         a
     }
 
+    /// Publishes the high-water mark to `to` now and whenever it grows.
+    pub fn publish_to(&mut self, to: Arc<AtomicU64>) {
+        to.store(self.hwm, Ordering::Relaxed);
+        self.published = Some(to);
+    }
+
     /// Allocates `n` contiguous pages: first fit among free extents, else the
     /// end of the file.
     pub fn alloc(&mut self, n: u64) -> u64 {
-        assert!(n > 0);
+        assert!(n > 0 && self.hwm >= 2);
         let hit = self
             .free
             .iter()
@@ -46,12 +56,19 @@ impl Alloc {
         }
         let s = self.hwm;
         self.hwm += n;
+        if let Some(p) = &self.published {
+            p.store(self.hwm, Ordering::Relaxed);
+        }
+        assert!(s >= 2, "pages 0 and 1 are the superblocks");
         s
     }
 
     /// Frees pages that the durable checkpoint may reference.
     pub fn free_later(&mut self, start: u64, n: u64) {
-        debug_assert!(start >= 2 && start + n <= self.hwm);
+        assert!(
+            n > 0 && start >= 2 && start + n <= self.hwm,
+            "free of {start}+{n}"
+        );
         self.pending.push((start, n));
     }
 

@@ -15,7 +15,7 @@
 //! reads the leaf again and reports its error) and nothing depends on the
 //! pages staying cached.
 
-use crate::db::Inner;
+use crate::index::Index;
 use std::sync::atomic::Ordering;
 
 /// Default bound on the siblings read with one leaf.
@@ -50,28 +50,26 @@ impl Window {
     }
 }
 
-impl Inner {
-    /// The largest read-ahead batch: the option's, and 1/16 of the cache's
-    /// pages so a batch cannot evict much of what the cache holds.
-    pub(crate) fn read_ahead_cap(&self) -> usize {
-        (self.cache.capacity() / self.pager.ps / 16).min(self.read_ahead)
-    }
+/// The largest read-ahead batch: the option's, and 1/16 of the cache's
+/// pages so a batch cannot evict much of what the cache holds.
+pub fn cap_pages(ix: &Index) -> usize {
+    (ix.store.cache.capacity() / ix.store.page_size() / 16).min(ix.read_ahead_pages)
+}
 
-    /// Reads the missing leaf `pids[0]` and the sibling leaves after it
-    /// through one queue. `gen` is the reuse generation the page ids were
-    /// seen under: pages read after a reuse are not cached. Errors are
-    /// ignored, see the module comment.
-    pub(crate) fn read_ahead(&self, pids: &[u64], gen: u64) {
-        let Some(&leaf) = pids.first() else {
-            return;
-        };
-        self.cache.count_miss();
-        let c = &self.counters;
-        c.readahead_rounds.fetch_add(1, Ordering::Relaxed);
-        c.readahead_pages
-            .fetch_add(pids.len() as u64 - 1, Ordering::Relaxed);
-        let _ = self.load_pages(pids, gen, |pid| pid != leaf);
-    }
+/// Reads the missing leaf `pids[0]` and the sibling leaves after it
+/// through one queue. `gen` is the reuse generation the page ids were
+/// seen under: pages read after a reuse are not cached. Errors are
+/// ignored, see the module comment.
+pub fn read_ahead(ix: &Index, pids: &[u64], gen: u64) {
+    let Some(&leaf) = pids.first() else {
+        return;
+    };
+    ix.store.cache.count_miss();
+    let c = &ix.counters;
+    c.readahead_rounds.fetch_add(1, Ordering::Relaxed);
+    c.readahead_pages
+        .fetch_add(pids.len() as u64 - 1, Ordering::Relaxed);
+    let _ = ix.store.load_pages(pids, gen, |pid| pid != leaf);
 }
 
 #[cfg(test)]

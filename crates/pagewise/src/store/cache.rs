@@ -3,12 +3,11 @@
 //! Dirty pages never live here (the writer keeps them until the checkpoint
 //! writes them), so eviction never does I/O and never blocks on it.
 
-use crate::node::Node;
+use super::image::Image;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Hasher for page ids: one multiply (SipHash costs more than the lookup).
 #[derive(Default, Clone, Copy)]
@@ -35,7 +34,7 @@ pub type PidMap<V> = HashMap<u64, V, BuildHasherDefault<PidHasher>>;
 
 struct Slot {
     pid: u64,
-    node: Option<Arc<Node>>,
+    node: Option<Image>,
     /// CLOCK's second-chance bit; set by readers under the shared lock.
     referenced: AtomicBool,
     /// Loaded by iterator read-ahead and not looked up since.
@@ -85,7 +84,7 @@ impl Cache {
         &self.shards[(h as usize) % self.shards.len()]
     }
 
-    pub fn get(&self, pid: u64) -> Option<Arc<Node>> {
+    pub fn get(&self, pid: u64) -> Option<Image> {
         let n = self.lookup(pid)?;
         self.hits.fetch_add(1, Ordering::Relaxed);
         Some(n)
@@ -93,7 +92,7 @@ impl Cache {
 
     /// A lookup the caller counts (readers add their hits once per operation
     /// instead of contending on the counter per page).
-    pub fn lookup(&self, pid: u64) -> Option<Arc<Node>> {
+    pub fn lookup(&self, pid: u64) -> Option<Image> {
         let s = self.shard(pid).read();
         let i = *s.map.get(&pid)?;
         let slot = &s.slots[i];
@@ -117,20 +116,14 @@ impl Cache {
 
     /// Inserts a clean page if `valid()` still holds under the shard lock (the
     /// caller's check that the page id was not reused while it was reading).
-    pub fn insert(&self, pid: u64, node: Arc<Node>, valid: impl FnOnce() -> bool) {
+    pub fn insert(&self, pid: u64, node: Image, valid: impl FnOnce() -> bool) {
         self.insert_marked(pid, node, false, valid)
     }
 
     /// `insert`, marking the page as read ahead (`ahead`) so its first
     /// lookup, or its eviction without one, is counted.
-    pub fn insert_marked(
-        &self,
-        pid: u64,
-        node: Arc<Node>,
-        ahead: bool,
-        valid: impl FnOnce() -> bool,
-    ) {
-        let charge = node.mem_size();
+    pub fn insert_marked(&self, pid: u64, node: Image, ahead: bool, valid: impl FnOnce() -> bool) {
+        let charge = node.charge_bytes();
         let mut s = self.shard(pid).write();
         if !valid() || s.map.contains_key(&pid) {
             return;
@@ -216,12 +209,10 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::Val;
+    use crate::store::image::testing::blob;
 
-    fn node(n: usize) -> Arc<Node> {
-        let mut x = Node::new_leaf();
-        x.insert_at(0, b"k", Val::Inline(&vec![0u8; n]));
-        Arc::new(x)
+    fn node(n: usize) -> Image {
+        blob(n)
     }
 
     #[test]

@@ -1,30 +1,35 @@
-//! B+tree updates, copy-on-write per checkpoint epoch.
+//! B+tree updates, copy-on-write per checkpoint epoch (docs/design.md,
+//! "Checkpoints").
 //!
 //! A page referenced by the last durable checkpoint is never overwritten: the
 //! first change to it in an epoch copies it to a newly allocated page (and the
 //! change propagates a new child pointer up to the root). Pages allocated in
-//! the current epoch are dirty, live only in `State::dirty`, and are changed in
-//! place until the checkpoint writes them.
+//! the current epoch are dirty, live only in the store's dirty set, and are
+//! changed in place until the checkpoint writes them.
 
-use crate::alloc::Alloc;
-use crate::db::{Inner, State};
+use super::node::{capacity, Node, Val, LEAF_ENT};
+use super::{as_node, Meta, MAX_HEIGHT};
 use crate::error::Result;
-use crate::meta::TreeMeta;
-use crate::node::{capacity, Node, Val, LEAF_ENT};
+use crate::store::alloc::Alloc;
+use crate::store::cache::Cache;
+use crate::store::dirty::Dirty;
+use crate::store::extent::Extent;
+use crate::store::image::{self, Image};
+use crate::store::pager::Pager;
 use std::sync::Arc;
 
 /// What an insert replaced or a remove took out.
 #[derive(Debug, Clone, Copy)]
 pub struct OldVal {
     pub entry_bytes: usize,
-    pub overflow: Option<(u64, u64)>,
+    pub overflow: Option<Extent>,
 }
 
 fn old_of(n: &Node, i: usize) -> OldVal {
     OldVal {
         entry_bytes: n.entry_bytes(i),
         overflow: match n.val(i) {
-            Val::Overflow { pid, len } => Some((pid, len)),
+            Val::Overflow(ext) => Some(ext),
             Val::Inline(_) => None,
         },
     }
@@ -32,88 +37,130 @@ fn old_of(n: &Node, i: usize) -> OldVal {
 
 type Split = Option<(Vec<u8>, u64)>;
 
+/// Applies ops to one tree. Holds the state write lock (through `dirty`)
+/// and the allocator for the whole group.
 pub struct Writer<'a> {
-    pub st: &'a mut State,
-    pub inner: &'a Inner,
+    pub dirty: &'a mut Dirty,
+    pub pager: &'a Pager,
+    pub cache: &'a Cache,
     pub alloc: &'a mut Alloc,
 }
 
 impl Writer<'_> {
     fn cap(&self) -> usize {
-        capacity(self.inner.pager.ps)
+        capacity(self.pager.ps)
     }
 
     /// A node by page id: dirty, cached, or read (the writer may read while
     /// holding the state lock; commit prefetches the paths first so this is rare).
     pub fn node(&mut self, pid: u64) -> Result<Arc<Node>> {
-        if let Some(n) = self.st.dirty.get(&pid) {
-            return Ok(n.clone());
+        if let Some(n) = self.dirty.get(pid) {
+            return Ok(as_node(n.clone()));
         }
-        if let Some(n) = self.inner.cache.get(pid) {
-            return Ok(n);
+        if let Some(n) = self.cache.get(pid) {
+            return Ok(as_node(n));
         }
-        self.inner.cache.count_miss();
-        let n = Arc::new(self.inner.pager.read_node(pid)?);
+        self.cache.count_miss();
+        let n: Image = self.pager.read_node(pid)?;
         // Page ids are reused only at checkpoint, which cannot run while we
         // hold the commit lock, so the page read is current.
-        self.inner.cache.insert(pid, n.clone(), || true);
+        self.cache.insert(pid, n.clone(), || true);
+        Ok(as_node(n))
+    }
+
+    /// `node(pid)`, which must be a leaf at level 1 and a branch above.
+    fn node_at(&mut self, pid: u64, level: u32) -> Result<Arc<Node>> {
+        assert!((1..=MAX_HEIGHT).contains(&level));
+        let n = self.node(pid)?;
+        if n.is_leaf() != (level == 1) {
+            let what = format!(
+                "a {} at level {level}",
+                if n.is_leaf() { "leaf" } else { "branch" }
+            );
+            return Err(self.pager.corrupt(pid, what));
+        }
         Ok(n)
     }
 
     /// Makes `pid` writable in this epoch, copying it to a new page if the
     /// durable checkpoint may reference it. Returns the (possibly new) id.
     fn cow(&mut self, pid: u64) -> Result<u64> {
-        if self.st.dirty.contains_key(&pid) {
+        if self.dirty.contains(pid) {
             return Ok(pid);
         }
         let n = self.node(pid)?;
         let new = self.alloc.alloc(1);
         self.alloc.free_later(pid, 1);
-        self.inner.cache.remove(pid);
-        self.st.dirty.insert(new, Arc::new((*n).clone()));
+        self.cache.remove(pid);
+        self.dirty.insert(new, Arc::new((*n).clone()));
+        assert_ne!(new, pid);
         Ok(new)
     }
 
     fn get_mut(&mut self, pid: u64) -> &mut Node {
-        Arc::make_mut(self.st.dirty.get_mut(&pid).expect("node made dirty first"))
+        image::make_mut::<Node>(self.dirty.get_mut(pid).expect("node made dirty first"))
     }
 
     fn add(&mut self, n: Node) -> u64 {
         let pid = self.alloc.alloc(1);
-        self.st.dirty.insert(pid, Arc::new(n));
+        self.dirty.insert(pid, Arc::new(n));
         pid
     }
 
     fn free_node(&mut self, pid: u64) {
-        self.st.dirty.remove(&pid);
-        self.inner.cache.remove(pid);
+        self.dirty.remove(pid);
+        self.cache.remove(pid);
         self.alloc.free_later(pid, 1);
     }
 
-    fn tree_meta(&self, tree: &str) -> TreeMeta {
-        self.st.trees.get(tree).copied().unwrap_or_default()
+    /// Sets `key` to `val`, freeing a replaced overflow extent and keeping
+    /// the overflow page count (requires: `val`'s extent, if any, is fresh).
+    pub fn put(&mut self, tm: &mut Meta, key: &[u8], val: Val<'_>) -> Result<()> {
+        let added = match val {
+            Val::Overflow(ext) => ext.count_pages,
+            Val::Inline(_) => 0,
+        };
+        let old = self.insert(tm, key, val)?;
+        tm.overflow_pages += added;
+        self.release(tm, old);
+        Ok(())
     }
 
-    /// Sets `key` to `val` in `tree` (created if missing).
-    pub fn insert(&mut self, tree: &Arc<str>, key: &[u8], val: Val<'_>) -> Result<Option<OldVal>> {
-        let mut tm = self.tree_meta(tree);
+    /// Removes `key` if present, freeing its overflow extent.
+    pub fn delete(&mut self, tm: &mut Meta, key: &[u8]) -> Result<()> {
+        let old = self.remove(tm, key)?;
+        self.release(tm, old);
+        Ok(())
+    }
+
+    fn release(&mut self, tm: &mut Meta, old: Option<OldVal>) {
+        if let Some(ext) = old.and_then(|o| o.overflow) {
+            assert!(tm.overflow_pages >= ext.count_pages);
+            tm.overflow_pages -= ext.count_pages;
+            self.alloc.free_later(ext.first_page, ext.count_pages);
+        }
+    }
+
+    /// Sets `key` to `val` in the tree `tm` describes.
+    pub fn insert(&mut self, tm: &mut Meta, key: &[u8], val: Val<'_>) -> Result<Option<OldVal>> {
         let entry = LEAF_ENT + key.len() + val.stored_len();
         let old = if tm.root == 0 {
-            let mut leaf = Node::new_leaf();
+            let mut leaf = Node::new_leaf(self.pager.ps);
             leaf.insert_at(0, key, val);
             tm.root = self.add(leaf);
             tm.height = 1;
             tm.leaf_pages = 1;
             None
         } else {
-            let (root, split, old) = self.ins(tm.root, tm.height, key, val, true, &mut tm)?;
+            let (root, split, old) = self.ins(tm.root, tm.height, key, val, true, tm)?;
             tm.root = root;
             if let Some((sep, right)) = split {
-                let mut b = Node::new_branch(root);
+                let mut b = Node::new_branch(self.pager.ps, root);
                 b.insert_child(1, &sep, right);
                 tm.root = self.add(b);
                 tm.height += 1;
                 tm.branch_pages += 1;
+                assert!(tm.height <= MAX_HEIGHT);
             }
             old
         };
@@ -124,10 +171,13 @@ impl Writer<'_> {
             }
             Some(o) => tm.leaf_bytes = tm.leaf_bytes + entry as u64 - o.entry_bytes as u64,
         }
-        self.st.trees.insert(tree.clone(), tm);
         Ok(old)
     }
 
+    /// Inserts into the subtree at `pid`, `level` levels above the leaves
+    /// (the recursion depth is the tree height). Returns the subtree's
+    /// (possibly copied) root, a split to link into the parent, and what was
+    /// replaced.
     fn ins(
         &mut self,
         pid: u64,
@@ -135,10 +185,11 @@ impl Writer<'_> {
         key: &[u8],
         val: Val<'_>,
         rightmost: bool,
-        tm: &mut TreeMeta,
+        tm: &mut Meta,
     ) -> Result<(u64, Split, Option<OldVal>)> {
         let cap = self.cap();
         if level == 1 {
+            self.node_at(pid, 1)?;
             let pid = self.cow(pid)?;
             let node = self.get_mut(pid);
             let (old, idx) = match node.search(key) {
@@ -162,7 +213,7 @@ impl Writer<'_> {
             tm.leaf_pages += 1;
             return Ok((pid, Some((sep, r)), old));
         }
-        let n = self.node(pid)?;
+        let n = self.node_at(pid, level)?;
         let i = n.child_index(key);
         let child = n.child(i);
         let rm = rightmost && i == n.len() - 1;
@@ -185,39 +236,45 @@ impl Writer<'_> {
         Ok((pid, Some((sep, r)), old))
     }
 
-    /// Removes `key` from `tree`; returns what was there.
-    pub fn remove(&mut self, tree: &Arc<str>, key: &[u8]) -> Result<Option<OldVal>> {
-        let mut tm = self.tree_meta(tree);
+    /// Removes `key` from the tree `tm` describes; returns what was there.
+    pub fn remove(&mut self, tm: &mut Meta, key: &[u8]) -> Result<Option<OldVal>> {
         if tm.root == 0 {
             return Ok(None);
         }
-        let Some((root, old)) = self.rem(tm.root, tm.height, key, &mut tm)? else {
+        let Some((root, old)) = self.rem(tm.root, tm.height, key, tm)? else {
             return Ok(None);
         };
         tm.root = root;
         tm.entries -= 1;
         tm.leaf_bytes -= old.entry_bytes as u64;
-        loop {
+        self.collapse_root(tm)?;
+        Ok(Some(old))
+    }
+
+    /// Frees an empty root leaf, and root branches with a single child (one
+    /// level per step, so at most `height` steps).
+    fn collapse_root(&mut self, tm: &mut Meta) -> Result<()> {
+        for _ in 0..=tm.height {
             let n = self.node(tm.root)?;
             if n.is_leaf() {
                 if n.is_empty() {
                     self.free_node(tm.root);
-                    tm.root = 0;
-                    tm.height = 0;
-                    tm.leaf_pages = 0;
+                    *tm = Meta {
+                        overflow_pages: tm.overflow_pages,
+                        ..Meta::default()
+                    };
                 }
-                break;
+                return Ok(());
             }
             if n.len() > 1 {
-                break;
+                return Ok(());
             }
             self.free_node(tm.root);
             tm.root = n.child(0);
             tm.height -= 1;
             tm.branch_pages -= 1;
         }
-        self.st.trees.insert(tree.clone(), tm);
-        Ok(Some(old))
+        unreachable!("root collapse ran past the tree height");
     }
 
     fn rem(
@@ -225,9 +282,9 @@ impl Writer<'_> {
         pid: u64,
         level: u32,
         key: &[u8],
-        tm: &mut TreeMeta,
+        tm: &mut Meta,
     ) -> Result<Option<(u64, OldVal)>> {
-        let n = self.node(pid)?;
+        let n = self.node_at(pid, level)?;
         if level == 1 {
             let Ok(i) = n.search(key) else {
                 return Ok(None);
@@ -251,12 +308,13 @@ impl Writer<'_> {
         Ok(Some((pid, old)))
     }
 
-    /// The pages of a subtree holding no entries (single-child branches down
-    /// to an empty leaf), root first; None if it holds any entry.
-    fn empty_chain(&mut self, mut pid: u64) -> Result<Option<Vec<u64>>> {
+    /// The pages of a subtree of `level` levels holding no entries
+    /// (single-child branches down to an empty leaf), root first; None if it
+    /// holds any entry.
+    fn empty_chain(&mut self, mut pid: u64, level: u32) -> Result<Option<Vec<u64>>> {
         let mut chain = Vec::new();
-        loop {
-            let n = self.node(pid)?;
+        for l in (1..=level).rev() {
+            let n = self.node_at(pid, l)?;
             chain.push(pid);
             if n.is_leaf() {
                 return Ok(n.is_empty().then_some(chain));
@@ -266,24 +324,19 @@ impl Writer<'_> {
             }
             pid = n.child(0);
         }
+        unreachable!("node_at checks that level 1 is a leaf");
     }
 
     /// Merges child `i` of dirty `parent` with a sibling when it has fallen
     /// below a quarter page and the pair fits in one page.
-    fn rebalance(
-        &mut self,
-        parent: u64,
-        i: usize,
-        child_level: u32,
-        tm: &mut TreeMeta,
-    ) -> Result<()> {
+    fn rebalance(&mut self, parent: u64, i: usize, child_level: u32, tm: &mut Meta) -> Result<()> {
         let cap = self.cap();
-        let p = self.st.dirty[&parent].clone();
+        let p = as_node(self.dirty.get(parent).expect("parent is dirty").clone());
         let small = self.node(p.child(i))?.bytes() * 4 < cap;
         if !small || p.len() < 2 {
             return Ok(());
         }
-        if let Some(chain) = self.empty_chain(p.child(i))? {
+        if let Some(chain) = self.empty_chain(p.child(i), child_level)? {
             // An empty subtree goes away whatever its siblings hold.
             for (k, &pid) in chain.iter().enumerate() {
                 self.free_node(pid);

@@ -1,0 +1,237 @@
+//! Group commit (docs/design.md, "Concurrency"): the first committer to take
+//! the commit lock writes and syncs the log for everyone queued, then applies
+//! all their batches under one acquisition of the state write lock.
+
+use super::{check_tree_name, CommitState, Inner, MAX_VALUE_LEN};
+use crate::error::{Error, Result};
+use crate::index::{self, TreeKind, Trees};
+use crate::log::{self, Op};
+use crate::options::Durability;
+use crate::store::extent::Extent;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Buffered mode writes the log tail once this much is pending.
+const BUFFERED_FLUSH_BYTES: usize = 1 << 20;
+
+type Slot = Arc<Mutex<Option<std::result::Result<(), String>>>>;
+
+pub(super) struct Pending {
+    ops: Vec<Op>,
+    slot: Slot,
+}
+
+impl Inner {
+    /// Logs and applies `ops` atomically (one log record), returning once
+    /// the durability mode's promise holds.
+    pub fn commit(&self, mut ops: Vec<Op>) -> Result<()> {
+        self.check_open()?;
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.check_writable()?;
+        self.add_creates(&mut ops)?;
+        self.check_poison()?;
+        let slot: Slot = Arc::new(Mutex::new(None));
+        self.queue.lock().push(Pending {
+            ops,
+            slot: slot.clone(),
+        });
+        let mut cs = self.commit.lock();
+        self.check_open()?;
+        if let Some(r) = slot.lock().take() {
+            return r.map_err(Error::GroupCommit);
+        }
+        let group = std::mem::take(&mut *self.queue.lock());
+        assert!(
+            group.iter().any(|p| Arc::ptr_eq(&p.slot, &slot)),
+            "the leader's batch is in its group"
+        );
+        let mut r = self.commit_group(&mut cs, &group);
+        if r.is_ok() && self.needs_checkpoint(&cs) {
+            r = self.checkpoint_locked(&mut cs);
+        }
+        let shared = r.as_ref().map(|_| ()).map_err(|e| e.to_string());
+        for p in &group {
+            if !Arc::ptr_eq(&p.slot, &slot) {
+                *p.slot.lock() = Some(shared.clone());
+            }
+        }
+        r
+    }
+
+    /// Validates `ops` and puts a create-tree op before the first put on a
+    /// tree that does not exist yet, so the log says what kind it is.
+    fn add_creates(&self, ops: &mut Vec<Op>) -> Result<()> {
+        let ps = self.ix.store.page_size();
+        let st = self.ix.store.state.read();
+        let mut created: Vec<(Arc<str>, TreeKind)> = Vec::new();
+        let mut out = Vec::with_capacity(ops.len() + 1);
+        let mut total_bytes = 0usize;
+        for op in ops.drain(..) {
+            check_tree_name(op.tree())?;
+            let kind = kind_of(&st.trees, &created, &op)?;
+            validate(&op, kind, ps)?;
+            total_bytes += op.user_bytes() + op.tree().len() + 16;
+            let exists =
+                st.trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
+            match &op {
+                Op::CreateTree { tree, .. } => created.push((tree.clone(), kind)),
+                Op::Put { tree, .. } | Op::Upsert { tree, .. } if !exists => {
+                    out.push(Op::CreateTree {
+                        tree: tree.clone(),
+                        kind: kind.code(),
+                        params: Vec::new(),
+                    });
+                    created.push((tree.clone(), kind));
+                }
+                _ => {}
+            }
+            out.push(op);
+        }
+        if total_bytes > u32::MAX as usize / 2 {
+            return Err(Error::ValueTooLarge {
+                len: total_bytes,
+                max: u32::MAX as usize / 2,
+            });
+        }
+        *ops = out;
+        Ok(())
+    }
+
+    fn needs_checkpoint(&self, cs: &CommitState) -> bool {
+        cs.wal.bytes >= self.wal_limit_bytes || self.dirty_bytes() >= self.dirty_limit_bytes
+    }
+
+    /// Bytes the next checkpoint would write for dirty pages.
+    pub(super) fn dirty_bytes(&self) -> u64 {
+        let st = self.ix.store.state.read();
+        st.dirty.bytes(self.ix.store.page_size())
+    }
+
+    fn commit_group(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
+        self.check_poison()?;
+        // Bring the paths into the cache without holding the write lock.
+        self.ix.prefetch(group.iter().flat_map(|p| &p.ops))?;
+        let r = self.log_and_apply(cs, group);
+        if let Err(e) = &r {
+            self.poison(format!("commit failed: {e}"));
+        }
+        r
+    }
+
+    fn log_and_apply(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
+        let placed = group
+            .iter()
+            .map(|p| self.place_values(&p.ops))
+            .collect::<Result<Vec<_>>>()?;
+        let mut payload = Vec::new();
+        for p in group {
+            payload.clear();
+            log::ops::encode(&p.ops, &mut payload);
+            cs.lsn += 1;
+            cs.wal.append(cs.lsn, &payload);
+        }
+        match self.durability {
+            Durability::Sync => {
+                cs.wal.flush()?;
+                cs.wal.sync()?;
+            }
+            Durability::Buffered if cs.wal.unflushed() >= BUFFERED_FLUSH_BYTES => cs.wal.flush()?,
+            Durability::Buffered => {}
+        }
+        for (p, ovf) in group.iter().zip(placed) {
+            self.apply_placed(&p.ops, ovf)?;
+        }
+        let c = &self.counters;
+        c.commits.fetch_add(group.len() as u64, Ordering::Relaxed);
+        c.groups.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes values too large for their tree's nodes to fresh extents
+    /// (never referenced by the durable checkpoint, so writing them early
+    /// is safe). One entry per op.
+    fn place_values(&self, ops: &[Op]) -> Result<Vec<Option<Extent>>> {
+        let ps = self.ix.store.page_size();
+        ops.iter()
+            .map(|op| match op {
+                Op::Put { key, value, .. }
+                    if !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
+                {
+                    self.ix.store.write_value_extent(value).map(Some)
+                }
+                _ => Ok(None),
+            })
+            .collect()
+    }
+
+    /// Applies one batch under the state write lock and the allocator.
+    fn apply_placed(&self, ops: &[Op], placed: Vec<Option<Extent>>) -> Result<()> {
+        assert_eq!(ops.len(), placed.len());
+        let mut st = self.ix.store.state.write();
+        let mut al = self.ix.store.alloc.lock();
+        for (op, ext) in ops.iter().zip(placed) {
+            self.ix.apply(&mut st, &mut al, op, ext)?;
+        }
+        Ok(())
+    }
+
+    /// Places and applies a replayed batch.
+    pub(super) fn apply_ops(&self, ops: &[Op]) -> Result<()> {
+        let placed = self.place_values(ops)?;
+        self.apply_placed(ops, placed)
+    }
+}
+
+/// The kind `op`'s tree has or will have (a create-tree op earlier in the
+/// batch, else B+tree for a tree that does not exist yet).
+fn kind_of(trees: &Trees, created: &[(Arc<str>, TreeKind)], op: &Op) -> Result<TreeKind> {
+    let existing = trees
+        .get(op.tree())
+        .map(|d| d.kind())
+        .or_else(|| created.iter().find(|c| &c.0 == op.tree()).map(|c| c.1));
+    match (op, existing) {
+        (Op::CreateTree { tree, kind, .. }, Some(found)) if found.code() != *kind => {
+            Err(Error::TreeKind {
+                name: tree.to_string(),
+                found,
+                wanted: TreeKind::from_code(*kind).unwrap_or(found),
+            })
+        }
+        (Op::CreateTree { kind, .. }, _) => {
+            TreeKind::from_code(*kind).ok_or_else(|| Error::Unsupported {
+                what: format!("tree kind {kind}"),
+            })
+        }
+        (_, Some(k)) => Ok(k),
+        (_, None) => Ok(TreeKind::BTree),
+    }
+}
+
+/// Size limits of one op on a tree of `kind`.
+fn validate(op: &Op, kind: TreeKind, page_size: usize) -> Result<()> {
+    let max_key = index::max_key_bytes(kind, page_size);
+    if let Some(key) = op.key() {
+        if key.len() > max_key {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max: max_key,
+                page_size,
+            });
+        }
+    }
+    let value_len = match op {
+        Op::Put { value, .. } => value.len(),
+        Op::Upsert { operand, .. } => operand.len(),
+        _ => 0,
+    };
+    if value_len > MAX_VALUE_LEN {
+        return Err(Error::ValueTooLarge {
+            len: value_len,
+            max: MAX_VALUE_LEN,
+        });
+    }
+    Ok(())
+}

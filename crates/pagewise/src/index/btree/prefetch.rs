@@ -1,0 +1,91 @@
+//! Group prefetch: before a commit group takes the write lock, bring every
+//! page its ops will descend through into the cache, one tree level per round,
+//! all missing pages of a round read through one queue (docs/design.md,
+//! "Concurrency"). Best effort: the apply path reads any page that is still
+//! (or again) missing, so eviction between here and the apply costs a read,
+//! never correctness.
+
+use super::Meta;
+use crate::error::Result;
+use crate::index::{Index, Trees};
+use crate::store::cache::PidHasher;
+use crate::store::Epoch;
+use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Rounds are one per tree level; more only when a capped round left misses
+/// behind or pages were evicted meanwhile. Bounded so a cache too small for
+/// the group cannot keep the prefetch going forever.
+const MAX_ROUNDS: usize = 16;
+
+type PidSet = HashSet<u64, BuildHasherDefault<PidHasher>>;
+
+/// Loads the root-to-leaf paths of `(tree, key)` into the cache. Requires
+/// the commit lock held (no checkpoint can run) and the state lock free.
+pub fn prefetch_group(ix: &Index, mut todo: Vec<(&Arc<str>, &[u8])>) -> Result<()> {
+    let store = &ix.store;
+    // A quarter of the cache per round, so a huge group cannot evict the
+    // pages it just read before the apply uses them.
+    let cap = (store.cache.capacity() / store.page_size() / 4).max(1);
+    for _ in 0..MAX_ROUNDS {
+        let gen = store.reuse_gen.load(Ordering::Acquire);
+        let mut missing = first_misses(ix, &mut todo);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort_unstable();
+        missing.truncate(cap);
+        let loaded = store.load_pages(&missing, gen, |_| false)?;
+        store
+            .cache
+            .misses
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        ix.counters.prefetch_rounds.fetch_add(1, Ordering::Relaxed);
+        ix.counters
+            .prefetched_pages
+            .fetch_add(loaded, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Descends every key; keeps in `todo` only those that hit a missing page
+/// and returns those pages, each once.
+fn first_misses(ix: &Index, todo: &mut Vec<(&Arc<str>, &[u8])>) -> Vec<u64> {
+    let st = ix.store.state.read();
+    let mut seen = PidSet::default();
+    let mut missing = Vec::new();
+    todo.retain(|(tree, key)| match first_miss(ix, &st, tree, key) {
+        Some(pid) => {
+            if seen.insert(pid) {
+                missing.push(pid);
+            }
+            true
+        }
+        None => false,
+    });
+    missing
+}
+
+/// The first page on `key`'s path that is neither dirty nor cached.
+fn first_miss(ix: &Index, st: &Epoch<Trees>, tree: &str, key: &[u8]) -> Option<u64> {
+    let tm: &Meta = st.trees.btree(tree).filter(|t| t.root != 0)?;
+    let mut pid = tm.root;
+    for _ in 0..tm.height {
+        let img = match st.dirty.get(pid) {
+            Some(n) => n.clone(),
+            None => match ix.store.cache.lookup(pid) {
+                Some(n) => n,
+                None => return Some(pid),
+            },
+        };
+        let n = super::as_node(img);
+        if n.is_leaf() {
+            return None;
+        }
+        pid = n.child(n.child_index(key));
+    }
+    // A corrupt tree deeper than its height: the apply path reports it.
+    None
+}

@@ -1,0 +1,101 @@
+//! B+tree point reads over the store's read protocol ([`crate::store::read`]).
+
+use super::node::{Node, Val};
+use super::{as_node, Meta};
+use crate::error::Result;
+use crate::index::Index;
+use crate::store::extent::Extent;
+use crate::store::page::Kind;
+use crate::store::read::{Step, View, MAX_RESTARTS};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A value copied out of a leaf: bytes, or where its overflow extent is.
+#[derive(Debug, Clone)]
+pub enum Owned {
+    Inline(Vec<u8>),
+    Overflow(Extent),
+}
+
+impl Owned {
+    pub fn from_val(v: Val<'_>) -> Owned {
+        match v {
+            Val::Inline(b) => Owned::Inline(b.to_vec()),
+            Val::Overflow(ext) => Owned::Overflow(ext),
+        }
+    }
+}
+
+/// A node the view holds, as a B+tree node.
+pub fn node<T>(v: &View<T>, pid: u64) -> Option<Arc<Node>> {
+    v.node(pid).map(as_node)
+}
+
+/// Descends to the leaf whose range holds `key`: at most `height` steps.
+/// A tree whose levels disagree with its height (corruption the checksums
+/// did not catch) ends at the deepest node reached: the lookup then finds
+/// nothing rather than looping; `check` reports the damage.
+pub fn find_leaf<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Arc<Node>> {
+    assert!(tm.root != 0 && tm.height >= 1);
+    let mut pid = tm.root;
+    for _ in 1..tm.height {
+        let Some(n) = node(v, pid) else {
+            return Step::Miss(pid);
+        };
+        if n.is_leaf() {
+            return Step::Done(n);
+        }
+        pid = n.child(n.child_index(key));
+    }
+    match node(v, pid) {
+        Some(n) => Step::Done(n),
+        None => Step::Miss(pid),
+    }
+}
+
+/// The value of `key`, if present (an overflow value as its extent).
+pub fn get_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Option<Owned>> {
+    if tm.root == 0 {
+        return Step::Done(None);
+    }
+    match find_leaf(v, tm, key) {
+        Step::Done(leaf) if leaf.is_leaf() => {
+            Step::Done(leaf.search(key).ok().map(|i| Owned::from_val(leaf.val(i))))
+        }
+        Step::Done(_) => Step::Done(None),
+        Step::Miss(p) => Step::Miss(p),
+    }
+}
+
+/// Whether `key` is present.
+pub fn contains_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<bool> {
+    if tm.root == 0 {
+        return Step::Done(false);
+    }
+    match find_leaf(v, tm, key) {
+        Step::Done(leaf) => Step::Done(leaf.is_leaf() && leaf.search(key).is_ok()),
+        Step::Miss(p) => Step::Miss(p),
+    }
+}
+
+/// The value of `key` in B+tree `tree`, overflow values read in full.
+pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    for _ in 0..MAX_RESTARTS {
+        let gen = ix.store.reuse_gen.load(Ordering::Acquire);
+        let found = ix.store.read(|v| match v.trees().btree(tree) {
+            Some(tm) => get_step(v, tm, key),
+            None => Step::Done(None),
+        })?;
+        match found {
+            None => return Ok(None),
+            Some(Owned::Inline(v)) => return Ok(Some(v)),
+            Some(Owned::Overflow(ext)) => {
+                if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {
+                    return Ok(Some(v));
+                }
+                // The extent was reused since the leaf was read: look again.
+            }
+        }
+    }
+    panic!("a get restarted {MAX_RESTARTS} times: page reuse never settles");
+}

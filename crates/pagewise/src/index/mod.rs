@@ -1,0 +1,279 @@
+//! The index layer: the tree kinds over the node store, behind one set of
+//! operations (apply a logged op, get, iterate both ways, prefetch, check,
+//! stats) that `db` calls without knowing any kind. One folder per kind;
+//! today the B+tree ([`btree`]).
+
+pub mod btree;
+
+use crate::error::{Error, Result};
+use crate::log::Op;
+use crate::store::alloc::Alloc;
+use crate::store::catalog::{CatalogEntry, KIND_BTREE};
+use crate::store::claims::Claims;
+use crate::store::extent::Extent;
+use crate::store::image::{Image, NodeCodec};
+use crate::store::page::Kind;
+use crate::store::{Epoch, Store};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// The kind of a named tree, fixed when it is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TreeKind {
+    /// A B+tree of fixed-size pages (the database's page size).
+    BTree,
+}
+
+impl TreeKind {
+    /// The catalog's and the log's byte for this kind.
+    pub fn code(self) -> u8 {
+        match self {
+            TreeKind::BTree => KIND_BTREE,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<TreeKind> {
+        match code {
+            KIND_BTREE => Some(TreeKind::BTree),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TreeKind::BTree => "btree",
+        }
+    }
+}
+
+/// A tree's in-memory state, by kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Desc {
+    BTree(btree::Meta),
+}
+
+impl Desc {
+    pub fn kind(&self) -> TreeKind {
+        match self {
+            Desc::BTree(_) => TreeKind::BTree,
+        }
+    }
+
+    /// The page the tree's root lives in (0 when empty).
+    pub fn root_page(&self) -> u64 {
+        match self {
+            Desc::BTree(m) => m.root,
+        }
+    }
+
+    /// Entries in the tree.
+    pub fn entries(&self) -> u64 {
+        match self {
+            Desc::BTree(m) => m.entries,
+        }
+    }
+}
+
+/// Every tree by name: the `T` of the store's state lock.
+#[derive(Debug, Default)]
+pub struct Trees(pub BTreeMap<Arc<str>, Desc>);
+
+impl Trees {
+    pub fn get(&self, name: &str) -> Option<&Desc> {
+        self.0.get(name)
+    }
+
+    /// The state of `name` if it is a B+tree.
+    pub fn btree(&self, name: &str) -> Option<&btree::Meta> {
+        match self.0.get(name)? {
+            Desc::BTree(m) => Some(m),
+        }
+    }
+
+    /// From the catalog's entries; an unknown kind or a bad descriptor is
+    /// corruption (described, for the caller to wrap with the file).
+    pub fn from_catalog(entries: Vec<CatalogEntry>) -> std::result::Result<Trees, String> {
+        let mut trees = BTreeMap::new();
+        for e in entries {
+            let desc = match TreeKind::from_code(e.kind) {
+                Some(TreeKind::BTree) => Desc::BTree(btree::Meta::decode(&e.root)?),
+                None => return Err(format!("tree {:?} has unknown kind {}", e.name, e.kind)),
+            };
+            if trees.insert(Arc::from(e.name.as_str()), desc).is_some() {
+                return Err(format!("tree {:?} is listed twice", e.name));
+            }
+        }
+        Ok(Trees(trees))
+    }
+
+    pub fn to_catalog(&self) -> Vec<CatalogEntry> {
+        self.0
+            .iter()
+            .map(|(name, d)| CatalogEntry {
+                name: name.to_string(),
+                kind: d.kind().code(),
+                params: Vec::new(),
+                root: match d {
+                    Desc::BTree(m) => m.encode(),
+                },
+            })
+            .collect()
+    }
+}
+
+/// Counters of the kinds' read and write helpers, for `Db::stats`.
+#[derive(Default)]
+pub struct Counters {
+    /// Group prefetch: queued read rounds, and the pages they loaded.
+    pub prefetch_rounds: AtomicU64,
+    pub prefetched_pages: AtomicU64,
+    /// Iterator read-ahead: batches read, and sibling pages they asked for.
+    pub readahead_rounds: AtomicU64,
+    pub readahead_pages: AtomicU64,
+}
+
+/// The index layer's context: the store and what the kinds share.
+pub struct Index {
+    pub store: Store<Trees>,
+    pub counters: Counters,
+    /// `Options::read_ahead`: most pages of one iterator read-ahead batch.
+    pub read_ahead_pages: usize,
+}
+
+/// How the store decodes node pages of every kind.
+pub const CODEC: NodeCodec = NodeCodec {
+    kinds: btree::PAGE_KINDS,
+    decode: decode_page,
+};
+
+fn decode_page(
+    kind: Kind,
+    count: usize,
+    payload: &[u8],
+    page_size: usize,
+) -> std::result::Result<Image, String> {
+    btree::decode_page(kind, count, payload, page_size)
+}
+
+/// Longest key a tree of `kind` accepts with `page_size` pages.
+pub fn max_key_bytes(kind: TreeKind, page_size: usize) -> usize {
+    match kind {
+        TreeKind::BTree => btree::node::max_key(page_size),
+    }
+}
+
+/// Whether a value is stored with its key (else in an extent of its own).
+pub fn fits_inline(kind: TreeKind, page_size: usize, key_bytes: usize, value_bytes: usize) -> bool {
+    match kind {
+        TreeKind::BTree => btree::node::fits_inline(page_size, key_bytes, value_bytes),
+    }
+}
+
+impl Index {
+    /// Applies one logged op. Requires: the state write lock (`epoch`) and
+    /// the allocator held; `placed` is the fresh extent holding a put's value
+    /// when it does not fit inline. Effect: the tree changes in memory only.
+    pub fn apply(
+        &self,
+        epoch: &mut Epoch<Trees>,
+        alloc: &mut Alloc,
+        op: &Op,
+        placed: Option<Extent>,
+    ) -> Result<()> {
+        let Epoch { trees, dirty } = epoch;
+        let tree = op.tree();
+        let desc = match op {
+            Op::CreateTree { kind, params, .. } => return create(trees, tree, *kind, params),
+            // A version-1 log has no create-tree ops: a put creates a B+tree.
+            Op::Put { .. } => trees
+                .0
+                .entry(tree.clone())
+                .or_insert(Desc::BTree(btree::Meta::default())),
+            _ => match trees.0.get_mut(tree) {
+                Some(d) => d,
+                None => return Ok(()),
+            },
+        };
+        let Desc::BTree(tm) = desc;
+        let mut w = btree::write::Writer {
+            dirty,
+            pager: &self.store.pager,
+            cache: &self.store.cache,
+            alloc,
+        };
+        match op {
+            Op::Put { key, value, .. } => {
+                let val = match &placed {
+                    Some(ext) => btree::node::Val::Overflow(*ext),
+                    None => btree::node::Val::Inline(value),
+                };
+                w.put(tm, key, val)
+            }
+            Op::Remove { key, .. } => w.delete(tm, key),
+            Op::Upsert { .. } => Err(Error::Unsupported {
+                what: format!("upsert on tree {tree:?}: B+trees have no merge operator"),
+            }),
+            Op::CreateTree { .. } => unreachable!("handled above"),
+        }
+    }
+
+    /// Best-effort load of the pages the group's ops will descend through.
+    pub fn prefetch<'a>(&self, ops: impl Iterator<Item = &'a Op>) -> Result<()> {
+        let keys: Vec<(&Arc<str>, &[u8])> =
+            ops.filter_map(|op| Some((op.tree(), op.key()?))).collect();
+        btree::prefetch::prefetch_group(self, keys)
+    }
+
+    pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        btree::read::get(self, tree, key)
+    }
+
+    pub fn contains(&self, tree: &str, key: &[u8]) -> Result<bool> {
+        self.store.read(|v| match v.trees().btree(tree) {
+            Some(tm) => btree::read::contains_step(v, tm, key),
+            None => crate::store::read::Step::Done(false),
+        })
+    }
+
+    /// Walks tree `desc` for `Db::check`.
+    pub fn check_tree(&self, claims: &mut Claims, desc: &Desc) -> (Desc, u64, u64) {
+        match desc {
+            Desc::BTree(tm) => {
+                let w = btree::check::walk(self, claims, tm);
+                (
+                    Desc::BTree(w.counted),
+                    w.pages_checked,
+                    w.overflow_pages_checked,
+                )
+            }
+        }
+    }
+}
+
+/// Applies a create-tree op: a new empty tree, or nothing if it exists with
+/// that kind (the op was validated before it was logged).
+fn create(trees: &mut Trees, name: &Arc<str>, kind: u8, params: &[u8]) -> Result<()> {
+    let Some(kind) = TreeKind::from_code(kind) else {
+        return Err(Error::Unsupported {
+            what: format!("tree {name:?} of kind {kind}: this build does not know that kind"),
+        });
+    };
+    assert!(params.is_empty(), "B+trees take no parameters yet");
+    match trees.0.get(name) {
+        Some(d) if d.kind() == kind => Ok(()),
+        Some(d) => Err(Error::TreeKind {
+            name: name.to_string(),
+            found: d.kind(),
+            wanted: kind,
+        }),
+        None => {
+            trees
+                .0
+                .insert(name.clone(), Desc::BTree(btree::Meta::default()));
+            Ok(())
+        }
+    }
+}

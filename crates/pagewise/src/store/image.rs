@@ -1,0 +1,111 @@
+//! What the store keeps in memory for a node: a decoded image of any tree
+//! kind, behind one trait, so the cache, the dirty set and the checkpoint
+//! writer handle every kind alike without knowing its format.
+//!
+//! A tree kind registers its page kinds and decoder with [`NodeCodec`]; the
+//! store verifies the page header (docs/design.md, "Page header") before the
+//! decoder sees a byte, and a tree kind gets its own type back with
+//! [`downcast`].
+
+use super::page::Kind;
+use std::any::Any;
+use std::sync::Arc;
+
+/// A decoded node of some tree kind.
+pub trait NodeImage: Any + Send + Sync {
+    /// Heap bytes the image holds: charged against the cache budget.
+    fn charge_bytes(&self) -> usize;
+    /// Writes the page payload after the 32-byte header into `page` (one
+    /// page) and returns the header fields that describe it.
+    fn encode_page(&self, page: &mut [u8]) -> PageFill;
+}
+
+/// Header fields a node image sets when it is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageFill {
+    pub kind: Kind,
+    pub count: u16,
+    pub used_bytes: u32,
+}
+
+/// A shared node image.
+pub type Image = Arc<dyn NodeImage>;
+
+/// How the store turns a verified page payload into an image.
+#[derive(Clone, Copy)]
+pub struct NodeCodec {
+    /// Page kinds that hold nodes: a page of another kind is corrupt.
+    pub kinds: &'static [Kind],
+    /// (page kind, entry count, payload, page size) to an image, or what
+    /// is wrong.
+    pub decode: fn(Kind, usize, &[u8], usize) -> Result<Image, String>,
+}
+
+/// The concrete node type of `image`, or None if it is another kind's.
+pub fn downcast<N: NodeImage>(image: Image) -> Option<Arc<N>> {
+    let any: Arc<dyn Any + Send + Sync> = image;
+    any.downcast::<N>().ok()
+}
+
+/// A shared reference to the concrete node type of `image`.
+pub fn downcast_ref<N: NodeImage>(image: &dyn NodeImage) -> Option<&N> {
+    let any: &dyn Any = image;
+    any.downcast_ref::<N>()
+}
+
+/// Makes the image in `slot` uniquely owned (cloning it if shared) and
+/// returns it as `N`. Panics if `slot` holds another kind's image: a tree
+/// kind only ever finds its own nodes under its own page ids.
+pub fn make_mut<N: NodeImage + Clone>(slot: &mut Image) -> &mut N {
+    if Arc::get_mut(slot).is_none() {
+        let copy: N = downcast_ref::<N>(&**slot)
+            .expect("node image of another tree kind")
+            .clone();
+        *slot = Arc::new(copy);
+    }
+    let unique: &mut dyn NodeImage = Arc::get_mut(slot).expect("uniquely owned after the copy");
+    let any: &mut dyn Any = unique;
+    any.downcast_mut::<N>()
+        .expect("node image of another tree kind")
+}
+
+#[cfg(test)]
+pub mod testing {
+    //! A minimal image for the store's own tests.
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    pub struct Blob(pub Vec<u8>);
+
+    impl NodeImage for Blob {
+        fn charge_bytes(&self) -> usize {
+            96 + self.0.capacity()
+        }
+        fn encode_page(&self, page: &mut [u8]) -> PageFill {
+            page[32..32 + self.0.len()].copy_from_slice(&self.0);
+            PageFill {
+                kind: Kind::Leaf,
+                count: 0,
+                used_bytes: self.0.len() as u32,
+            }
+        }
+    }
+
+    pub fn blob(n: usize) -> Image {
+        Arc::new(Blob(vec![7u8; n]))
+    }
+
+    #[test]
+    fn downcast_and_make_mut_copy_on_share() {
+        let mut a = blob(10);
+        let b = a.clone();
+        make_mut::<Blob>(&mut a).0.push(1);
+        assert_eq!(downcast_ref::<Blob>(&*a).unwrap().0.len(), 11);
+        assert_eq!(
+            downcast_ref::<Blob>(&*b).unwrap().0.len(),
+            10,
+            "the shared copy is untouched"
+        );
+        assert!(downcast::<Blob>(b).is_some());
+    }
+}

@@ -1,0 +1,108 @@
+//! The node store: pages and extents in one data file, the allocator, the
+//! cache of node images, the epoch's dirty set and deferred frees, the
+//! superblock and the catalog. It knows node formats only through
+//! [`image::NodeImage`] and [`image::NodeCodec`], and tree state only as the
+//! opaque `T` it guards; it imports nothing from the index layer.
+
+pub mod alloc;
+pub mod cache;
+pub mod catalog;
+pub mod claims;
+pub mod dirty;
+pub mod extent;
+pub mod image;
+pub mod page;
+pub mod pager;
+pub mod read;
+pub mod superblock;
+
+use alloc::Alloc;
+use cache::Cache;
+use dirty::Dirty;
+use extent::Extent;
+use page::Kind;
+use pager::Pager;
+use parking_lot::{Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the state lock guards: the trees' in-memory descriptors (`T`, owned
+/// by the index layer) and the dirty images they point into. One lock, so a
+/// reader sees roots and pages of the same moment.
+pub struct Epoch<T> {
+    pub trees: T,
+    pub dirty: Dirty,
+}
+
+pub struct Store<T> {
+    pub pager: Pager,
+    pub cache: Cache,
+    pub state: RwLock<Epoch<T>>,
+    pub alloc: Mutex<Alloc>,
+    /// Bumped whenever freed page ids become reusable (end of a checkpoint):
+    /// a page read without locks is trusted only if it did not change.
+    pub reuse_gen: AtomicU64,
+}
+
+impl<T> Store<T> {
+    /// A store over `pager` whose allocator starts from the durable
+    /// checkpoint's page count and free list.
+    pub fn new(
+        pager: Pager,
+        cache: Cache,
+        trees: T,
+        count_pages: u64,
+        free: &[(u64, u64)],
+    ) -> Self {
+        assert!(count_pages >= 2);
+        let mut alloc = Alloc::new(count_pages, free);
+        alloc.publish_to(pager.limit_pages());
+        Self {
+            pager,
+            cache,
+            state: RwLock::new(Epoch {
+                trees,
+                dirty: Dirty::default(),
+            }),
+            alloc: Mutex::new(alloc),
+            reuse_gen: AtomicU64::new(0),
+        }
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.pager.ps
+    }
+
+    /// Writes `value` to a fresh extent. Fresh pages are never referenced by
+    /// the durable checkpoint, so writing them before the log is safe.
+    pub fn write_value_extent(&self, value: &[u8]) -> crate::error::Result<Extent> {
+        let count = self.pager.extent_pages(value.len());
+        let first = self.alloc.lock().alloc(count);
+        let ext = Extent::new(first, value.len() as u64, self.pager.ps);
+        assert_eq!(ext.count_pages, count);
+        self.pager.write_extent(&ext, Kind::Overflow, value, 0)?;
+        Ok(ext)
+    }
+
+    /// Called once a checkpoint is durable: the written images become clean
+    /// cache entries, pages freed in the epoch become reusable (and leave the
+    /// cache), and readers holding page ids from before are told to re-check.
+    pub fn finish_epoch(&self, written: Vec<(u64, image::Image)>) {
+        let mut epoch = self.state.write();
+        for (pid, node) in written {
+            epoch.dirty.remove(pid);
+            self.cache.remove(pid);
+            self.cache.insert(pid, node, || true);
+        }
+        assert!(
+            epoch.dirty.is_empty(),
+            "dirty pages appeared during a checkpoint"
+        );
+        let released = self.alloc.lock().release_pending();
+        self.reuse_gen.fetch_add(1, Ordering::AcqRel);
+        for (s, n) in released {
+            for p in s..s + n {
+                self.cache.remove(p);
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The read protocol shared by every tree kind. Readers traverse under the
+//! shared state lock, which only guards memory; on a cache miss they drop
+//! it, read the page with no lock held (so N readers keep N reads in
+//! flight), and restart from the root. A page read without the lock is
+//! trusted only if no page id was released for reuse meanwhile (`reuse_gen`
+//! unchanged). docs/design.md, "Concurrency".
+
+use super::cache::PidMap;
+use super::extent::Extent;
+use super::image::Image;
+use super::page::Kind;
+use super::{Epoch, Store};
+use crate::error::Result;
+use std::sync::atomic::Ordering;
+
+/// Restarts of one read after a page-id reuse raced with it. Each restart
+/// means a checkpoint completed meanwhile, so this bounds a read that loses
+/// to this many checkpoints in a row (never seen; it fails loudly).
+pub const MAX_RESTARTS: usize = 1 << 20;
+
+/// One step of a traversal: finished, or blocked on a page not in memory.
+pub enum Step<T> {
+    Done(T),
+    Miss(u64),
+}
+
+/// What a traversal sees: the trees, dirty pages, cached pages and pages it
+/// read itself.
+pub struct View<'a, T> {
+    epoch: &'a Epoch<T>,
+    store: &'a Store<T>,
+    pinned: &'a PidMap<Image>,
+    hits: std::cell::Cell<u64>,
+}
+
+impl<T> View<'_, T> {
+    pub fn trees(&self) -> &T {
+        &self.epoch.trees
+    }
+
+    pub fn node(&self, pid: u64) -> Option<Image> {
+        if let Some(n) = self.epoch.dirty.get(pid) {
+            return Some(n.clone());
+        }
+        if let Some(n) = self.pinned.get(&pid) {
+            return Some(n.clone());
+        }
+        let n = self.store.cache.lookup(pid);
+        self.hits.set(self.hits.get() + n.is_some() as u64);
+        n
+    }
+
+    /// Whether `pid` is in memory (dirty, cached or read by this traversal),
+    /// without counting a use.
+    pub fn resident(&self, pid: u64) -> bool {
+        self.epoch.dirty.contains(pid)
+            || self.pinned.contains_key(&pid)
+            || self.store.cache.contains(pid)
+    }
+}
+
+impl<T> Store<T> {
+    /// Runs `f` against a consistent view, loading missing pages between
+    /// tries. `f` must be a pure function of the view (it may run many times).
+    pub fn read<R>(&self, mut f: impl FnMut(&View<T>) -> Step<R>) -> Result<R> {
+        let mut pinned: PidMap<Image> = PidMap::default();
+        for _ in 0..MAX_RESTARTS {
+            let gen = self.reuse_gen.load(Ordering::Acquire);
+            let step = {
+                let epoch = self.state.read();
+                let view = View {
+                    epoch: &epoch,
+                    store: self,
+                    pinned: &pinned,
+                    hits: std::cell::Cell::new(0),
+                };
+                let step = f(&view);
+                self.cache
+                    .hits
+                    .fetch_add(view.hits.get(), Ordering::Relaxed);
+                step
+            };
+            let pid = match step {
+                Step::Done(t) => return Ok(t),
+                Step::Miss(pid) => pid,
+            };
+            self.cache.count_miss();
+            let loaded = self.pager.read_node(pid);
+            let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
+            match loaded {
+                Ok(node) if still() => {
+                    self.cache.insert(pid, node.clone(), still);
+                    pinned.insert(pid, node);
+                }
+                // The page was reused under us; its old content is gone. Retry.
+                _ if !still() => pinned.clear(),
+                Ok(_) => unreachable!(),
+                Err(e) => return Err(e),
+            }
+        }
+        panic!("a read restarted {MAX_RESTARTS} times: page reuse never settles");
+    }
+
+    /// Reads an extent seen under reuse generation `gen`; `None` if a page
+    /// reuse raced with the read (the caller looks again).
+    pub fn read_extent_at(&self, ext: &Extent, kind: Kind, gen: u64) -> Result<Option<Vec<u8>>> {
+        let r = self.pager.read_extent(ext, kind);
+        if self.reuse_gen.load(Ordering::Acquire) != gen {
+            return Ok(None);
+        }
+        r.map(Some)
+    }
+
+    /// Reads `pids` through one queue and caches them (marked as read ahead
+    /// where `ahead(pid)`), unless a page id was released for reuse since
+    /// `gen` (then the content may be stale: drop it). Returns the pages
+    /// cached, or the first error not explained by such a reuse.
+    pub fn load_pages(&self, pids: &[u64], gen: u64, ahead: impl Fn(u64) -> bool) -> Result<u64> {
+        let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
+        let mut first_err = None;
+        let mut loaded = 0u64;
+        self.pager.read_nodes(pids, |pid, node| match node {
+            Ok(n) => {
+                self.cache.insert_marked(pid, n, ahead(pid), still);
+                loaded += 1;
+            }
+            Err(e) if still() && first_err.is_none() => first_err = Some(e),
+            Err(_) => {}
+        })?;
+        assert!(loaded <= pids.len() as u64);
+        first_err.map_or(Ok(loaded), Err)
+    }
+}

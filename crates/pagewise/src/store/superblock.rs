@@ -1,0 +1,92 @@
+//! The superblock: two slots, pages 0 and 1, the newest valid one wins.
+//! Layout: docs/design.md, "Superblock".
+
+use super::extent::Extent;
+use super::page::{get_u32, get_u64, put_u32, put_u64};
+
+pub const MAGIC: &[u8; 8] = b"PAGEWISE";
+/// Version 2: catalog entries carry a tree kind and an opaque root
+/// descriptor. Version-1 files are read and upgraded by their first
+/// read-write open (docs/design.md, "Format versions").
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest format this build opens.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+/// Payload bytes after the page header (offsets 32..92).
+pub const SUPERBLOCK_USED_BYTES: u32 = 60;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Superblock {
+    pub version: u32,
+    pub page_size: u32,
+    pub gen: u64,
+    pub lsn: u64,
+    /// Pages in the file (high-water mark).
+    pub count_pages: u64,
+    /// The catalog's extent; `len_bytes` 0 means no catalog yet.
+    pub catalog: Extent,
+    pub db_id: u32,
+}
+
+impl Superblock {
+    pub fn encode(&self, page: &mut [u8]) {
+        assert!(
+            self.version == FORMAT_VERSION,
+            "only the current format is written"
+        );
+        assert!(self.count_pages >= 2 && self.page_size as usize == page.len());
+        page[32..40].copy_from_slice(MAGIC);
+        put_u32(page, 40, self.version);
+        put_u32(page, 44, self.page_size);
+        put_u64(page, 48, self.gen);
+        put_u64(page, 56, self.lsn);
+        put_u64(page, 64, self.count_pages);
+        put_u64(page, 72, self.catalog.first_page);
+        put_u32(page, 80, self.catalog.count_pages as u32);
+        put_u32(page, 84, self.catalog.len_bytes as u32);
+        put_u32(page, 88, self.db_id);
+    }
+
+    /// Reads the fields; the caller has verified the page checksum.
+    pub fn decode(page: &[u8]) -> Superblock {
+        let sb = Superblock {
+            version: get_u32(page, 40),
+            page_size: get_u32(page, 44),
+            gen: get_u64(page, 48),
+            lsn: get_u64(page, 56),
+            count_pages: get_u64(page, 64),
+            catalog: Extent {
+                first_page: get_u64(page, 72),
+                count_pages: get_u32(page, 80) as u64,
+                len_bytes: get_u32(page, 84) as u64,
+            },
+            db_id: get_u32(page, 88),
+        };
+        debug_assert_eq!(&page[32..40], MAGIC);
+        sb
+    }
+
+    /// Whether the catalog extent is consistent with the page size and lies
+    /// inside the file (a sealed superblock can still hold nonsense if a bug
+    /// wrote it; never trust it further than this).
+    pub fn catalog_is_sane(&self) -> bool {
+        let c = &self.catalog;
+        if c.len_bytes == 0 {
+            return c.count_pages == 0;
+        }
+        let ps = self.page_size as usize;
+        c.first_page >= 2
+            && c.count_pages >= super::extent::pages_for(c.len_bytes, ps)
+            && c.first_page
+                .checked_add(c.count_pages)
+                .is_some_and(|e| e <= self.count_pages)
+    }
+}
+
+/// Whether the first bytes of a slot look like a pagewise superblock;
+/// returns (version, page size) unverified.
+pub fn sniff(first: &[u8]) -> Option<(u32, u32)> {
+    if first.len() < 48 || &first[32..40] != MAGIC {
+        return None;
+    }
+    Some((get_u32(first, 40), get_u32(first, 44)))
+}
