@@ -5,7 +5,7 @@
 //! last successful sync), no batch half-applied, and `check` must pass. A case
 //! runs 1 to 3 rounds of work + crash + verified recovery on the same image,
 //! and a later round's failure point may fall inside recovery itself.
-//! PAGEWISE_CRASH_ITERS cases (default 1,000: about 2,000 crashes), split
+//! PAGEWISE_CRASH_ITERS cases (default 1,020: over 2,000 crashes), split
 //! between Sync and Buffered mode; 100000 for a long run. A failure prints the
 //! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
 
@@ -23,7 +23,7 @@ fn iters() -> u64 {
     std::env::var("PAGEWISE_CRASH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1000)
+        .unwrap_or(1020)
 }
 
 fn base_seed() -> u64 {

@@ -387,83 +387,89 @@ impl Node {
         used
     }
 
-    /// Parses a payload written by [`Node::encode`].
+    /// Parses a payload written by [`Node::encode`]. Every length is checked
+    /// against the payload before use; a bad one is an error, never a panic.
     pub fn decode(
         payload: &[u8],
         leaf: bool,
         count: usize,
         page_size: usize,
     ) -> Result<Node, String> {
-        let mut n = Node::new_leaf(page_size);
-        n.data.reserve(payload.len());
-        let short = || format!("entry runs past the payload ({} bytes)", payload.len());
-        let mut at = 0;
-        if leaf {
-            n.ents.reserve_exact(count);
-            for _ in 0..count {
-                if at + LEAF_ENT > payload.len() {
-                    return Err(short());
-                }
-                let kl = get_u16(payload, at) as usize;
-                let raw = get_u32(payload, at + 2);
-                let (vl, ovf) = ((raw & !OVF_BIT) as usize, raw & OVF_BIT != 0);
-                at += LEAF_ENT;
-                if at + kl + vl > payload.len() || (ovf && vl != OVF_REF) {
-                    return Err(short());
-                }
-                let v_at = at + kl;
-                if ovf && Extent::decode(&payload[v_at..v_at + OVF_REF], page_size).is_none() {
-                    return Err(format!(
-                        "entry {} holds an invalid overflow reference",
-                        n.ents.len()
-                    ));
-                }
-                let k = n.push_bytes(&payload[at..at + kl]);
-                let v = n.push_bytes(&payload[at + kl..at + kl + vl]);
-                n.ents.push(Ent {
-                    k,
-                    kl: kl as u32,
-                    v,
-                    vl: vl as u32,
-                    ovf,
-                });
-                at += kl + vl;
-            }
+        let (mut n, at) = if leaf {
+            Self::decode_leaf(payload, count, page_size)?
         } else {
-            if count == 0 || payload.len() < BRANCH_BASE {
-                return Err("branch without children".into());
-            }
-            n = Node::new_branch(page_size, get_u64(payload, 0));
-            at = BRANCH_BASE;
-            for _ in 1..count {
-                if at + 2 > payload.len() {
-                    return Err(short());
-                }
-                let kl = get_u16(payload, at) as usize;
-                at += 2;
-                if at + kl + 8 > payload.len() {
-                    return Err(short());
-                }
-                let k = n.push_bytes(&payload[at..at + kl]);
-                n.ents.push(Ent {
-                    k,
-                    kl: kl as u32,
-                    v: 0,
-                    vl: 0,
-                    ovf: false,
-                });
-                n.kids.push(get_u64(payload, at + kl));
-                at += kl + 8;
-            }
-        }
+            Self::decode_branch(payload, count, page_size)?
+        };
         if at != payload.len() {
-            return Err(format!(
-                "{} trailing bytes after {count} entries",
-                payload.len() - at
-            ));
+            let trailing = payload.len() - at;
+            return Err(format!("{trailing} trailing bytes after {count} entries"));
         }
         n.bytes = at;
+        debug_assert_eq!(n.len(), count);
         Ok(n)
+    }
+
+    fn decode_leaf(
+        payload: &[u8],
+        count: usize,
+        page_size: usize,
+    ) -> Result<(Node, usize), String> {
+        let mut n = Node::new_leaf(page_size);
+        n.data.reserve(payload.len());
+        n.ents.reserve_exact(count.min(payload.len() / LEAF_ENT));
+        let short = || format!("entry runs past the payload ({} bytes)", payload.len());
+        let mut at = 0;
+        for i in 0..count {
+            if at + LEAF_ENT > payload.len() {
+                return Err(short());
+            }
+            let kl = get_u16(payload, at) as usize;
+            let raw = get_u32(payload, at + 2);
+            let (vl, ovf) = ((raw & !OVF_BIT) as usize, raw & OVF_BIT != 0);
+            at += LEAF_ENT;
+            if at + kl + vl > payload.len() || (ovf && vl != OVF_REF) {
+                return Err(short());
+            }
+            let v_at = at + kl;
+            if ovf && Extent::decode(&payload[v_at..v_at + OVF_REF], page_size).is_none() {
+                return Err(format!("entry {i} holds an invalid overflow reference"));
+            }
+            let k = n.push_bytes(&payload[at..v_at]);
+            let v = n.push_bytes(&payload[v_at..v_at + vl]);
+            let (kl, vl) = (kl as u32, vl as u32);
+            n.ents.push(Ent { k, kl, v, vl, ovf });
+            at = v_at + vl as usize;
+        }
+        Ok((n, at))
+    }
+
+    fn decode_branch(
+        payload: &[u8],
+        count: usize,
+        page_size: usize,
+    ) -> Result<(Node, usize), String> {
+        if count == 0 || payload.len() < BRANCH_BASE {
+            return Err("branch without children".into());
+        }
+        let short = || format!("entry runs past the payload ({} bytes)", payload.len());
+        let mut n = Node::new_branch(page_size, get_u64(payload, 0));
+        let mut at = BRANCH_BASE;
+        for _ in 1..count {
+            if at + 2 > payload.len() {
+                return Err(short());
+            }
+            let kl = get_u16(payload, at) as usize;
+            at += 2;
+            if at + kl + 8 > payload.len() {
+                return Err(short());
+            }
+            let k = n.push_bytes(&payload[at..at + kl]);
+            let (kl, v, vl, ovf) = (kl as u32, 0, 0, false);
+            n.ents.push(Ent { k, kl, v, vl, ovf });
+            n.kids.push(get_u64(payload, at + kl as usize));
+            at += kl as usize + 8;
+        }
+        Ok((n, at))
     }
 }
 
