@@ -35,6 +35,11 @@ pub struct Options {
     pub read_ahead: usize,
     /// Checkpoint when the write-ahead log holds this many bytes.
     pub wal_limit: u64,
+    /// Sparse redo log: every log flush starts in a fresh 4 KiB block and
+    /// zero-pads it instead of rewriting the partly filled last block, so a
+    /// drive with in-storage compression stores only the new bytes
+    /// (docs/design.md, "Write-ahead log"; measured in docs/benchmarks.md).
+    pub sparse_log: bool,
     /// Open without writing anything: files are opened read-only, writes and
     /// checkpoints return [`Error::ReadOnly`], and opening a Db whose log
     /// holds records to replay returns [`Error::NeedsRecovery`] (recovery
@@ -53,6 +58,7 @@ impl Default for Options {
             direct_io: true,
             read_ahead: crate::index::btree::readahead::DEFAULT_PAGES,
             wal_limit: 64 << 20,
+            sparse_log: false,
             read_only: false,
             fs: Arc::new(RealFs),
         }
@@ -85,6 +91,10 @@ impl Options {
     }
     pub fn wal_limit(mut self, n: u64) -> Self {
         self.wal_limit = n;
+        self
+    }
+    pub fn sparse_log(mut self, on: bool) -> Self {
+        self.sparse_log = on;
         self
     }
     pub fn read_only(mut self, on: bool) -> Self {

@@ -243,7 +243,12 @@ fn start(
     };
     let direct = files.data.is_direct();
     let pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
-    let wal = Wal::new(Accounted::new(files.wal, io.wal.clone()), sb.gen, sb.db_id);
+    let wal = Wal::new(
+        Accounted::new(files.wal, io.wal.clone()),
+        sb.gen,
+        sb.db_id,
+        opts.sparse_log,
+    );
     let trees = Trees::from_catalog(catalog.trees).expect("validated by read_catalog");
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps);
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);

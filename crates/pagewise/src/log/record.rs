@@ -3,9 +3,12 @@
 //! docs/design.md, "Write-ahead log". The payload is an encoded batch
 //! ([`super::ops`]).
 //!
-//! Writes are whole aligned blocks: the partial last block is rewritten with
-//! the next group (sector-atomic writes keep the earlier records intact, and
-//! the rewritten bytes are identical).
+//! Writes are whole aligned blocks. Packed (default): the partial last block
+//! is rewritten with the next group (sector-atomic writes keep the earlier
+//! records intact, and the rewritten bytes are identical). Sparse
+//! (`Options::sparse_log`): every flush starts in a fresh 4 KiB block and
+//! zero-pads its last one, so nothing is rewritten and a drive with
+//! per-block compression stores about the record bytes (seed 003).
 
 use crate::error::Result;
 use crate::store::page::{get_u32, get_u64, put_u32, put_u64};
@@ -14,6 +17,8 @@ use pagewise_io::{AlignedBuf, Backend};
 
 pub const REC_HDR: usize = 32;
 const MAGIC: u32 = 0x4C41_5750;
+/// Block a sparse flush starts in and pads to (a compressing drive's unit).
+pub const SPARSE_BLOCK_BYTES: usize = 4096;
 
 pub struct Wal {
     file: CountedFile,
@@ -24,14 +29,23 @@ pub struct Wal {
     tail_off: u64,
     pub epoch: u64,
     db_id: u32,
-    /// Bytes appended since the last reset.
+    /// Bytes the log run occupies since the last reset (records, plus the
+    /// padding of sparse flushes): what `wal_limit` bounds.
     pub bytes: u64,
+    /// Pad every flush to a fresh block instead of rewriting the last one.
+    sparse: bool,
 }
 
 impl Wal {
-    pub fn new(file: CountedFile, epoch: u64, db_id: u32) -> Self {
+    pub fn new(file: CountedFile, epoch: u64, db_id: u32, sparse: bool) -> Self {
         let align = file.alignment().max(512);
+        let align = if sparse {
+            align.max(SPARSE_BLOCK_BYTES)
+        } else {
+            align
+        };
         Self {
+            sparse,
             buf: AlignedBuf::new(64 * 1024, align.max(4096)),
             file,
             align,
@@ -82,7 +96,20 @@ impl Wal {
             return Ok(());
         }
         let end = self.buf_len.next_multiple_of(self.align);
+        debug_assert!(
+            self.buf[self.buf_len..end].iter().all(|&b| b == 0),
+            "padding is zero"
+        );
         self.file.write_at(&self.buf[..end], self.tail_off)?;
+        if self.sparse {
+            // The next flush starts in a fresh block: nothing is rewritten.
+            self.bytes += (end - self.buf_len) as u64;
+            self.buf[..end].fill(0);
+            self.tail_off += end as u64;
+            self.buf_len = 0;
+            self.flushed_len = 0;
+            return Ok(());
+        }
         let full = self.buf_len / self.align * self.align;
         if full > 0 {
             self.buf.copy_within(full..self.buf_len, 0);
@@ -133,23 +160,48 @@ pub fn scan(
     file.read_at(&mut buf, 0)?;
     let mut at = 0usize;
     let mut next = first_lsn;
+    // Each step consumes a record or jumps to a later block: bounded.
     while at + REC_HDR <= buf.len() {
-        let h = &buf[at..at + REC_HDR];
-        let len = get_u32(h, 24) as usize;
-        if get_u32(h, 0) != MAGIC
-            || get_u64(h, 8) != epoch
-            || get_u32(h, 28) != db_id
-            || get_u64(h, 16) != next
-            || at + REC_HDR + len > buf.len()
-            || crc32c::crc32c(&buf[at + 8..at + REC_HDR + len]) != get_u32(h, 4)
-        {
-            break;
-        }
+        let Some(len) = record_at(&buf, at, epoch, db_id, next) else {
+            // A sparse flush's zero padding: the run goes on at the next
+            // block if a record with exactly the next LSN starts there.
+            match padding_end(&buf, at) {
+                Some(block) if record_at(&buf, block, epoch, db_id, next).is_some() => {
+                    at = block;
+                    continue;
+                }
+                _ => break,
+            }
+        };
         out.push((next, buf[at + REC_HDR..at + REC_HDR + len].to_vec()));
         next += 1;
         at += REC_HDR + len;
     }
     Ok(out)
+}
+
+/// The payload length of the record of LSN `lsn` at `at`, if one is there
+/// whole (magic, epoch, database id, LSN, length and checksum all hold).
+fn record_at(buf: &[u8], at: usize, epoch: u64, db_id: u32, lsn: u64) -> Option<usize> {
+    if at + REC_HDR > buf.len() {
+        return None;
+    }
+    let h = &buf[at..at + REC_HDR];
+    let len = get_u32(h, 24) as usize;
+    let whole = get_u32(h, 0) == MAGIC
+        && get_u64(h, 8) == epoch
+        && get_u32(h, 28) == db_id
+        && get_u64(h, 16) == lsn
+        && at + REC_HDR + len <= buf.len()
+        && crc32c::crc32c(&buf[at + 8..at + REC_HDR + len]) == get_u32(h, 4);
+    whole.then_some(len)
+}
+
+/// If everything from `at` to the next sparse block boundary is zero (and
+/// `at` is not on one), that boundary.
+fn padding_end(buf: &[u8], at: usize) -> Option<usize> {
+    let block = at.next_multiple_of(SPARSE_BLOCK_BYTES);
+    (block != at && block < buf.len() && buf[at..block].iter().all(|&b| b == 0)).then_some(block)
 }
 
 #[cfg(test)]
@@ -172,7 +224,7 @@ mod tests {
     #[test]
     fn records_survive_and_runs_are_separated() {
         let d = tempfile::tempdir().unwrap();
-        let mut w = Wal::new(wal_file(d.path()), 7, 5);
+        let mut w = Wal::new(wal_file(d.path()), 7, 5, false);
         for lsn in 1..=50u64 {
             w.append(lsn, &vec![lsn as u8; (lsn * 37 % 700) as usize]);
             if lsn % 3 == 0 {
@@ -194,5 +246,48 @@ mod tests {
         assert_eq!(scan(&f, 6, 8, 51).unwrap().len(), 0);
         // A wrong starting LSN finds nothing.
         assert_eq!(scan(&f, 5, 8, 52).unwrap().len(), 0);
+    }
+}
+
+#[cfg(test)]
+mod sparse_tests {
+    use super::*;
+    use pagewise_io::{open, Accounted, DirectMode, IoStats, OpenOptions};
+    use std::sync::Arc;
+
+    #[test]
+    fn sparse_flushes_start_fresh_blocks_and_scan_reads_across_the_padding() {
+        let d = tempfile::tempdir().unwrap();
+        let o = OpenOptions {
+            write: true,
+            create: true,
+            direct: DirectMode::Off,
+            ..Default::default()
+        };
+        let f: Arc<dyn Backend> = Arc::new(open(d.path().join("w"), &o).unwrap());
+        let stats = IoStats::new();
+        let mut w = Wal::new(Accounted::new(f.clone(), stats.clone()), 3, 9, true);
+        // 10 flushes of one 100-byte record each: 10 fresh blocks, no rewrite.
+        for lsn in 1..=10u64 {
+            w.append(lsn, &[lsn as u8; 68]);
+            w.flush().unwrap();
+        }
+        assert_eq!(f.size().unwrap(), 10 * SPARSE_BLOCK_BYTES as u64);
+        assert_eq!(stats.snapshot().write_bytes, 10 * SPARSE_BLOCK_BYTES as u64);
+        assert_eq!(
+            w.bytes,
+            10 * SPARSE_BLOCK_BYTES as u64,
+            "padding counts toward wal_limit"
+        );
+        let recs = scan(&*f, 9, 3, 1).unwrap();
+        assert_eq!(recs.len(), 10);
+        assert_eq!(recs[6], (7, vec![7u8; 68]));
+        // A hole (block 4 zeroed) ends the run there: no record past it.
+        f.write_at(
+            &AlignedBuf::new(SPARSE_BLOCK_BYTES, 4096),
+            4 * SPARSE_BLOCK_BYTES as u64,
+        )
+        .unwrap();
+        assert_eq!(scan(&*f, 9, 3, 1).unwrap().len(), 4);
     }
 }
