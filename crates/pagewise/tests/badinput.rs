@@ -153,3 +153,44 @@ fn damaged_newest_superblock_falls_back_to_the_other_slot() {
     // checkpoint is what a torn write costs; here the log was already reset).
     assert!(e.is_ok(), "{:?}", e.err());
 }
+
+/// A newest superblock damaged after it was durable (bit rot, not a torn
+/// write) must not roll the Db back silently to the older slot: the log
+/// already continues the newer checkpoint, so open says the file is corrupt.
+#[test]
+fn rotten_newest_superblock_is_reported_not_rolled_back() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let db = Db::create(&p, opts()).unwrap();
+    let t = db.tree("t").unwrap();
+    t.insert(b"k1", b"v").unwrap();
+    db.checkpoint().unwrap();
+    t.insert(b"k2", b"v").unwrap();
+    db.checkpoint().unwrap();
+    t.insert(b"k3", b"v").unwrap(); // in the log run of the newest checkpoint
+    std::mem::forget((t, db)); // the process dies: no close
+    let bytes = std::fs::read(&p).unwrap();
+    let gen = |slot: usize| {
+        u64::from_le_bytes(
+            bytes[slot * 4096 + 48..slot * 4096 + 56]
+                .try_into()
+                .unwrap(),
+        )
+    };
+    let newest = if gen(0) > gen(1) { 0 } else { 1 };
+    let mut damaged = bytes.clone();
+    damaged[newest * 4096 + 700] ^= 1;
+    let copy = d.path().join("copy");
+    std::fs::write(&copy, &damaged).unwrap();
+    std::fs::copy(pagewise::wal_path(&p), pagewise::wal_path(&copy)).unwrap();
+    let e = Db::open(&copy, opts()).expect_err("opened a rolled-back checkpoint");
+    assert!(
+        matches!(e, Error::Corrupt { page, .. } if page == newest as u64),
+        "{e}"
+    );
+    assert!(e.to_string().contains("newest superblock"), "{e}");
+    // Undamaged, the same files open with all three keys.
+    std::fs::write(&copy, &bytes).unwrap();
+    let db = Db::open(&copy, opts()).unwrap();
+    assert!(db.tree("t").unwrap().get(b"k3").unwrap().is_some());
+}

@@ -65,6 +65,7 @@ pub fn create(path: &Path, opts: Options) -> Result<Db> {
 pub fn open(path: &Path, opts: Options) -> Result<Db> {
     let files = open_files(path, &opts, false)?;
     let (ps, sb) = read_superblock(&files.data, path)?;
+    check_no_newer_checkpoint(&files, path, &sb)?;
     let catalog = read_catalog(&files.data, path, ps, &sb)?;
     let records = log::scan(&*files.wal, sb.db_id, sb.gen, sb.lsn + 1)?;
     if opts.read_only {
@@ -83,6 +84,27 @@ pub fn open(path: &Path, opts: Options) -> Result<Db> {
     // version-1 file's catalog and superblock in the current format.
     db.inner.checkpoint()?;
     Ok(db)
+}
+
+/// A damaged newest superblock must not roll the database back silently to
+/// the older slot (whose freed pages may since have been reused): if the log
+/// holds a run of a later checkpoint than the superblock chosen, that later
+/// superblock existed and is lost.
+fn check_no_newer_checkpoint(files: &Files, path: &Path, sb: &Superblock) -> Result<()> {
+    match log::first_epoch(&*files.wal, sb.db_id)? {
+        Some(epoch) if epoch > sb.gen => Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            page: (sb.gen + 1) % 2,
+            offset: ((sb.gen + 1) % 2) * sb.page_size as u64,
+            what: format!(
+                "the newest superblock (slot {}) is damaged: the log continues checkpoint {epoch}, \
+                 but the only valid superblock is checkpoint {}; opening it would roll back",
+                (sb.gen + 1) % 2,
+                sb.gen
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn read_catalog(

@@ -5,4 +5,4 @@ pub mod ops;
 pub mod record;
 
 pub use ops::Op;
-pub use record::{scan, Wal};
+pub use record::{first_epoch, scan, Wal};

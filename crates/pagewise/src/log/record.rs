@@ -143,6 +143,30 @@ impl Wal {
     }
 }
 
+/// The epoch of the first record in the log file if it is an intact record
+/// of database `db_id`. A log run starts at offset 0 only after its
+/// checkpoint's superblock is durable, so an epoch above the superblock's
+/// generation proves a newer superblock existed (and was lost).
+pub fn first_epoch(file: &dyn Backend, db_id: u32) -> Result<Option<u64>> {
+    let align = file.alignment().max(512);
+    let size = file.size()? / align as u64 * align as u64;
+    if size == 0 {
+        return Ok(None);
+    }
+    let mut head = AlignedBuf::new(align, align.max(4096));
+    file.read_at(&mut head, 0)?;
+    let len = get_u32(&head, 24) as u64;
+    if get_u32(&head, 0) != MAGIC || get_u32(&head, 28) != db_id || REC_HDR as u64 + len > size {
+        return Ok(None);
+    }
+    let whole = (REC_HDR as u64 + len).next_multiple_of(align as u64) as usize;
+    let mut buf = AlignedBuf::new(whole, align.max(4096));
+    file.read_at(&mut buf, 0)?;
+    let epoch = get_u64(&buf, 8);
+    let lsn = get_u64(&buf, 16);
+    Ok(record_at(&buf, 0, epoch, db_id, lsn).map(|_| epoch))
+}
+
 /// Reads the records of log run `epoch` starting at LSN `first_lsn`.
 pub fn scan(
     file: &dyn Backend,
