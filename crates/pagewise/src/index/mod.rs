@@ -261,7 +261,11 @@ fn create(trees: &mut Trees, name: &Arc<str>, kind: u8, params: &[u8]) -> Result
             what: format!("tree {name:?} of kind {kind}: this build does not know that kind"),
         });
     };
-    assert!(params.is_empty(), "B+trees take no parameters yet");
+    if !params.is_empty() {
+        return Err(Error::Unsupported {
+            what: format!("tree {name:?}: B+trees take no creation parameters in this build"),
+        });
+    }
     match trees.0.get(name) {
         Some(d) if d.kind() == kind => Ok(()),
         Some(d) => Err(Error::TreeKind {
