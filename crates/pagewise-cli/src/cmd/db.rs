@@ -244,13 +244,14 @@ pub fn run(a: Args) -> Result<()> {
             }
             println!();
             println!(
-                "{:<16} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9}",
-                "tree", "entries", "height", "leaves", "branches", "overflow", "leaf fill"
+                "{:<16} {:<6} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9}",
+                "tree", "kind", "entries", "height", "leaves", "branches", "overflow", "leaf fill"
             );
             for t in &s.trees {
                 println!(
-                    "{:<16} {:>10} {:>6} {:>10} {:>10} {:>10} {:>8.1}%",
+                    "{:<16} {:<6} {:>10} {:>6} {:>10} {:>10} {:>10} {:>8.1}%",
                     t.name,
+                    t.kind.name(),
                     t.entries,
                     t.height,
                     t.leaf_pages,
