@@ -194,3 +194,35 @@ fn rotten_newest_superblock_is_reported_not_rolled_back() {
     let db = Db::open(&copy, opts()).unwrap();
     assert!(db.tree("t").unwrap().get(b"k3").unwrap().is_some());
 }
+
+/// A log record damaged after it was durable (bit rot, not a torn tail) is
+/// reported when a later record proves it was synced, instead of recovery
+/// stopping there and dropping the acknowledged records after it.
+#[test]
+fn rotten_durable_log_record_is_reported_not_dropped() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let db = Db::create(&p, opts().durability(pagewise::Durability::Sync)).unwrap();
+    let t = db.tree("t").unwrap();
+    for k in [b"k1", b"k2", b"k3"] {
+        t.insert(k, b"value").unwrap(); // one synced record each
+    }
+    std::mem::forget((t, db));
+    let wal = std::fs::read(pagewise::wal_path(&p)).unwrap();
+    let copy = d.path().join("copy");
+    std::fs::copy(&p, &copy).unwrap();
+    let mut damaged = wal.clone();
+    damaged[60] ^= 1; // inside the first record's payload
+    std::fs::write(pagewise::wal_path(&copy), &damaged).unwrap();
+    let e = Db::open(&copy, opts()).expect_err("dropped acknowledged records silently");
+    assert!(matches!(e, Error::Corrupt { .. }), "{e}");
+    assert!(e.to_string().contains("log record"), "{e}");
+    // The last record has no later witness: its damage reads as a torn tail.
+    let last = wal.iter().rposition(|&b| b != 0).unwrap();
+    let mut tail = wal.clone();
+    tail[last] ^= 1;
+    std::fs::write(pagewise::wal_path(&copy), &tail).unwrap();
+    let db = Db::open(&copy, opts()).unwrap();
+    let t = db.tree("t").unwrap();
+    assert!(t.get(b"k2").unwrap().is_some() && t.get(b"k3").unwrap().is_none());
+}

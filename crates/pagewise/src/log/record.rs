@@ -10,13 +10,17 @@
 //! zero-pads its last one, so nothing is rewritten and a drive with
 //! per-block compression stores about the record bytes (seed 003).
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::page::{get_u32, get_u64, put_u32, put_u64};
 use crate::store::pager::CountedFile;
 use pagewise_io::{AlignedBuf, Backend};
 
-pub const REC_HDR: usize = 32;
-const MAGIC: u32 = 0x4C41_5750;
+/// Header of a record written by this build (magic `PWL2`).
+pub const REC_HDR: usize = 40;
+const MAGIC: u32 = 0x324C_5750;
+/// Format-1 records (magic `PWAL`): the same without the synced LSN.
+const MAGIC_V1: u32 = 0x4C41_5750;
+const REC_HDR_V1: usize = 32;
 /// Block a sparse flush starts in and pads to (a compressing drive's unit).
 pub const SPARSE_BLOCK_BYTES: usize = 4096;
 
@@ -34,6 +38,11 @@ pub struct Wal {
     pub bytes: u64,
     /// Pad every flush to a fresh block instead of rewriting the last one.
     sparse: bool,
+    /// LSN of the last record appended, and of the last one an fsync made
+    /// durable: every record carries the latter, so recovery can tell a
+    /// damaged durable record from a torn tail (see [`scan`]).
+    last_lsn: u64,
+    synced_lsn: u64,
 }
 
 impl Wal {
@@ -55,6 +64,8 @@ impl Wal {
             epoch,
             db_id,
             bytes: 0,
+            last_lsn: 0,
+            synced_lsn: 0,
         }
     }
 
@@ -74,11 +85,14 @@ impl Wal {
         put_u64(rec, 16, lsn);
         put_u32(rec, 24, payload.len() as u32);
         put_u32(rec, 28, self.db_id);
+        put_u64(rec, 32, self.synced_lsn);
         rec[REC_HDR..].copy_from_slice(payload);
         let crc = crc32c::crc32c(&rec[8..]);
         put_u32(rec, 4, crc);
         self.buf_len = need;
         self.bytes += (REC_HDR + payload.len()) as u64;
+        assert!(lsn > self.last_lsn || self.last_lsn == 0, "LSNs increase");
+        self.last_lsn = lsn;
     }
 
     pub fn db_id(&self) -> u32 {
@@ -122,8 +136,12 @@ impl Wal {
         Ok(())
     }
 
-    pub fn sync(&self) -> Result<()> {
+    /// Makes everything flushed durable. Requires: `flush` ran since the
+    /// last append (so every appended record is covered by this fsync).
+    pub fn sync(&mut self) -> Result<()> {
+        assert_eq!(self.unflushed(), 0, "sync after flush");
         self.file.sync()?;
+        self.synced_lsn = self.last_lsn;
         Ok(())
     }
 
@@ -156,7 +174,11 @@ pub fn first_epoch(file: &dyn Backend, db_id: u32) -> Result<Option<u64>> {
     let mut head = AlignedBuf::new(align, align.max(4096));
     file.read_at(&mut head, 0)?;
     let len = get_u32(&head, 24) as u64;
-    if get_u32(&head, 0) != MAGIC || get_u32(&head, 28) != db_id || REC_HDR as u64 + len > size {
+    let magic = get_u32(&head, 0);
+    if (magic != MAGIC && magic != MAGIC_V1)
+        || get_u32(&head, 28) != db_id
+        || REC_HDR as u64 + len > size
+    {
         return Ok(None);
     }
     let whole = (REC_HDR as u64 + len).next_multiple_of(align as u64) as usize;
@@ -185,8 +207,8 @@ pub fn scan(
     let mut at = 0usize;
     let mut next = first_lsn;
     // Each step consumes a record or jumps to a later block: bounded.
-    while at + REC_HDR <= buf.len() {
-        let Some(len) = record_at(&buf, at, epoch, db_id, next) else {
+    while at < buf.len() {
+        let Some((hdr, len)) = record_at(&buf, at, epoch, db_id, next) else {
             // A sparse flush's zero padding: the run goes on at the next
             // block if a record with exactly the next LSN starts there.
             match padding_end(&buf, at) {
@@ -197,28 +219,70 @@ pub fn scan(
                 _ => break,
             }
         };
-        out.push((next, buf[at + REC_HDR..at + REC_HDR + len].to_vec()));
+        out.push((next, buf[at + hdr..at + hdr + len].to_vec()));
         next += 1;
-        at += REC_HDR + len;
+        at += hdr + len;
+    }
+    if let Some((later, synced)) = durable_after(&buf, at, epoch, db_id, next) {
+        return Err(Error::Corrupt {
+            path: file.path().to_path_buf(),
+            page: 0,
+            offset: at as u64,
+            what: format!(
+                "log record {next} is damaged, but record {later} after it says records up to \
+                 {synced} were durable: the log is corrupt (not a torn tail); restore from a backup"
+            ),
+        });
     }
     Ok(out)
 }
 
-/// The payload length of the record of LSN `lsn` at `at`, if one is there
-/// whole (magic, epoch, database id, LSN, length and checksum all hold).
-fn record_at(buf: &[u8], at: usize, epoch: u64, db_id: u32, lsn: u64) -> Option<usize> {
-    if at + REC_HDR > buf.len() {
+/// An intact record of this run after offset `from` with an LSN above
+/// `missing` whose synced LSN covers `missing`: proof that record `missing`
+/// was durable and is damaged, not lost to a crash. Returns (its LSN, its
+/// synced LSN). Looks at every byte offset: only on this rare path.
+fn durable_after(
+    buf: &[u8],
+    from: usize,
+    epoch: u64,
+    db_id: u32,
+    missing: u64,
+) -> Option<(u64, u64)> {
+    let magic = MAGIC.to_le_bytes();
+    (from + 1..buf.len().saturating_sub(REC_HDR)).find_map(|at| {
+        if buf[at..at + 4] != magic {
+            return None;
+        }
+        let lsn = get_u64(buf, at + 16);
+        let synced = get_u64(buf, at + 32);
+        (lsn > missing && synced >= missing && record_at(buf, at, epoch, db_id, lsn).is_some())
+            .then_some((lsn, synced))
+    })
+}
+
+/// (header bytes, payload bytes) of the record of LSN `lsn` at `at`, if one
+/// is there whole: magic (either version), epoch, database id, LSN, length
+/// and checksum all hold.
+fn record_at(buf: &[u8], at: usize, epoch: u64, db_id: u32, lsn: u64) -> Option<(usize, usize)> {
+    if at + REC_HDR_V1 > buf.len() {
         return None;
     }
-    let h = &buf[at..at + REC_HDR];
+    let hdr = match get_u32(buf, at) {
+        MAGIC => REC_HDR,
+        MAGIC_V1 => REC_HDR_V1,
+        _ => return None,
+    };
+    if at + hdr > buf.len() {
+        return None;
+    }
+    let h = &buf[at..at + hdr];
     let len = get_u32(h, 24) as usize;
-    let whole = get_u32(h, 0) == MAGIC
-        && get_u64(h, 8) == epoch
+    let whole = get_u64(h, 8) == epoch
         && get_u32(h, 28) == db_id
         && get_u64(h, 16) == lsn
-        && at + REC_HDR + len <= buf.len()
-        && crc32c::crc32c(&buf[at + 8..at + REC_HDR + len]) == get_u32(h, 4);
-    whole.then_some(len)
+        && buf.len() - at - hdr >= len
+        && crc32c::crc32c(&buf[at + 8..at + hdr + len]) == get_u32(h, 4);
+    whole.then_some((hdr, len))
 }
 
 /// If everything from `at` to the next sparse block boundary is zero (and
