@@ -1,0 +1,140 @@
+use super::*;
+use crate::{AlignedBuf, DirectMode, SimFs};
+use std::time::Duration;
+
+fn rw() -> OpenOptions {
+    OpenOptions {
+        write: true,
+        create: true,
+        direct: DirectMode::Off,
+        ..Default::default()
+    }
+}
+
+/// 1 ms + 4096 B / 4.096 MB/s = 2 ms per 4 KiB I/O.
+fn two_ms_profile(channels: u32) -> DriveProfile {
+    DriveProfile::new(1000.0, 4.096e6, channels)
+}
+
+fn within(took: Duration, want: Duration, slack: Duration) -> bool {
+    took >= want && took <= want + slack
+}
+
+#[test]
+fn data_is_real_and_each_io_takes_its_service_time() {
+    let fs = EmulatedFs::new(SimFs::new(), two_ms_profile(1)).unwrap();
+    let f = fs.open(Path::new("/f"), &rw()).unwrap();
+    let t0 = Instant::now();
+    for i in 0..5u8 {
+        f.write_at(&[i + 1; 4096], u64::from(i) * 4096).unwrap();
+    }
+    let took = t0.elapsed();
+    // Five serial 2 ms writes: at least 10 ms, and not much more.
+    assert!(
+        within(took, Duration::from_millis(10), Duration::from_millis(8)),
+        "{took:?}"
+    );
+    let mut back = [0u8; 4096];
+    f.read_at(&mut back, 3 * 4096).unwrap();
+    assert!(back.iter().all(|&b| b == 4));
+    let s = fs.stats();
+    assert_eq!((s.ops, s.syncs, s.overruns), (6, 0, 0));
+}
+
+#[test]
+fn queued_ios_overlap_on_p_channels() {
+    let sim = SimFs::new();
+    let file = sim.open(Path::new("/f"), &rw()).unwrap();
+    file.set_len(1 << 20).unwrap();
+    let drive = EmulatedDrive::new(file, two_ms_profile(4)).unwrap();
+    let mut q = drive.queue(8).unwrap();
+    let t0 = Instant::now();
+    for tag in 0..8u64 {
+        let buf = AlignedBuf::new(4096, 4096);
+        q.submit(IoOp {
+            kind: OpKind::Read,
+            offset: tag * 4096,
+            buf,
+            tag,
+        })
+        .unwrap();
+    }
+    assert!(q
+        .submit(IoOp {
+            kind: OpKind::Read,
+            offset: 0,
+            buf: AlignedBuf::new(4096, 4096),
+            tag: 9,
+        })
+        .is_err());
+    let mut out = Vec::new();
+    q.wait(1, &mut out).unwrap();
+    let first = t0.elapsed();
+    // Four channels: the first four complete together after one service time.
+    assert_eq!(out.len(), 4, "completed together: {:?}", out.len());
+    assert!(within(
+        first,
+        Duration::from_millis(2),
+        Duration::from_millis(2)
+    ));
+    q.wait(4, &mut out).unwrap();
+    let all = t0.elapsed();
+    // Eight ops on four channels: two service times, where one channel needs eight.
+    assert!(
+        within(all, Duration::from_millis(4), Duration::from_millis(3)),
+        "{all:?}"
+    );
+    let mut tags: Vec<u64> = out.iter().map(|c| c.op.tag).collect();
+    tags.sort_unstable();
+    assert_eq!(tags, (0..8).collect::<Vec<_>>());
+    assert_eq!(q.in_flight(), 0);
+}
+
+#[test]
+fn files_of_one_fs_share_the_channels() {
+    let fs = EmulatedFs::new(SimFs::new(), two_ms_profile(1)).unwrap();
+    let a = fs.open(Path::new("/a"), &rw()).unwrap();
+    let b = fs.open(Path::new("/b"), &rw()).unwrap();
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for f in [&a, &b] {
+            s.spawn(move || {
+                for i in 0..4u64 {
+                    f.write_at(&[7; 4096], i * 4096).unwrap();
+                }
+            });
+        }
+    });
+    let took = t0.elapsed();
+    // 8 I/Os on one channel: 16 ms, although two threads issued them.
+    assert!(
+        within(took, Duration::from_millis(16), Duration::from_millis(10)),
+        "{took:?}"
+    );
+    assert!(fs.stats().queued_ns > 0, "one thread waited for the other");
+}
+
+#[test]
+fn fsync_waits_for_the_queue_then_costs_its_time() {
+    let mut p = two_ms_profile(2);
+    p.fsync_us = 3000.0;
+    let fs = EmulatedFs::new(SimFs::new(), p).unwrap();
+    let f = fs.open(Path::new("/f"), &rw()).unwrap();
+    let t0 = Instant::now();
+    f.write_at(&[1; 4096], 0).unwrap();
+    f.sync().unwrap();
+    let took = t0.elapsed();
+    // 2 ms write, then a 3 ms flush.
+    assert!(
+        within(took, Duration::from_millis(5), Duration::from_millis(4)),
+        "{took:?}"
+    );
+    assert_eq!(fs.stats().syncs, 1);
+}
+
+#[test]
+fn invalid_profile_is_an_error_not_a_panic() {
+    let bad = DriveProfile::new(-1.0, 1e6, 1);
+    let e = EmulatedFs::new(SimFs::new(), bad).unwrap_err();
+    assert!(e.to_string().contains("setup time S"), "{e}");
+}
