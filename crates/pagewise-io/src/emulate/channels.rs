@@ -268,14 +268,17 @@ mod tests {
         let a = clock.reserve_io(100_000);
         let b = clock.reserve_io(100_000);
         let gap = b - a;
-        assert!(gap.abs_diff(Duration::from_millis(3)) < Duration::from_micros(1));
+        assert!(
+            gap >= Duration::from_millis(3) && gap < Duration::from_millis(4),
+            "{gap:?}"
+        );
         clock.finish(b);
         let took = t0.elapsed();
         assert!(took >= Duration::from_millis(6), "{took:?}");
         let s = clock.stats();
         assert_eq!((s.ops, s.overruns), (2, 0));
         // The second waited one service time for the channel.
-        assert!(s.queued_ns.abs_diff(3_000_000) < 100_000, "{s:?}");
+        assert!(s.queued_ns.abs_diff(3_000_000) < 1_000_000, "{s:?}");
     }
 
     #[test]
