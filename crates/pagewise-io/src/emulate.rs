@@ -13,11 +13,11 @@
 //! I/Os for which the real device was the slower.
 //!
 //! Queued I/O ([`Backend::queue`]): each op reserves a channel when it is
-//! submitted, does its real I/O at once (synchronously, on the inner file)
-//! and completes at its emulated completion time, so throughput scales with
-//! queue depth up to P. The real I/O of one queue is serial: the emulated
-//! service time per op over P must exceed the real latency for the
-//! emulation to hold at high queue depths.
+//! submitted and goes to the inner backend's queue (a real io_uring ring
+//! when the inner file has one, so real I/Os overlap as they would without
+//! the emulation); it completes when both its real I/O is done and its
+//! emulated completion time has come. Throughput thus scales with queue
+//! depth up to P, provided the real device keeps up with the profile.
 
 mod channels;
 mod profile;
@@ -28,8 +28,9 @@ pub use profile::{
     PRESETS,
 };
 
-use crate::{Backend, Completion, Fs, IoError, IoOp, IoQueue, LockGuard, OpKind};
+use crate::{Backend, Completion, Fs, IoOp, IoQueue, LockGuard};
 use crate::{OpenOptions, Result};
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -85,12 +86,18 @@ impl<B: Backend> Backend for EmulatedDrive<B> {
 
     crate::backend::forward_metadata!(inner);
 
-    /// A queue whose ops complete at their emulated completion times.
+    /// The inner queue (a real ring for io_uring), whose ops complete at
+    /// their emulated completion times or when their real I/O does, whichever
+    /// is later.
     fn queue(&self, depth: usize) -> Result<Box<dyn IoQueue + '_>> {
+        let inner = self.inner.queue(depth)?;
+        let slots = vec![None; inner.depth()];
         Ok(Box::new(EmulatedQueue {
-            drive: self,
-            depth: depth.max(1),
-            pending: Vec::new(),
+            clock: &self.clock,
+            inner,
+            slots,
+            landed: Vec::new(),
+            scratch: Vec::new(),
         }))
     }
 
@@ -101,57 +108,83 @@ impl<B: Backend> Backend for EmulatedDrive<B> {
     }
 }
 
-struct EmulatedQueue<'a, B> {
-    drive: &'a EmulatedDrive<B>,
-    depth: usize,
+/// Ops go to the inner queue tagged with their slot; the slot remembers the
+/// caller's tag and the emulated completion time.
+struct EmulatedQueue<'a> {
+    clock: &'a DriveClock,
+    inner: Box<dyn IoQueue + 'a>,
+    /// Per inner tag: (emulated completion, caller's tag) while at the inner queue.
+    slots: Vec<Option<(Instant, u64)>>,
     /// Ops whose real I/O is done, with their emulated completion time.
-    pending: Vec<(Instant, Completion)>,
+    landed: Vec<(Instant, Completion)>,
+    scratch: Vec<Completion>,
 }
 
-impl<B: Backend> IoQueue for EmulatedQueue<'_, B> {
+impl EmulatedQueue<'_> {
+    /// Moves real completions to `landed`; blocks for one when `block`.
+    fn collect(&mut self, block: bool) -> Result<()> {
+        let min = usize::from(block && self.inner.in_flight() > 0);
+        self.inner.wait(min, &mut self.scratch)?;
+        for mut c in self.scratch.drain(..) {
+            let slot = c.op.tag as usize;
+            let (done, tag) = self.slots[slot]
+                .take()
+                .expect("a completion for a used slot");
+            self.clock.note_real_end(done);
+            c.op.tag = tag;
+            self.landed.push((done, c));
+        }
+        Ok(())
+    }
+}
+
+impl IoQueue for EmulatedQueue<'_> {
     fn depth(&self) -> usize {
-        self.depth
+        self.inner.depth()
     }
 
     fn in_flight(&self) -> usize {
-        self.pending.len()
+        self.inner.in_flight() + self.landed.len()
     }
 
     fn submit(&mut self, mut op: IoOp) -> Result<()> {
-        if self.pending.len() >= self.depth {
-            return Err(IoError::Invalid {
-                path: self.drive.path().to_path_buf(),
-                what: format!(
-                    "queue full ({} in flight): wait before submitting",
-                    self.depth
-                ),
-            });
-        }
-        let clock = &self.drive.clock;
-        let done = clock.reserve_io(op.buf.len() as u64);
-        let inner = &self.drive.inner;
-        let result = match op.kind {
-            OpKind::Read => inner.read_at(&mut op.buf, op.offset),
-            OpKind::Write => inner.write_at(&op.buf, op.offset),
+        let free = self.slots.iter().position(Option::is_none);
+        let Some(slot) = free.filter(|_| self.in_flight() < self.depth()) else {
+            // Let the inner queue phrase the "queue full" error.
+            return self.inner.submit(op);
         };
-        clock.note_real_end(done);
-        self.pending.push((done, Completion { op, result }));
-        debug_assert!(self.pending.len() <= self.depth);
+        let done = self.clock.reserve_io(op.buf.len() as u64);
+        self.slots[slot] = Some((done, op.tag));
+        op.tag = slot as u64;
+        if let Err(e) = self.inner.submit(op) {
+            self.slots[slot] = None;
+            return Err(e);
+        }
+        debug_assert!(self.in_flight() <= self.depth());
         Ok(())
     }
 
-    /// Sleeps until the `min`-th earliest emulated completion (bounded by
-    /// `in_flight()`), then returns every op whose time has come, earliest first.
+    /// Waits until `min` ops (bounded by `in_flight()`) have both finished
+    /// their real I/O and reached their emulated completion time, then
+    /// returns every op that has, earliest emulated completion first.
     fn wait(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
-        let min = min.min(self.pending.len());
-        self.pending.sort_by_key(|p| p.0);
+        let min = min.min(self.in_flight());
+        self.collect(false)?;
+        // Bounded: each pass returns or gains a real completion, and at most
+        // in_flight() of those are outstanding.
+        while self.landed.len() < min {
+            self.collect(true)?;
+        }
+        self.landed.sort_by_key(|l| l.0);
         if min > 0 {
-            sleep_until(self.pending[min - 1].0);
+            sleep_until(self.landed[min - 1].0);
+            self.collect(false)?;
+            self.landed.sort_by_key(|l| l.0);
         }
         let now = Instant::now();
-        let due = self.pending.partition_point(|p| p.0 <= now);
+        let due = self.landed.partition_point(|l| l.0 <= now);
         debug_assert!(due >= min);
-        out.extend(self.pending.drain(..due).map(|(_, c)| c));
+        out.extend(self.landed.drain(..due).map(|(_, c)| c));
         Ok(())
     }
 }
