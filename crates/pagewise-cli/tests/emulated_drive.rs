@@ -248,3 +248,40 @@ fn tune_report_and_json_say_emulated() {
     assert_eq!(v["emulated"]["name"], "x25e");
     assert_eq!(v["emulated"]["channels"], 3);
 }
+
+#[test]
+fn the_engine_runs_on_an_emulated_drive() {
+    use pagewise::{Db, Options};
+    use pagewise_io::{EmulatedFs, Fs, RealFs};
+    use std::sync::Arc;
+    let dir = scratch();
+    let path = dir.path().join("db");
+    // 200 us + B / 400 MB/s on 2 channels: slow enough to see, fast enough to test.
+    let profile = DriveProfile::new(200.0, 400e6, 2);
+    let fs = Arc::new(EmulatedFs::new(Arc::new(RealFs) as Arc<dyn Fs>, profile.clone()).unwrap());
+    let opts = || Options::default().page_size(4096).fs(fs.clone());
+    let t0 = std::time::Instant::now();
+    {
+        let db = Db::create(&path, opts()).unwrap();
+        let t = db.tree("t").unwrap();
+        for i in 0..2000u32 {
+            t.insert(format!("k{i:06}").into_bytes(), vec![i as u8; 100])
+                .unwrap();
+        }
+        db.checkpoint().unwrap();
+    }
+    let db = Db::open(&path, opts()).unwrap();
+    let t = db.tree("t").unwrap();
+    assert_eq!(
+        t.get(b"k001234").unwrap().unwrap(),
+        vec![1234u32 as u8; 100]
+    );
+    let took = t0.elapsed();
+    let s = fs.stats();
+    eprintln!("engine on {profile}: {s:?} in {took:?}");
+    assert!(s.ops > 0 && s.syncs > 0, "{s:?}");
+    // Every I/O held one of 2 channels for at least S, every sync the whole
+    // drive for its fsync time: a lower bound on the wall time.
+    let floor_s = s.ops as f64 * 200e-6 / 2.0 + s.syncs as f64 * profile.fsync_us * 1e-6;
+    assert!(took.as_secs_f64() >= floor_s, "{took:?} < {floor_s} s");
+}

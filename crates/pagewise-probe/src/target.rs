@@ -76,14 +76,15 @@ impl Prepared {
 /// device. (A few late I/Os are scheduling noise on a busy machine.)
 pub fn overrun_warning(clock: &DriveClock) -> Option<String> {
     let s = clock.stats();
-    if s.overruns * 100 <= s.ops {
+    let total = s.ops + s.syncs;
+    if s.overruns * 100 <= total {
         return None;
     }
     Some(format!(
-        "{} of {} I/Os ({:.1}%) took longer on the real device (or waited for a CPU) than the emulated drive allows ({}): those ran at the real speed; emulate a slower drive or run on an idle machine",
+        "{} of {} I/Os and fsyncs ({:.1}%) took longer on the real device (or waited for a CPU) than the emulated drive allows ({}): those ran at the real speed; emulate a slower drive or run on an idle machine",
         s.overruns,
-        s.ops,
-        100.0 * s.overruns as f64 / s.ops.max(1) as f64,
+        total,
+        100.0 * s.overruns as f64 / total.max(1) as f64,
         clock.profile()
     ))
 }

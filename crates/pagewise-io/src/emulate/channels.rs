@@ -86,8 +86,9 @@ pub struct EmulationStats {
     /// Reads and writes serviced (synchronous and queued).
     pub ops: u64,
     pub syncs: u64,
-    /// I/Os whose real I/O finished after their emulated completion time:
-    /// the device under the emulation was the slower one for them.
+    /// I/Os and syncs whose real part finished after their emulated
+    /// completion time: the device under the emulation was the slower one
+    /// for them (or the thread waited for a CPU).
     pub overruns: u64,
     /// Time I/Os waited for a free channel, summed, ns.
     pub queued_ns: u64,
