@@ -94,6 +94,7 @@ impl<B: Backend> Backend for EmulatedDrive<B> {
         let slots = vec![None; inner.depth()];
         Ok(Box::new(EmulatedQueue {
             clock: &self.clock,
+            path: self.inner.path(),
             inner,
             slots,
             landed: Vec::new(),
@@ -108,10 +109,14 @@ impl<B: Backend> Backend for EmulatedDrive<B> {
     }
 }
 
+/// Blocking waits on the inner queue allowed to return nothing in a row.
+const MAX_EMPTY_WAITS: u32 = 1_000_000;
+
 /// Ops go to the inner queue tagged with their slot; the slot remembers the
 /// caller's tag and the emulated completion time.
 struct EmulatedQueue<'a> {
     clock: &'a DriveClock,
+    path: &'a Path,
     inner: Box<dyn IoQueue + 'a>,
     /// Per inner tag: (emulated completion, caller's tag) while at the inner queue.
     slots: Vec<Option<(Instant, u64)>>,
@@ -170,9 +175,21 @@ impl IoQueue for EmulatedQueue<'_> {
     fn wait(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<()> {
         let min = min.min(self.in_flight());
         self.collect(false)?;
-        // Bounded: each pass returns or gains a real completion, and at most
-        // in_flight() of those are outstanding.
+        // Bounded: each pass normally gains a real completion, and at most
+        // in_flight() are outstanding; an inner queue that keeps returning
+        // nothing from a blocking wait is an error, not a hang.
+        let mut passes = 0u32;
         while self.landed.len() < min {
+            passes += 1;
+            if passes > MAX_EMPTY_WAITS {
+                return Err(crate::IoError::Invalid {
+                    path: self.path.to_path_buf(),
+                    what: format!(
+                        "the inner queue returned no completion in {MAX_EMPTY_WAITS} blocking waits with {} in flight",
+                        self.inner.in_flight()
+                    ),
+                });
+            }
             self.collect(true)?;
         }
         self.landed.sort_by_key(|l| l.0);
