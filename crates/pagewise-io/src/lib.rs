@@ -1,13 +1,15 @@
 //! pagewise-io: the only door to the disk for the probe and the engine.
 //!
 //! Everything that reads or writes goes through [`Backend`], so accounting
-//! ([`Accounted`]), the emulated compressing drive and fault injection see every byte.
+//! ([`Accounted`]), the emulated compressing drive, emulated drive profiles
+//! ([`EmulatedFs`]: T = S + B/W on P channels) and fault injection see every byte.
 //! Direct I/O needs buffers, offsets and lengths aligned to the device's logical
 //! block size; [`AlignedBuf`] provides the memory and backends check the rest.
 
 mod backend;
 mod buf;
 mod compress;
+pub mod emulate;
 mod error;
 mod fault;
 mod file;
@@ -24,6 +26,7 @@ pub use compress::{
     compressed_size_4k, CompressingDrive, CompressingFs, CompressionMeter, CompressionStats,
     DEVICE_BLOCK,
 };
+pub use emulate::{DriveClock, DriveProfile, EmulatedDrive, EmulatedFs, EmulationStats};
 pub use error::{IoError, Result};
 pub use fault::{FaultInjector, FaultKinds, Faulty};
 pub use file::{open, DirectMode, FileBackend, OpenOptions};

@@ -8,6 +8,8 @@
 //! - [`run_sweep`]: prepare a target path safely (see [`target`]) and measure
 //!   every point of a [`SweepSpec`], returning [`ProbeResults`] (JSON schema in
 //!   [`results`]).
+//! - [`run_sweep_emulated`]: the same through an emulated drive
+//!   ([`pagewise_io::EmulatedDrive`]: T = S + B/W on P channels).
 //! - [`run_sweep_on`]: the same on a backend you opened (tests, emulated drives).
 //!
 //! All I/O goes through `pagewise_io::Backend` and its `IoQueue`.
@@ -50,7 +52,7 @@ pub use spec::{
 pub use stats::Repetitions;
 pub use target::{TargetInfo, TargetKind};
 
-use pagewise_io::Backend;
+use pagewise_io::{Backend, DriveProfile};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -77,7 +79,35 @@ pub fn run_sweep(
 ) -> Result<ProbeResults, ProbeError> {
     let start = (SystemTime::now(), Instant::now());
     let prepared = target::prepare(target, spec, progress)?;
+    run_prepared(&prepared, spec, progress, start)
+}
+
+/// [`run_sweep`] on an emulated drive: the test file is prepared (and filled)
+/// on the real device, then every measured I/O goes through `profile`. The
+/// results carry the profile, and a warning when the real device was slower
+/// than the emulated one for some I/Os.
+pub fn run_sweep_emulated(
+    target: &Path,
+    spec: &SweepSpec,
+    profile: &DriveProfile,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ProbeResults, ProbeError> {
+    let start = (SystemTime::now(), Instant::now());
+    let mut prepared = target::prepare(target, spec, progress)?;
+    let clock = prepared.emulate(profile)?;
+    let mut results = run_prepared(&prepared, spec, progress, start)?;
+    results.warnings.extend(target::overrun_warning(&clock));
+    Ok(results)
+}
+
+fn run_prepared(
+    prepared: &target::Prepared,
+    spec: &SweepSpec,
+    progress: &mut dyn FnMut(Progress),
+    start: (SystemTime, Instant),
+) -> Result<ProbeResults, ProbeError> {
     let mut results = run_sweep_on(prepared.backend.as_ref(), spec, progress)?;
+    results.emulated = prepared.emulated.clone();
     results.target = prepared.info.clone();
     results.topology = prepared.topology.clone();
     results
@@ -151,6 +181,7 @@ pub fn run_sweep_on(
         spec: spec.clone(),
         warnings: Vec::new(),
         points: out,
+        emulated: None,
     };
     stamp(&mut results, start);
     Ok(results)

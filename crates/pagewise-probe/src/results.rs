@@ -19,6 +19,7 @@
 //! | `spec` | [`SweepSpec`] | the exact request |
 //! | `warnings` | [string] | e.g. O_DIRECT refused, file shrunk for free space |
 //! | `points` | [[`PointResult`]] | one per combination, in [`SweepSpec::points`] order |
+//! | `emulated` | [`DriveProfile`] | only when the sweep ran on an emulated drive (`--emulate`): its S, W, P |
 //!
 //! A [`PointResult`] holds `params` ([`PointSpec`]: `mode`, `bs`, `align`, `dist`,
 //! `threads`, `qd`), `iops` (mean over repetitions), `mb_per_s` (10^6 B/s),
@@ -32,6 +33,7 @@ use crate::spec::{PointSpec, SweepSpec};
 use crate::stats::Repetitions;
 use crate::target::TargetInfo;
 use pagewise_io::topology::Topology;
+use pagewise_io::DriveProfile;
 use serde::{Deserialize, Serialize};
 
 /// Version tag of the results schema.
@@ -50,6 +52,10 @@ pub struct ProbeResults {
     pub spec: SweepSpec,
     pub warnings: Vec<String>,
     pub points: Vec<PointResult>,
+    /// The emulated drive the sweep ran on, if any: then the figures describe
+    /// that profile (as far as the real device under it is faster), not the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulated: Option<DriveProfile>,
 }
 
 /// Latency of single I/Os in microseconds (HDR histogram, 3 significant digits).

@@ -7,6 +7,7 @@ use crate::spec::{Engine, SweepSpec};
 use crate::{interrupted, ProbeError};
 use pagewise_io::topology::{free_space, in_use, Topology};
 use pagewise_io::{AlignedBuf, Backend, DirectMode, OpenOptions};
+use pagewise_io::{DriveClock, DriveProfile, EmulatedDrive};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -45,10 +46,47 @@ pub struct Prepared {
     pub info: TargetInfo,
     pub topology: Topology,
     pub warnings: Vec<String>,
+    /// Set by [`Prepared::emulate`]: `backend` is then an emulated drive.
+    pub emulated: Option<DriveProfile>,
     created: Option<PathBuf>,
     /// Exclusive claim on a block device being written (O_EXCL): the kernel
     /// refuses it while the device is mounted and refuses mounts while held.
     _claim: Option<std::fs::File>,
+}
+
+impl Prepared {
+    /// Puts an emulated drive with `profile` between the probe and the
+    /// target: every later I/O of `backend` takes S + B/W on one of P
+    /// channels (or longer, if the real device is slower). Returns the
+    /// drive's clock, whose stats say how often the real device was slower.
+    pub fn emulate(&mut self, profile: &DriveProfile) -> Result<Arc<DriveClock>, ProbeError> {
+        assert!(self.emulated.is_none(), "emulate a prepared target once");
+        let clock = Arc::new(
+            DriveClock::new(profile.clone()).map_err(|e| ProbeError::InvalidSpec(e.to_string()))?,
+        );
+        let drive = EmulatedDrive::with_clock(self.backend.clone(), clock.clone());
+        self.backend = Arc::new(drive);
+        self.emulated = Some(profile.clone());
+        Ok(clock)
+    }
+}
+
+/// A warning when more than 1% of the I/Os took longer on the real device
+/// than the emulated profile allows: for them the figures describe the real
+/// device. (A few late I/Os are scheduling noise on a busy machine.)
+pub fn overrun_warning(clock: &DriveClock) -> Option<String> {
+    let s = clock.stats();
+    let total = s.ops + s.syncs;
+    if s.overruns * 100 <= total {
+        return None;
+    }
+    Some(format!(
+        "{} of {} I/Os and fsyncs ({:.1}%) took longer on the real device (or waited for a CPU) than the emulated drive allows ({}): those ran at the real speed; emulate a slower drive or run on an idle machine",
+        s.overruns,
+        total,
+        100.0 * s.overruns as f64 / total.max(1) as f64,
+        clock.profile()
+    ))
 }
 
 impl Drop for Prepared {
@@ -244,6 +282,7 @@ fn open_existing(
         warnings: direct_warning(spec, backend.as_ref()),
         backend,
         topology: Topology::default(),
+        emulated: None,
         created: None,
         _claim: claim,
     })
@@ -316,6 +355,7 @@ fn create_test_file(
         backend,
         topology: Topology::default(),
         warnings,
+        emulated: None,
         created,
         _claim: None,
     })

@@ -127,6 +127,19 @@ pub struct Args {
     /// Allow write modes on an unmounted block device: its data is destroyed.
     #[arg(long)]
     pub destroy_data: bool,
+
+    /// Measure an emulated drive instead of the real one: a preset (x25e,
+    /// x25e-datasheet, rethinkdb-2009, hdd, nvme) or S,W,P such as
+    /// 500us,120MB/s,1 (setup time, bandwidth per channel, channels; optional
+    /// 4th part: fsync time). Every I/O takes S + B/W on one of P channels, or
+    /// longer if the real device is slower: emulate drives slower than it.
+    #[arg(long, value_name = "PROFILE|S,W,P")]
+    pub emulate: Option<String>,
+}
+
+/// Parses `--emulate`; the error names the bad part.
+pub fn parse_emulate(s: &str) -> anyhow::Result<pagewise_io::DriveProfile> {
+    pagewise_io::DriveProfile::parse(s).map_err(|e| anyhow::anyhow!("--emulate: {e}"))
 }
 
 fn parse_list<T>(
@@ -291,6 +304,7 @@ impl Bars {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let spec = spec_from_args(&args)?;
+    let emulate = args.emulate.as_deref().map(parse_emulate).transpose()?;
     crate::signals::install_stop();
     let hidden = args.json || !std::io::stderr().is_terminal();
     let mut bars = Bars {
@@ -298,7 +312,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         points: None,
         hidden,
     };
-    let results = pagewise_probe::run_sweep(&args.path, &spec, &mut |p| bars.update(p))?;
+    let results = match &emulate {
+        None => pagewise_probe::run_sweep(&args.path, &spec, &mut |p| bars.update(p))?,
+        Some(profile) => {
+            pagewise_probe::run_sweep_emulated(&args.path, &spec, profile, &mut |p| bars.update(p))?
+        }
+    };
     write_outputs(&args, &results)?;
     if args.json {
         println!("{}", results.to_json());

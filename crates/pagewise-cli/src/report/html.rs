@@ -87,5 +87,6 @@ figure svg{width:100%;height:auto;display:block}
 code{background:#eef2f5;padding:1px 5px;border-radius:4px;font-size:12.5px}
 pre{background:#1d2329;color:#e8ecef;padding:12px 14px;border-radius:8px;white-space:pre-wrap;word-break:break-all;font-size:12.5px}
 .warn{color:#a03c00}
+.emulated{background:#fff4e5;border-left:6px solid #d55e00;border-radius:8px;padding:10px 14px;margin:0 0 14px}
 .pm{color:#8a949c;font-size:11.5px;font-weight:400}
 "#;

@@ -47,6 +47,12 @@ pub fn render(d: &ReportData) -> String {
         esc(&device_name(d))
     ));
     s.push_str(&format!("<style>{CSS}</style></head><body><main>"));
+    if let Some(p) = &d.results.emulated {
+        s.push_str(&format!(
+            "<p class=\"emulated\"><strong>{}</strong>: every measured I/O took S + B/W on one of P channels, or longer where the real device under it was slower.</p>",
+            esc(&p.banner())
+        ));
+    }
     s.push_str(&header(d));
     s.push_str(&summary(d));
     s.push_str(&advice_section(d));

@@ -18,6 +18,9 @@ fn opt_size(v: Option<u64>) -> String {
 /// A header describing target, device and host, then one row per point.
 pub fn render(r: &ProbeResults) -> String {
     let mut s = String::new();
+    if let Some(p) = &r.emulated {
+        let _ = writeln!(s, "{}", p.banner());
+    }
     let t = &r.target;
     let kind = match t.kind {
         TargetKind::CreatedFile => format!("test file {} (removed)", t.file.display()),

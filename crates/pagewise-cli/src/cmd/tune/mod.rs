@@ -54,6 +54,12 @@ pub struct Args {
     /// Print a JSON summary instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Tune for an emulated drive instead of the real one: a preset (x25e,
+    /// x25e-datasheet, rethinkdb-2009, hdd, nvme) or S,W,P such as
+    /// 500us,120MB/s,1 (see `pagewise probe --help`). The test file still
+    /// lives in DIR; the report says the drive was emulated.
+    #[arg(long, value_name = "PROFILE|S,W,P", value_parser = emulate_arg)]
+    pub emulate: Option<pagewise_io::DriveProfile>,
     /// Block sizes to sweep (testing knob).
     #[arg(long, hide = true, value_delimiter = ',', value_parser = bytes_arg)]
     pub bs: Vec<u64>,
@@ -94,6 +100,9 @@ fn rate_arg(s: &str) -> Result<f64, String> {
 }
 fn pct_arg(s: &str) -> Result<f64, String> {
     parse_percent(s).map_err(|e| e.to_string())
+}
+fn emulate_arg(s: &str) -> Result<pagewise_io::DriveProfile, String> {
+    pagewise_io::DriveProfile::parse(s).map_err(|e| e.to_string())
 }
 fn mix_arg(s: &str) -> Result<Mix, String> {
     Mix::parse(s).map_err(|e| e.to_string())
@@ -143,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write {}", report_path.display()))?;
     let shown = std::fs::canonicalize(&report_path).unwrap_or(report_path.clone());
     if args.json {
-        let out = serde_json::json!({
+        let mut out = serde_json::json!({
             "report": shown,
             "results": std::fs::canonicalize(&results_path).unwrap_or(results_path),
             "best_page_size": advice.best,
@@ -151,8 +160,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "betree_node_size": advice.betree.as_ref().map(|b| b.node_size),
             "elapsed_secs": started.elapsed().as_secs_f64(),
         });
+        if let Some(p) = &results.emulated {
+            out["emulated"] = serde_json::to_value(p)?;
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
+        if let Some(p) = &results.emulated {
+            println!("{}", p.banner());
+        }
         println!(
             "Recommended B+tree page size: {} ({}).",
             fmt_bytes(advice.best as f64),

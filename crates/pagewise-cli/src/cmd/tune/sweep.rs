@@ -59,8 +59,12 @@ pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
         }
     };
     let start = Instant::now();
-    let prepared = target::prepare(&args.dir, &all, &mut on_progress)
+    let mut prepared = target::prepare(&args.dir, &all, &mut on_progress)
         .with_context(|| format!("cannot prepare a test file in {}", args.dir.display()))?;
+    let clock = match &args.emulate {
+        Some(profile) => Some(prepared.emulate(profile)?),
+        None => None,
+    };
     // A synchronous engine keeps one I/O in flight per thread: reach the same
     // concurrency with threads instead (the model only sees qd x threads).
     let sync = prepared.info.engine == "sync";
@@ -118,6 +122,10 @@ pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
         .warnings
         .splice(0..0, prepared.warnings.iter().cloned());
     results.spec = all;
+    results.emulated = prepared.emulated.clone();
+    results
+        .warnings
+        .extend(clock.as_deref().and_then(target::overrun_warning));
     results.elapsed_secs = start.elapsed().as_secs_f64();
     drop(prepared);
     Ok(results)
