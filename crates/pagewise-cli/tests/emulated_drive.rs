@@ -172,9 +172,11 @@ fn cli_says_emulated_first_and_json_carries_the_profile() {
     assert_eq!(v["emulated"]["setup_us"], 1000.0);
     assert_eq!(v["emulated"]["bandwidth_bytes_per_s"], 1e8);
     assert_eq!(v["emulated"]["channels"], 2);
-    // 4 KiB at 1 ms + 41 us: the p50 is the emulated time, not the disk's.
+    // 4 KiB at 1 ms + 41 us: the p50 is at least the emulated time (the
+    // emulation only slows a drive down; a loaded machine adds to it, so no
+    // upper bound is asserted here).
     let p50 = v["points"][0]["latency_us"]["p50"].as_f64().unwrap();
-    assert!((1040.0..1400.0).contains(&p50), "p50 {p50} us");
+    assert!(p50 >= 1040.0, "p50 {p50} us is below the emulated 1041 us");
 }
 
 #[test]
