@@ -119,15 +119,7 @@ impl Db {
     /// another kind.
     pub fn tree_with(&self, name: &str, kind: TreeKind) -> Result<Tree> {
         let t = self.tree(name)?;
-        let found = self
-            .inner
-            .ix
-            .store
-            .state
-            .read()
-            .trees
-            .get(name)
-            .map(|d| d.kind());
+        let found = self.tree_kind(name);
         match found {
             Some(k) if k == kind => Ok(t),
             Some(k) => Err(Error::TreeKind {
