@@ -191,9 +191,16 @@ mod tests {
         // 5.864% of the leaves = 2,443.4 pages.
         assert_eq!(s.scaled_height, 3);
         let pages = s.dataset.cache_bytes as f64 / 8192.0;
-        assert!((pages - (179.0 + 0.058640 * 41_667.0)).abs() < 1.0, "{pages}");
+        assert!(
+            (pages - (179.0 + 0.058640 * 41_667.0)).abs() < 1.0,
+            "{pages}"
+        );
         assert!((s.scaled_hops - s.target_hops).abs() < 1e-3);
-        assert!(s.scaled_db_to_cache >= MIN_DB_TO_CACHE, "{}", s.scaled_db_to_cache);
+        assert!(
+            s.scaled_db_to_cache >= MIN_DB_TO_CACHE,
+            "{}",
+            s.scaled_db_to_cache
+        );
         assert!(s.limits.is_empty(), "{:?}", s.limits);
     }
 
