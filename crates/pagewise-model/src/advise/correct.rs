@@ -7,7 +7,7 @@
 //! ```text
 //! point  = h_dev x m / R(B)                       + h x c(B)
 //! range  = (h_dev + e_miss) x m / R(B)            + (h + e) x c(B)
-//! insert = h_dev x m / R(B) + w / W_iops(B)       + h x c(B)
+//! insert = h_dev x m / R(B) + w x f / W_iops(B)   + h x c(B)
 //! mix    = sum of weight x time;  rate = 1 / time
 //! ```
 //!
@@ -23,6 +23,9 @@
 //!   level-by-level caching the advisor assumes.
 //! - `w`: page writes per insert, measured at checkpoints (the advisor
 //!   assumes 1: every insert writes its leaf back).
+//! - `f`: seconds per page written at a checkpoint x W_iops(B): what a
+//!   checkpoint's batched, queued page write costs relative to one QD1 random
+//!   write (the advisor assumes 1).
 
 use super::dataset::{Dataset, Mix};
 use super::Row;
@@ -39,6 +42,8 @@ pub struct Correction {
     pub miss_factor: f64,
     /// Page writes per insert (`w`).
     pub writes_per_insert: f64,
+    /// Cost of a checkpoint page write relative to a QD1 random write (`f`).
+    pub write_cost_factor: f64,
 }
 
 impl Correction {
@@ -48,6 +53,7 @@ impl Correction {
         cpu_level_per_doubling_s: 0.0,
         miss_factor: 1.0,
         writes_per_insert: 1.0,
+        write_cost_factor: 1.0,
     };
 
     /// `c(B)`, never negative.
@@ -81,7 +87,8 @@ pub fn correct(row: &Row, d: &Dataset, mix: Mix, c: &Correction) -> Corrected {
     let point_ios = h_dev * c.miss_factor;
     let point_s = point_ios / row.read_iops + h * cpu;
     let range_s = (h_dev + extra_miss) * c.miss_factor / row.read_iops + (h + extra) * cpu;
-    let insert_s = point_ios / row.read_iops + c.writes_per_insert / row.write_iops + h * cpu;
+    let write_s = c.writes_per_insert * c.write_cost_factor / row.write_iops;
+    let insert_s = point_ios / row.read_iops + write_s + h * cpu;
     let mix_s = mix.point * point_s + mix.range * range_s + mix.insert * insert_s;
     let out = Corrected {
         page_size: row.page_size,
@@ -106,12 +113,15 @@ pub struct Sample {
     pub measured_point_ios: f64,
     /// Page writes per insert, `None` when no insert ran.
     pub writes_per_insert: Option<f64>,
+    /// Seconds per page written at a checkpoint x the drive's QD1 random
+    /// write IOPS at this size, `None` when no checkpoint wrote pages.
+    pub write_cost_factor: Option<f64>,
 }
 
 /// Fits the correction: `c(B)` by least squares on log2(B / 4 KiB) (a
 /// constant with one size), `m` as total measured over total predicted reads
 /// (1 when the model predicts under 0.05 reads per query in total), `w` as
-/// the mean over the sizes that inserted (1 when none did).
+/// the mean over the sizes that inserted (1 when none did), `f` likewise.
 pub fn fit_correction(samples: &[Sample]) -> Correction {
     if samples.is_empty() {
         return Correction::NONE;
@@ -128,7 +138,13 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
     let slope = if sxx > 1e-12 { sxy / sxx } else { 0.0 };
     let predicted: f64 = samples.iter().map(|s| s.predicted_point_ios).sum();
     let measured: f64 = samples.iter().map(|s| s.measured_point_ios).sum();
-    let writes: Vec<f64> = samples.iter().filter_map(|s| s.writes_per_insert).collect();
+    let mean_or_1 = |v: Vec<f64>| {
+        if v.is_empty() {
+            1.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
     let c = Correction {
         cpu_level_s: my - slope * mx,
         cpu_level_per_doubling_s: slope,
@@ -137,11 +153,8 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
         } else {
             1.0
         },
-        writes_per_insert: if writes.is_empty() {
-            1.0
-        } else {
-            writes.iter().sum::<f64>() / writes.len() as f64
-        },
+        writes_per_insert: mean_or_1(samples.iter().filter_map(|s| s.writes_per_insert).collect()),
+        write_cost_factor: mean_or_1(samples.iter().filter_map(|s| s.write_cost_factor).collect()),
     };
     assert!(c.miss_factor.is_finite() && c.writes_per_insert.is_finite());
     c
@@ -194,6 +207,7 @@ mod tests {
             cpu_level_per_doubling_s: 1e-6,
             miss_factor: 1.2,
             writes_per_insert: 0.5,
+            write_cost_factor: 0.5,
         };
         // c(8 KiB) = 2 + 1 = 3 µs. point: 0.5 x 1.2 = 0.6 I/Os x 100 µs
         // = 60 µs + 3 x 3 = 9 µs -> 69 µs.
@@ -207,10 +221,10 @@ mod tests {
         assert!((1.0 / k.point_qps - 69e-6).abs() < 1e-12);
         // range: (0.5 + 1) x 1.2 = 1.8 I/Os = 180 µs + (3 + 2) x 3 = 15 µs.
         assert!((1.0 / k.range_qps - 195e-6).abs() < 1e-12);
-        // insert: 60 µs + 0.5 / 5000 = 100 µs + 9 µs = 169 µs.
-        assert!((1.0 / k.insert_ops - 169e-6).abs() < 1e-12);
-        // mix: 0.5 x 69 + 0.25 x 195 + 0.25 x 169 = 125.5 µs.
-        assert!((1.0 / k.mix_ops - 125.5e-6).abs() < 1e-12);
+        // insert: 60 µs + 0.5 x 0.5 / 5000 = 50 µs + 9 µs = 119 µs.
+        assert!((1.0 / k.insert_ops - 119e-6).abs() < 1e-12);
+        // mix: 0.5 x 69 + 0.25 x 195 + 0.25 x 119 = 113 µs.
+        assert!((1.0 / k.mix_ops - 113e-6).abs() < 1e-12);
     }
 
     #[test]
@@ -245,6 +259,7 @@ mod tests {
             predicted_point_ios: pred,
             measured_point_ios: meas,
             writes_per_insert: w,
+            write_cost_factor: w.map(|w| w / 4.0),
         };
         let c = fit_correction(&[
             s(4096, 2e-6, 1.0, 1.1, Some(0.8)),
@@ -256,6 +271,8 @@ mod tests {
         // 3.6 measured / 3.0 predicted.
         assert!((c.miss_factor - 1.2).abs() < 1e-12);
         assert!((c.writes_per_insert - 1.0).abs() < 1e-12);
+        // (0.2 + 0.3) / 2.
+        assert!((c.write_cost_factor - 0.25).abs() < 1e-12);
         // One size: a constant; nothing predicted: m = 1.
         let one = fit_correction(&[s(8192, 5e-6, 0.0, 0.01, None)]);
         assert!((one.cpu_per_level_s(65536) - 5e-6).abs() < 1e-15);

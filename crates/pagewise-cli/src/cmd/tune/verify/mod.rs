@@ -288,6 +288,10 @@ fn finish(
             predicted_point_ios: (c.predicted.height as f64 - c.predicted.cached_levels).max(0.0),
             measured_point_ios: c.measured.point_reads_per_get,
             writes_per_insert: c.measured.page_writes_per_insert,
+            write_cost_factor: c
+                .measured
+                .checkpoint_page_us
+                .map(|us| us * 1e-6 * c.predicted.write_iops),
         })
         .collect();
     let correction = fit_correction(&samples);

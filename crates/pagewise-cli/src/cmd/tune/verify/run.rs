@@ -32,6 +32,9 @@ pub struct Measured {
     /// included; `None` without inserts.
     pub page_writes_per_insert: Option<f64>,
     pub checkpoints: u64,
+    /// Microseconds per page written by the checkpoint that ends the mix
+    /// (`None` when it wrote none).
+    pub checkpoint_page_us: Option<f64>,
     /// Microseconds per get when every page is cached, and per level.
     pub cached_get_us: f64,
     pub cpu_per_level_us: f64,
@@ -98,6 +101,8 @@ fn warm(db: &Db, t: &Tree, r: &mut Rng, w: &Workload, secs: f64) -> anyhow::Resu
     Ok(start.elapsed().as_secs_f64())
 }
 
+type MixOut = (f64, u64, Option<f64>, Stats, Stats);
+
 /// Requires: `db` holds `w.rows` records 0, 2, ... in tree [`TREE`].
 pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured> {
     assert!(w.rows >= 1 && w.secs > 0.0);
@@ -116,7 +121,7 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
         (s1.cache_misses - s0.cache_misses) as f64,
     );
 
-    let (mix_ops, inserts, s2, s3) = mix(db, &t, &mut r, w)?;
+    let (mix_ops, inserts, ckpt_page_us, s2, s3) = mix(db, &t, &mut r, w)?;
     let written = (s3.pages.write_bytes - s2.pages.write_bytes) as f64 / page;
     let (cached_get_us, misses_hot) = cached(db, &t, &mut r, w)?;
     let out = Measured {
@@ -130,6 +135,7 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
         mix_inserts: inserts,
         page_writes_per_insert: (inserts > 0).then(|| written / inserts as f64),
         checkpoints: s3.checkpoints - s2.checkpoints,
+        checkpoint_page_us: ckpt_page_us,
         cached_get_us,
         cpu_per_level_us: cached_get_us / height as f64,
     };
@@ -141,9 +147,9 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
 }
 
 /// The described mix for `w.secs`, then a checkpoint (timed: inserts' page
-/// writes are part of their cost). Returns ops/s, inserts and the stats
-/// around the phase.
-fn mix(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<(f64, u64, Stats, Stats)> {
+/// writes are part of their cost). Returns ops/s, inserts, microseconds per
+/// page of that checkpoint, and the stats around the phase.
+fn mix(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<MixOut> {
     let before = db.stats();
     let mut inserts = 0u64;
     let start = Instant::now();
@@ -164,9 +170,15 @@ fn mix(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<(f64, u64
                 .context("insert failed")
         }
     })?;
+    let pre = db.stats().pages.write_bytes;
+    let ckpt = Instant::now();
     db.checkpoint().context("checkpoint after the mix failed")?;
+    let ckpt_secs = ckpt.elapsed().as_secs_f64();
     let secs = start.elapsed().as_secs_f64();
-    Ok((ops as f64 / secs, inserts, before, db.stats()))
+    let after = db.stats();
+    let pages = (after.pages.write_bytes - pre) / db.page_size() as u64;
+    let per_page_us = (pages > 0).then(|| ckpt_secs / pages as f64 * 1e6);
+    Ok((ops as f64 / secs, inserts, per_page_us, before, after))
 }
 
 /// Gets over a hot set small enough to stay cached: microseconds per get,

@@ -49,7 +49,7 @@ fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correcti
             },
         ),
         (
-            "inserts write fewer or more pages at checkpoints than the model's one per insert",
+            "inserts' page writes at checkpoints (count and batched cost) differ from the model's one QD1 random write per insert",
             Correction {
                 writes_per_insert: c.writes_per_insert,
                 ..n
