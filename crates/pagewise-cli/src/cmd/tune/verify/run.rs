@@ -65,7 +65,7 @@ fn timed(secs: f64, mut op: impl FnMut() -> anyhow::Result<()>) -> anyhow::Resul
     let limit = Duration::from_secs_f64(secs.max(0.0));
     let mut n = 0u64;
     while n < MAX_OPS {
-        if n % CHECK_EVERY == 0 {
+        if n.is_multiple_of(CHECK_EVERY) {
             if pagewise_probe::interrupted() {
                 anyhow::bail!("interrupted: verification stopped, its files are removed");
             }
