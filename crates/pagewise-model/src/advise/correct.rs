@@ -5,9 +5,9 @@
 //! corrected per-operation times are
 //!
 //! ```text
-//! point  = h_dev x m / R(B)                       + h x c(B)
-//! range  = (h_dev + e_miss) x m / R(B)            + (h + e) x c(B)
-//! insert = h_dev x m / R(B) + w x f / W_iops(B)   + h x c(B)
+//! point  = h_dev x m x (1/R(B) + x(B))                       + h x c(B)
+//! range  = (h_dev + e_miss) x m x (1/R(B) + x(B))            + (h + e) x c(B)
+//! insert = h_dev x m x (1/R(B) + x(B)) + w x f / W_iops(B)   + h x c(B)
 //! mix    = sum of weight x time;  rate = 1 / time
 //! ```
 //!
@@ -18,6 +18,10 @@
 //!   visits, (R - 1) / leaf capacity, of which `e_miss` miss the cache.
 //! - `c(B) = c0 + c1 x log2(B / 4 KiB)`: CPU seconds per cached level
 //!   visited (binary search, copy, latch), fitted from fully cached gets.
+//! - `x(B) = x0 + x1 x (B / 4 KiB - 1)`: seconds a cache miss costs on top
+//!   of the drive's read time (checksum and decode of the page, cache
+//!   insert and eviction, and any drift of the drive since the probe),
+//!   fitted from the uncached gets' residual per read.
 //! - `m`: measured device reads per point query / `h_dev` predicted: how far
 //!   the engine's cache (CLOCK/LRU under uniform keys) is from the optimal
 //!   level-by-level caching the advisor assumes.
@@ -40,6 +44,10 @@ pub struct Correction {
     pub cpu_level_per_doubling_s: f64,
     /// Measured / predicted device reads per point query (`m`).
     pub miss_factor: f64,
+    /// Extra seconds per cache miss at 4 KiB (`x0`) and per further 4 KiB
+    /// of page (`x1`).
+    pub miss_extra_s: f64,
+    pub miss_extra_per_4k_s: f64,
     /// Page writes per insert (`w`).
     pub writes_per_insert: f64,
     /// Cost of a checkpoint page write relative to a QD1 random write (`f`).
@@ -52,6 +60,8 @@ impl Correction {
         cpu_level_s: 0.0,
         cpu_level_per_doubling_s: 0.0,
         miss_factor: 1.0,
+        miss_extra_s: 0.0,
+        miss_extra_per_4k_s: 0.0,
         writes_per_insert: 1.0,
         write_cost_factor: 1.0,
     };
@@ -60,6 +70,11 @@ impl Correction {
     pub fn cpu_per_level_s(&self, page: u64) -> f64 {
         let doublings = (page as f64 / 4096.0).log2();
         (self.cpu_level_s + self.cpu_level_per_doubling_s * doublings).max(0.0)
+    }
+
+    /// `x(B)`, never below minus the read time (a miss costs >= 0).
+    pub fn miss_extra(&self, page: u64) -> f64 {
+        self.miss_extra_s + self.miss_extra_per_4k_s * (page as f64 / 4096.0 - 1.0)
     }
 }
 
@@ -85,10 +100,11 @@ pub fn correct(row: &Row, d: &Dataset, mix: Mix, c: &Correction) -> Corrected {
     // The advisor's range_ios = max(h_dev, 1) + extra x leaf miss.
     let extra_miss = (row.range_ios - row.uncached_hops).max(0.0);
     let point_ios = h_dev * c.miss_factor;
-    let point_s = point_ios / row.read_iops + h * cpu;
-    let range_s = (h_dev + extra_miss) * c.miss_factor / row.read_iops + (h + extra) * cpu;
+    let read_s = (1.0 / row.read_iops + c.miss_extra(row.page_size)).max(0.0);
+    let point_s = point_ios * read_s + h * cpu;
+    let range_s = (h_dev + extra_miss) * c.miss_factor * read_s + (h + extra) * cpu;
     let write_s = c.writes_per_insert * c.write_cost_factor / row.write_iops;
-    let insert_s = point_ios / row.read_iops + write_s + h * cpu;
+    let insert_s = point_ios * read_s + write_s + h * cpu;
     let mix_s = mix.point * point_s + mix.range * range_s + mix.insert * insert_s;
     let out = Corrected {
         page_size: row.page_size,
@@ -111,6 +127,11 @@ pub struct Sample {
     /// The model's device hops (no floor) and the measured reads per get.
     pub predicted_point_ios: f64,
     pub measured_point_ios: f64,
+    /// Measured seconds per uncached get, levels visited, and the drive's
+    /// read time T(B) = 1 / R(B) from the probe.
+    pub measured_get_s: f64,
+    pub height: u32,
+    pub read_s: f64,
     /// Page writes per insert, `None` when no insert ran.
     pub writes_per_insert: Option<f64>,
     /// Seconds per page written at a checkpoint x the drive's QD1 random
@@ -126,16 +147,25 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
     if samples.is_empty() {
         return Correction::NONE;
     }
-    let n = samples.len() as f64;
-    let xs: Vec<f64> = samples
-        .iter()
-        .map(|s| (s.page_size as f64 / 4096.0).log2())
-        .collect();
-    let ys: Vec<f64> = samples.iter().map(|s| s.cpu_per_level_s).collect();
-    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
-    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let slope = if sxx > 1e-12 { sxy / sxx } else { 0.0 };
+    let (c0, c1) = line_fit(
+        samples
+            .iter()
+            .map(|s| ((s.page_size as f64 / 4096.0).log2(), s.cpu_per_level_s)),
+    );
+    let cpu = |p: u64| (c0 + c1 * (p as f64 / 4096.0).log2()).max(0.0);
+    // Residual per read of the uncached gets, where there were reads.
+    let (x0, x1) = line_fit(
+        samples
+            .iter()
+            .filter(|s| s.measured_point_ios >= 0.05)
+            .map(|s| {
+                let rest = s.measured_get_s - s.height as f64 * cpu(s.page_size);
+                (
+                    s.page_size as f64 / 4096.0 - 1.0,
+                    rest / s.measured_point_ios - s.read_s,
+                )
+            }),
+    );
     let predicted: f64 = samples.iter().map(|s| s.predicted_point_ios).sum();
     let measured: f64 = samples.iter().map(|s| s.measured_point_ios).sum();
     let mean_or_1 = |v: Vec<f64>| {
@@ -146,8 +176,10 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
         }
     };
     let c = Correction {
-        cpu_level_s: my - slope * mx,
-        cpu_level_per_doubling_s: slope,
+        cpu_level_s: c0,
+        cpu_level_per_doubling_s: c1,
+        miss_extra_s: x0,
+        miss_extra_per_4k_s: x1,
         miss_factor: if predicted >= 0.05 {
             measured / predicted
         } else {
@@ -158,6 +190,22 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
     };
     assert!(c.miss_factor.is_finite() && c.writes_per_insert.is_finite());
     c
+}
+
+/// Least-squares line y = a + b x; a constant (the mean) when the x do not
+/// vary, (0, 0) without points.
+fn line_fit(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+    let pts: Vec<(f64, f64)> = pts.filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+    if pts.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = if sxx > 1e-12 { sxy / sxx } else { 0.0 };
+    (my - b * mx, b)
 }
 
 #[cfg(test)]
@@ -206,6 +254,8 @@ mod tests {
             cpu_level_s: 2e-6,
             cpu_level_per_doubling_s: 1e-6,
             miss_factor: 1.2,
+            miss_extra_s: 0.0,
+            miss_extra_per_4k_s: 0.0,
             writes_per_insert: 0.5,
             write_cost_factor: 0.5,
         };
@@ -225,6 +275,18 @@ mod tests {
         assert!((1.0 / k.insert_ops - 119e-6).abs() < 1e-12);
         // mix: 0.5 x 69 + 0.25 x 195 + 0.25 x 119 = 113 µs.
         assert!((1.0 / k.mix_ops - 113e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn miss_extra_adds_per_read() {
+        // x(8 KiB) = 20 + 10 = 30 µs on top of 100 µs: 0.5 x 130 = 65 µs.
+        let c = Correction {
+            miss_extra_s: 20e-6,
+            miss_extra_per_4k_s: 10e-6,
+            ..Correction::NONE
+        };
+        let k = correct(&row(), &dataset(), Mix::default(), &c);
+        assert!((1.0 / k.point_qps - 65e-6).abs() < 1e-12);
     }
 
     #[test]
@@ -260,6 +322,11 @@ mod tests {
             measured_point_ios: meas,
             writes_per_insert: w,
             write_cost_factor: w.map(|w| w / 4.0),
+            // Gets of h = 3 levels: 3 x c(B) + meas x (T + x(B)) with T =
+            // 100 µs and x(B) = 10 µs + 5 µs per further 4 KiB.
+            measured_get_s: 3.0 * cpu + meas * (100e-6 + 10e-6 + 5e-6 * (p as f64 / 4096.0 - 1.0)),
+            height: 3,
+            read_s: 100e-6,
         };
         let c = fit_correction(&[
             s(4096, 2e-6, 1.0, 1.1, Some(0.8)),
@@ -273,6 +340,10 @@ mod tests {
         assert!((c.writes_per_insert - 1.0).abs() < 1e-12);
         // (0.2 + 0.3) / 2.
         assert!((c.write_cost_factor - 0.25).abs() < 1e-12);
+        assert!((c.miss_extra_s - 10e-6).abs() < 1e-12, "{}", c.miss_extra_s);
+        assert!((c.miss_extra_per_4k_s - 5e-6).abs() < 1e-12);
+        // x(16 KiB) = 10 + 3 x 5 = 25 µs.
+        assert!((c.miss_extra(16384) - 25e-6).abs() < 1e-12);
         // One size: a constant; nothing predicted: m = 1.
         let one = fit_correction(&[s(8192, 5e-6, 0.0, 0.01, None)]);
         assert!((one.cpu_per_level_s(65536) - 5e-6).abs() < 1e-15);

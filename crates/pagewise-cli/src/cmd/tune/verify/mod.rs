@@ -287,6 +287,9 @@ fn finish(
             cpu_per_level_s: c.measured.cpu_per_level_us * 1e-6,
             predicted_point_ios: (c.predicted.height as f64 - c.predicted.cached_levels).max(0.0),
             measured_point_ios: c.measured.point_reads_per_get,
+            measured_get_s: 1.0 / c.measured.point_qps,
+            height: c.measured.height,
+            read_s: 1.0 / c.predicted.read_iops,
             writes_per_insert: c.measured.page_writes_per_insert,
             write_cost_factor: c
                 .measured

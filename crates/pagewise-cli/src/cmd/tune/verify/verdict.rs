@@ -42,7 +42,7 @@ fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correcti
             },
         ),
         (
-            "the engine's cache misses differ from the model's level-by-level caching",
+            "a cache miss costs the engine more than the drive's read (checksum, decode, cache upkeep) and misses differ from the model's caching",
             Correction {
                 miss_factor: c.miss_factor,
                 ..n
