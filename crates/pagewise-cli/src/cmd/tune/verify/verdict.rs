@@ -32,9 +32,7 @@ fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correcti
         return "the recommended size was not measured".into();
     };
     let n = Correction::NONE;
-    let scaled_r = correct(&r.predicted, &r.scaled.dataset, mix, &n).mix_ops;
-    let scaled_b = correct(&b.predicted, &b.scaled.dataset, mix, &n).mix_ops;
-    if scaled_b > scaled_r {
+    if b.predicted.mix_ops > r.predicted.mix_ops {
         return format!(
             "the scaled dataset is not the described one: the advisor itself ranks {} first on the scaled tree ({} levels, described {}), so the verification cannot separate the two sizes here (--verify full loads more records)",
             fmt_bytes(best as f64),
