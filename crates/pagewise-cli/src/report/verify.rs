@@ -45,7 +45,7 @@ pub fn verify_section(v: &Verification) -> String {
     ));
     let c = &v.correction;
     s.push_str(&format!(
-        "<p>Model correction fitted from these runs (docs/design.md, \"Verification and model correction\"): CPU per cached level {:.2} µs at 4 KiB {:+.2} µs per doubling of the page, device reads {:.2}x the model's, each costing {:.1} µs {:+.1} µs per further 4 KiB on top of the drive's read time, {:.2} page writes per insert at checkpoints, each costing {:.2}x a QD1 random write (the model assumes 1 and 1). <i>pred.</i> is the advisor on the scaled dataset, <i>corr.</i> the same with the correction, <i>meas.</i> the engine.</p>",
+        "<p>Model correction fitted from these runs (docs/design.md, \"Verification and model correction\"): CPU per cached level {:.2} µs at 4 KiB {:+.2} µs per doubling of the page, device reads {:.2}x the model's, each costing {:.1} µs {:+.1} µs per further 4 KiB on top of the drive's read time, {:.2} page writes per insert at checkpoints, each costing {:.2}x a QD1 random write (the model assumes 1 and 1). <i>pred.</i> is the advisor on the scaled dataset, <i>corr.</i> the same with the correction, <i>meas.</i> the engine. The correction is fitted on these same runs, so <i>corr.</i> for point gets is in-sample: it shows the terms are consistent; <i>pred.</i> is the independent check.</p>",
         c.cpu_level_s * 1e6,
         c.cpu_level_per_doubling_s * 1e6,
         c.miss_factor,
