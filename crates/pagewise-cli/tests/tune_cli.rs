@@ -28,6 +28,8 @@ fn tune_writes_a_self_contained_report() {
             "--rows",
             "1M",
             "--json",
+            "--verify",
+            "off",
         ])
         .output()
         .unwrap();

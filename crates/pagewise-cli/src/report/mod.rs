@@ -7,6 +7,7 @@ mod charts;
 mod drive;
 mod html;
 mod sections;
+mod verify;
 
 use crate::cmd::model::fmt_w;
 use advice::advice_section;
@@ -36,6 +37,8 @@ pub struct ReportData<'a> {
     pub sweep_secs: f64,
     /// Commands that reproduce each section from the saved results.
     pub commands: Vec<String>,
+    /// The advice measured on the engine (`tune --verify`).
+    pub verification: Option<&'a crate::cmd::tune::verify::Verification>,
 }
 
 pub fn render(d: &ReportData) -> String {
@@ -56,6 +59,9 @@ pub fn render(d: &ReportData) -> String {
     s.push_str(&header(d));
     s.push_str(&summary(d));
     s.push_str(&advice_section(d));
+    if let Some(v) = d.verification {
+        s.push_str(&verify::verify_section(v));
+    }
     s.push_str(&model_section(d));
     s.push_str(&wear_section(d));
     s.push_str(&device_section(d));

@@ -5,8 +5,10 @@
 
 pub mod betree;
 pub mod btree;
+pub mod correct;
 pub mod dataset;
 mod explain;
+pub mod scale;
 
 pub use betree::{advise_betree, BeTreeAdvice};
 pub use btree::{caching, Caching, Shape};

@@ -3,6 +3,7 @@
 //! write DIR/report.html. The README's main-job command.
 
 mod sweep;
+pub mod verify;
 mod wear;
 
 use crate::cmd::advise::{advise_report, parse_rows};
@@ -83,6 +84,8 @@ pub struct Args {
         default_value = "2,4,8,16,64"
     )]
     pub qd_sweep: Vec<usize>,
+    #[command(flatten)]
+    pub verify: verify::VerifyArgs,
 }
 
 fn size_arg(s: &str) -> Result<u64, String> {
@@ -136,6 +139,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let advice = advise_report(&model, &dataset, args.mix, None, &[], &mut notes)?;
     let (wear, wear_basis) = wear_rows(&args, &results.topology, &advice)?;
     let sweep_secs = results.elapsed_secs;
+    // Verification runs on the drive the advice is for: the emulated one
+    // when `--emulate` is given.
+    let real: std::sync::Arc<dyn pagewise_io::Fs> = std::sync::Arc::new(pagewise_io::RealFs);
+    let fs: std::sync::Arc<dyn pagewise_io::Fs> = match &args.emulate {
+        Some(profile) => std::sync::Arc::new(pagewise_io::EmulatedFs::new(real, profile.clone())?),
+        None => real,
+    };
+    let verification = verify::run(
+        &args.verify,
+        &args.dir,
+        fs,
+        &model,
+        &advice,
+        args.json,
+        &mut notes,
+    )?;
     let data = ReportData {
         results: &results,
         model: &model,
@@ -145,6 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         notes: &notes,
         sweep_secs,
         commands: commands(&args, &results_path),
+        verification: verification.as_ref(),
     };
     let html = report::render(&data);
     let report_path = args.dir.join("report.html");
@@ -159,6 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "reason": advice.reason,
             "betree_node_size": advice.betree.as_ref().map(|b| b.node_size),
             "elapsed_secs": started.elapsed().as_secs_f64(),
+            "verification": verification,
         });
         if let Some(p) = &results.emulated {
             out["emulated"] = serde_json::to_value(p)?;
@@ -179,6 +200,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 fmt_bytes(b.node_size as f64),
                 fmt_bytes(b.basement_size as f64)
             );
+        }
+        if let Some(v) = &verification {
+            print!("{}", verify::render_text(v));
         }
         println!("Report: {}", shown.display());
         println!(

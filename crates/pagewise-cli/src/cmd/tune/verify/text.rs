@@ -1,0 +1,47 @@
+//! The verification as a text table for the terminal.
+
+use super::Verification;
+use crate::cmd::model::table::Table;
+use pagewise_model::units::{fmt_bytes, fmt_count};
+
+pub fn render_text(v: &Verification) -> String {
+    let mut t = Table::new(&[
+        "page",
+        "rows",
+        "cache",
+        "reads/get pred",
+        "meas",
+        "gets/s pred",
+        "corr",
+        "meas",
+        "mix/s pred",
+        "corr",
+        "meas",
+    ]);
+    for c in &v.sizes {
+        let (p, k, m) = (&c.predicted, &c.corrected, &c.measured);
+        t.row(vec![
+            fmt_bytes(c.page_size as f64),
+            fmt_count(c.scaled.dataset.rows as f64),
+            fmt_bytes(c.scaled.dataset.cache_bytes as f64),
+            format!("{:.2}", (p.height as f64 - p.cached_levels).max(0.0)),
+            format!("{:.2}", m.point_reads_per_get),
+            fmt_count(p.point_qps),
+            fmt_count(k.point_qps),
+            fmt_count(m.point_qps),
+            fmt_count(p.mix_ops),
+            fmt_count(k.mix_ops),
+            fmt_count(m.mix_ops),
+        ]);
+    }
+    let mut s = format!(
+        "\nVerification on the engine ({:.0} s; predicted = advisor on the scaled dataset, corr = with the fitted correction):\n",
+        v.elapsed_secs
+    );
+    s.push_str(&t.render());
+    s.push_str(&format!("Verdict: {}.\n", v.verdict));
+    for n in &v.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}

@@ -1,0 +1,137 @@
+//! `pagewise tune` verification end to end on tiny knobs: one entry per
+//! verified size with predicted and measured rates, a verdict, and no file
+//! left behind (also after Ctrl-C).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn tune(data: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pagewise"));
+    c.args([
+        "tune",
+        data.to_str().unwrap(),
+        "--bs",
+        "4k,8k,16k,64k",
+        "--duration",
+        "0.02",
+        "--warmup",
+        "0",
+        "--file-size",
+        "8MiB",
+        "--qd-high",
+        "4",
+        "--qd-sweep",
+        "2",
+        "--rows",
+        "10M",
+        "--cache",
+        "8MiB",
+        "--json",
+    ]);
+    c.args(extra);
+    c
+}
+
+/// Files in `dir` other than the two tune keeps.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "report.html" && n != "probe-results.json")
+        .collect()
+}
+
+#[test]
+fn verification_reports_every_size_and_cleans_up() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let data = dir.path().join("pagewise-data");
+    let o = tune(&data, &["--verify-secs", "0.2", "--verify-rows", "30000"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "tune failed: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let best = v["best_page_size"].as_u64().unwrap();
+    let ver = &v["verification"];
+    let sizes: Vec<u64> = ver["sizes"]
+        .as_array()
+        .expect("verification entry per size")
+        .iter()
+        .map(|s| s["page_size"].as_u64().unwrap())
+        .collect();
+    let want: Vec<u64> = [best / 2, best, best * 2]
+        .into_iter()
+        .map(|p| p.clamp(512, 65536))
+        .fold(Vec::new(), |mut v, p| {
+            if v.last() != Some(&p) {
+                v.push(p);
+            }
+            v
+        });
+    assert_eq!(sizes, want, "verified sizes around {best}");
+    for s in ver["sizes"].as_array().unwrap() {
+        for rate in [
+            &s["measured"]["point_qps"],
+            &s["measured"]["mix_ops"],
+            &s["predicted"]["point_qps"],
+            &s["predicted"]["mix_ops"],
+            &s["corrected"]["point_qps"],
+            &s["corrected"]["mix_ops"],
+        ] {
+            let r = rate.as_f64().unwrap_or(-1.0);
+            assert!(r.is_finite() && r > 0.0, "bad rate {rate} in {s}");
+        }
+        // 30,000 rows loaded (well under the load-time cap).
+        assert_eq!(s["scaled"]["dataset"]["rows"].as_u64(), Some(30_000), "{s}");
+        let h = s["measured"]["height"].as_u64().unwrap();
+        assert!((1..=6).contains(&h), "height {h}");
+    }
+    let verdict = ver["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("confirmed") || verdict.starts_with("measured best is"),
+        "{verdict}"
+    );
+    let html = std::fs::read_to_string(data.join("report.html")).unwrap();
+    assert!(html.contains("Verification: the advice measured on the engine"));
+    assert!(html.contains(verdict.split(':').next().unwrap()));
+    assert_eq!(leftovers(&data), Vec::<String>::new(), "files left behind");
+}
+
+#[test]
+fn ctrl_c_during_verification_removes_its_files() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let data = dir.path().join("pagewise-data");
+    let mut child = tune(&data, &["--verify-secs", "5", "--verify-rows", "30000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut seen = false;
+    while start.elapsed() < Duration::from_secs(30) {
+        if data.exists()
+            && leftovers(&data)
+                .iter()
+                .any(|n| n.starts_with("pagewise-verify"))
+        {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(seen, "no verification Db appeared within 30 s");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "tune ignored Ctrl-C");
+    assert_eq!(
+        leftovers(&data),
+        Vec::<String>::new(),
+        "files left after Ctrl-C"
+    );
+}
