@@ -227,13 +227,13 @@ pub fn run(
     for w in 0..load.lay.writers {
         let l = load.clone();
         hs.push(std::thread::spawn(move || {
-            l.writer(w, seed ^ (w as u64 + 1) * 0x1000_0001)
+            l.writer(w, seed ^ ((w as u64 + 1) * 0x1000_0001))
         }));
     }
     for r in 0..readers {
         let l = load.clone();
         hs.push(std::thread::spawn(move || {
-            l.reader(seed ^ (r as u64 + 1) * 0x2000_0003)
+            l.reader(seed ^ ((r as u64 + 1) * 0x2000_0003))
         }));
     }
     if checkpointer {
