@@ -17,7 +17,7 @@
 //! they are a known finding (see `known_finding`, docs/reliability.md),
 //! which is printed, never silently passed.
 //!
-//! CI runs a seeded sample (PAGEWISE_CORRUPT_CASES, default 10,000, split
+//! CI runs a seeded sample (PAGEWISE_CORRUPT_CASES, default 20,000, split
 //! between 512 B and 4 KiB pages; PAGEWISE_CORRUPT_SEED, default 1).
 //! PAGEWISE_CORRUPT_FULL=1 damages every byte offset of both files (one bit
 //! flip each, plus a range overwrite at every 4th offset).
@@ -378,11 +378,57 @@ struct Tally {
     failures: Vec<(Case, Outcome)>,
 }
 
+impl Tally {
+    fn merge(&mut self, x: Tally) {
+        self.harmless += x.harmless;
+        self.detected += x.detected;
+        for (k, v) in x.known {
+            *self.known.entry(k).or_default() += v;
+        }
+        self.failures.extend(x.failures);
+    }
+}
+
+/// Runs every `lanes`-th case from `lane` on, one at a time, each watched.
+/// Stops early after a few hangs (each leaves a stuck thread behind).
+fn run_lane(
+    t: &Arc<Template>,
+    probe: &Arc<Vec<(usize, Vec<u8>)>>,
+    cs: &[Case],
+    lane: usize,
+    lanes: usize,
+    root: &Path,
+    seed: u64,
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut hangs = 0;
+    for (i, c) in cs.iter().enumerate().skip(lane).step_by(lanes) {
+        let o = watched(t, *c, root.join(format!("case{i}")), probe);
+        match &o {
+            Outcome::Harmless => tally.harmless += 1,
+            Outcome::Detected(_) => tally.detected += 1,
+            _ => match known_finding(c, &o, t) {
+                Some(f) => *tally.known.entry(f).or_default() += 1,
+                None => {
+                    println!("FAILURE (seed {seed}): {c:?}: {o:?}");
+                    tally.failures.push((*c, o.clone()));
+                }
+            },
+        }
+        hangs += matches!(o, Outcome::Hang) as u32;
+        if hangs >= 3 {
+            println!("stopping lane {lane} after {hangs} hangs");
+            break;
+        }
+    }
+    tally
+}
+
 #[test]
 fn corruption_sweep_never_panics_hangs_or_lies() {
     let full = std::env::var("PAGEWISE_CORRUPT_FULL").is_ok_and(|v| v == "1");
     let seed = env_u64("PAGEWISE_CORRUPT_SEED", 1);
-    let n = env_u64("PAGEWISE_CORRUPT_CASES", 10_000);
+    let n = env_u64("PAGEWISE_CORRUPT_CASES", 20_000);
     let pages: Vec<usize> = match std::env::var("PAGEWISE_CORRUPT_PAGE") {
         Ok(p) => vec![p
             .parse()
@@ -418,44 +464,16 @@ fn sweep(ps: usize, full: bool, seed: u64, n: u64) {
     );
     let t0 = Instant::now();
     let lanes = 2;
-    let tallies: Vec<Tally> = std::thread::scope(|s| {
+    let mut all = Tally::default();
+    std::thread::scope(|s| {
         let hs: Vec<_> = (0..lanes)
             .map(|lane| {
                 let (t, probe, cs, root) = (&t, &probe, &cs, root.path());
-                s.spawn(move || {
-                    let mut tally = Tally::default();
-                    for (i, c) in cs.iter().enumerate().skip(lane).step_by(lanes) {
-                        let o = watched(t, *c, root.join(format!("case{i}")), probe);
-                        match &o {
-                            Outcome::Harmless => tally.harmless += 1,
-                            Outcome::Detected(_) => tally.detected += 1,
-                            _ => match known_finding(c, &o, t) {
-                                Some(f) => *tally.known.entry(f).or_default() += 1,
-                                None => {
-                                    println!("FAILURE (seed {seed}): {c:?}: {o:?}");
-                                    tally.failures.push((*c, o.clone()));
-                                }
-                            },
-                        }
-                        if matches!(o, Outcome::Hang) && tally.failures.len() > 3 {
-                            break;
-                        }
-                    }
-                    tally
-                })
+                s.spawn(move || run_lane(t, probe, cs, lane, lanes, root, seed))
             })
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
+        hs.into_iter().for_each(|h| all.merge(h.join().unwrap()));
     });
-    let mut all = Tally::default();
-    for x in tallies {
-        all.harmless += x.harmless;
-        all.detected += x.detected;
-        for (k, v) in x.known {
-            *all.known.entry(k).or_default() += v;
-        }
-        all.failures.extend(x.failures);
-    }
     println!(
         "corruption sweep: {} cases in {:.1} s: {} harmless, {} detected, known findings {:?}, {} failures",
         cs.len(), t0.elapsed().as_secs_f64(), all.harmless, all.detected, all.known, all.failures.len()
