@@ -191,6 +191,9 @@ fn value_len(rng: &mut SmallRng, ps: usize) -> u32 {
 
 /// A random batch for writer `w`: 1..=8 writes on distinct keys of its own
 /// partition (keys with `idx % writers == w`), `remove_pct` percent removes.
+/// Upserts join here for trees whose kind has `upsert` (none in this build):
+/// an `Op` variant whose expected value is derived from the key's previous
+/// one, so the model and the verifier need no other change.
 pub fn random_batch(rng: &mut SmallRng, lay: &Layout, w: u32, remove_pct: u32) -> Vec<Op> {
     assert!(w < lay.writers);
     let per_writer = (lay.keys - w).div_ceil(lay.writers);
