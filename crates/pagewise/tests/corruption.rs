@@ -451,9 +451,11 @@ fn sweep(ps: usize, full: bool, seed: u64, n: u64) {
     let t = Arc::new(build(root.path(), ps));
     let cs = cases(&t, full, n, seed);
     println!(
-        "corruption sweep: seed {seed}, page {ps} B, data {} B, log {} B, {} cases ({})",
+        "corruption sweep: seed {seed}, page {ps} B, data {} B, log {} B, {} batches ({} log-only), {} cases ({})",
         t.data.len(),
         t.wal.len(),
+        t.states.len() - 1,
+        t.states.len() - 1 - t.checkpointed,
         cs.len(),
         if full { "full" } else { "sample" }
     );
