@@ -12,6 +12,7 @@ use clap::ValueEnum;
 use pagewise::Db;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How long a child may take to open before it counts as a hang.
@@ -108,7 +109,10 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
             55..=79 => Mode::Checkpoint,
             _ => Mode::Recovery,
         };
-        if let Err(e) = r.round(mode).and_then(|()| r.verify()) {
+        let dog = watchdog(seed, r.s.kills);
+        let result = r.round(mode).and_then(|()| r.verify());
+        drop(dog);
+        if let Err(e) = result {
             failure = Some(format!("{e:#}"));
             break;
         }
@@ -137,6 +141,25 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A whole round (child open, kill, reopen, verification) taking longer than
+/// this is a hang: the run stops with an error rather than waiting forever.
+const ROUND_LIMIT: Duration = Duration::from_secs(300);
+
+/// Exits the process when not dropped within `ROUND_LIMIT` (the children
+/// die with it, through PR_SET_PDEATHSIG).
+fn watchdog(seed: u64, kills: u64) -> mpsc::Sender<()> {
+    let (tx, rx) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(ROUND_LIMIT) {
+            eprintln!(
+                "error: stress: VIOLATION after {kills} kills (seed {seed}): a round did not finish within {ROUND_LIMIT:?} (a hang in open, recovery or verification)"
+            );
+            std::process::exit(1);
+        }
+    });
+    tx
 }
 
 fn print_summary(s: &Summary, json: bool) -> Result<()> {
