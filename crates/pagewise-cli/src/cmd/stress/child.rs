@@ -86,7 +86,8 @@ pub fn run(a: Args) -> Result<()> {
         Err(e) => violation(&format!("open after a kill failed: {e}")),
     };
     println!("ready {}", t0.elapsed().as_micros());
-    let trees = verify::trees(&db, &lay).unwrap_or_else(|v| violation(&v));
+    let _ = verify::trees(&db, &lay).unwrap_or_else(|v| violation(&v));
+    let trees = verify::create_trees(&db, &lay).unwrap_or_else(|e| engine_error(&e));
     for (batch, ops) in &pending {
         let applied = verify::resolve(&trees, &lay, *batch, ops).unwrap_or_else(|v| violation(&v));
         log.append(&Record::Resolve {

@@ -137,7 +137,7 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
         Db::create(&path, opts.clone()).with_context(|| format!("creating {}", path.display()))?;
     let journal = Arc::new(MemJournal(Mutex::new(Model::new(lay.trees.len()))));
     let load = Arc::new(Load {
-        trees: verify::trees(&db, &lay).map_err(anyhow::Error::msg)?,
+        trees: verify::create_trees(&db, &lay).map_err(anyhow::Error::msg)?,
         db,
         lay: lay.clone(),
         journal: journal.clone(),

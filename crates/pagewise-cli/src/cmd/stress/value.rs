@@ -23,11 +23,14 @@ pub const MAX_OPS: usize = 8;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
     pub name: &'static str,
+    /// The engine's kind: trees are created with `Db::tree_with`.
+    pub engine: pagewise::TreeKind,
     pub upsert: bool,
 }
 
 pub const KINDS: &[Kind] = &[Kind {
     name: "btree",
+    engine: pagewise::TreeKind::BTree,
     upsert: false,
 }];
 

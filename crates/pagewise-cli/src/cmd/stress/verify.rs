@@ -8,11 +8,34 @@ use pagewise::{Db, Tree};
 /// A broken promise: what, and where (tree, key, batch).
 pub type Violation = String;
 
-/// Opens handles on every tree of the layout.
+/// Handles on every tree of the layout, without writing: a tree that
+/// exists must have its layout kind.
 pub fn trees(db: &Db, lay: &Layout) -> Result<Vec<Tree>, Violation> {
+    let mut out = Vec::with_capacity(lay.trees.len());
+    for (name, kind) in &lay.trees {
+        match db.tree_kind(name) {
+            Some(k) if k != kind.engine => {
+                return Err(format!(
+                    "tree {name} has kind {}, expected {}",
+                    k.name(),
+                    kind.name
+                ))
+            }
+            _ => out.push(db.tree(name).map_err(|e| format!("tree {name}: {e}"))?),
+        }
+    }
+    Ok(out)
+}
+
+/// Creates every tree of the layout with its kind (a commit each, for the
+/// ones that do not exist yet); returns handles on them.
+pub fn create_trees(db: &Db, lay: &Layout) -> Result<Vec<Tree>, String> {
     lay.trees
         .iter()
-        .map(|(name, _)| db.tree(name).map_err(|e| format!("tree {name}: {e}")))
+        .map(|(name, kind)| {
+            db.tree_with(name, kind.engine)
+                .map_err(|e| format!("creating tree {name}: {e}"))
+        })
         .collect()
 }
 
