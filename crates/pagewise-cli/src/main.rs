@@ -34,6 +34,11 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Create, read, write, scan, inspect and check a pagewise database.
     Db(cmd::db::Args),
+    /// Crash-test a database: SIGKILL a loader process at random moments and verify after each kill; or --soak.
+    Stress(Box<cmd::stress::Args>),
+    /// The loader process `stress` starts and kills (internal).
+    #[command(hide = true)]
+    StressChild(Box<cmd::stress::child::Args>),
 }
 
 fn main() {
@@ -47,6 +52,8 @@ fn main() {
         Command::Tune(a) => cmd::tune::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Db(a) => cmd::db::run(a),
+        Command::Stress(a) => cmd::stress::run(*a),
+        Command::StressChild(a) => cmd::stress::child::run(*a),
     };
     if let Err(e) = result {
         eprintln!("error: {}", error_line(&e));

@@ -1,0 +1,120 @@
+//! `pagewise stress` as CI runs it: a short kill run must pass, a short soak
+//! must pass, and a child that breaks the contract on purpose must be caught
+//! (so the kill run's verdict means something).
+
+use std::process::{Command, Output};
+
+fn stress(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pagewise"))
+        .arg("stress")
+        .args(args)
+        .output()
+        .expect("run pagewise stress")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// About 45 s of kills: random moments, inside checkpoints, during recovery.
+#[test]
+fn kill_run_verifies_every_kill() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("run");
+    let secs = std::env::var("PAGEWISE_STRESS_SECS").unwrap_or_else(|_| "45".into());
+    let o = stress(&[
+        dir.to_str().unwrap(),
+        "--duration",
+        &format!("{secs}s"),
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{stderr}");
+    assert!(o.status.success(), "stress run failed: {stderr}");
+    let s = json(&o);
+    let kills = s["kills"].as_u64().unwrap();
+    assert!(kills >= 10, "only {kills} kills in {secs} s");
+    assert_eq!(s["violations"], 0);
+    assert_eq!(
+        s["verified"].as_u64().unwrap() + s["kills_in_recovery"].as_u64().unwrap(),
+        kills
+    );
+    assert!(s["batches_acknowledged"].as_u64().unwrap() > 0);
+    assert!(stderr.contains("seed "), "the seed is not printed");
+}
+
+fn caught(sabotage: &str, what: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("run");
+    let o = stress(&[
+        dir.to_str().unwrap(),
+        "--kills",
+        "40",
+        "--seed",
+        "3",
+        "--sabotage",
+        sabotage,
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "sabotage {sabotage} went unnoticed: {stderr}"
+    );
+    assert!(
+        stderr.contains("VIOLATION") && stderr.contains(what),
+        "{stderr}"
+    );
+    assert!(stderr.contains("seed 3"), "{stderr}");
+}
+
+#[test]
+fn a_lost_acknowledged_batch_is_caught() {
+    caught("lose-ack", "acknowledged");
+}
+
+#[test]
+fn a_half_applied_batch_is_caught() {
+    caught("half-batch", "half-applied");
+}
+
+#[test]
+fn short_soak_stays_within_bounds() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("soak");
+    let o = stress(&[
+        dir.to_str().unwrap(),
+        "--soak",
+        "--duration",
+        "12s",
+        "--json",
+    ]);
+    assert!(
+        o.status.success(),
+        "soak failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s = json(&o);
+    assert_eq!(s["violations"], 0);
+    assert!(s["batches"].as_u64().unwrap() > 0 && s["reads"].as_u64().unwrap() > 0);
+    assert!(s["rss_max_bytes"].as_u64().unwrap() <= s["rss_bound_bytes"].as_u64().unwrap());
+    assert!(s["entries_final"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn an_existing_run_directory_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("stress.pw"), b"not ours").unwrap();
+    let o = stress(&[d.path().to_str().unwrap(), "--kills", "1"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already holds a stress run"));
+    assert_eq!(
+        std::fs::read(d.path().join("stress.pw")).unwrap(),
+        b"not ours"
+    );
+}
