@@ -418,6 +418,7 @@ mod tests {
             measure: Measure::Plain {
                 dir: dir.path().into(),
             },
+            csd: false,
         };
         let mut out = Vec::new();
         pagewise_bench::run(&cfg, &NoProgress, &mut |r| {
