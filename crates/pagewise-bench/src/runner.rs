@@ -160,7 +160,8 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
         Some(fs) => (fs.mount_point().to_path_buf(), false),
         None => {
             let b = work_dir.join(&tag);
-            std::fs::create_dir_all(&b).map_err(|e| BenchError::os("create run directory", &b, e))?;
+            std::fs::create_dir_all(&b)
+                .map_err(|e| BenchError::os("create run directory", &b, e))?;
             (b, true)
         }
     };
@@ -326,7 +327,11 @@ fn phase(
     let (u1, s1) = sysinfo::cpu_times();
     let wchar = wchar0
         .zip(sysinfo::kernel_write_bytes())
-        .map(|(a, b)| b - a);
+        .map(|(a, b)| b - a)
+        .filter(|_| !cfg.csd);
+    if cfg.csd {
+        notes.push("syscall write figure not measured: with --csd this process also runs the FUSE server, whose writes (backing files, replies to the kernel) wchar would count; the drive's logical bytes are the engine's writes".into());
+    }
     let peak_rss_bytes = if rss_reset { sysinfo::peak_rss() } else { None };
     let db_bytes = sysinfo::disk_usage(&place.dir);
     // Before the loop filesystem: unmounting writes back mapped pages.

@@ -402,7 +402,10 @@ fn write_amp_bars(s: &mut String, groups: &[(String, Vec<&PhaseResult>)]) {
         sys.svg()
     );
     let csd_series = series(|r| r.write_amp_csd_zlib);
-    if csd_series.iter().any(|(_, v)| v.iter().any(Option::is_some)) {
+    if csd_series
+        .iter()
+        .any(|(_, v)| v.iter().any(Option::is_some))
+    {
         let csd = BarChart {
             title: "Physical write amplification on a compressing drive (zlib-class stored bytes / user bytes)",
             y_label: "write amplification",
@@ -574,7 +577,11 @@ mod tests {
         assert!((got - by_hand).abs() < 1e-9 * by_hand, "{got} vs {by_hand}");
         let ratio = lifetime_years(Some(2.0)).unwrap() / lifetime_years(Some(8.0)).unwrap();
         assert!((ratio - 4.0).abs() < 1e-9);
-        assert_eq!(lifetime_years(Some(0.5)), None, "below 1: outside the model");
+        assert_eq!(
+            lifetime_years(Some(0.5)),
+            None,
+            "below 1: outside the model"
+        );
         assert_eq!(lifetime_years(None), None);
     }
 
