@@ -4,10 +4,13 @@
 //!
 //! Behaviour an engine may notice:
 //! - O_DIRECT opens work: the kernel sends their I/O straight to `write` /
-//!   `read` (no FUSE page cache). The backing file is opened WITHOUT O_DIRECT
-//!   because FUSE request buffers carry no alignment guarantee; the backing
-//!   filesystem's page cache then holds those bytes until its writeback,
-//!   which the loop device counts as usual.
+//!   `read` (no FUSE page cache). The backing file is then opened twice: with
+//!   O_DIRECT, used for requests whose offset and length are 4 KiB multiples
+//!   (copied into an aligned buffer, since FUSE request buffers carry no
+//!   alignment), so such I/O bypasses the backing page cache too, as the
+//!   engine asked; and without, for anything unaligned (the kernel keeps the
+//!   two coherent). A backing filesystem refusing O_DIRECT (tmpfs) gets
+//!   buffered I/O only.
 //! - Shared writable mmap works (no `direct_io` reply flag): dirty mapped
 //!   pages reach `write` when the kernel writes them back (msync, fsync,
 //!   close, unmount), flagged as page-cache writes.
@@ -25,6 +28,7 @@ use fuser::{
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
     WriteFlags,
 };
+use pagewise_io::AlignedBuf;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
@@ -96,10 +100,38 @@ impl Inodes {
     }
 }
 
+/// An open file: the buffered backing handle, and an O_DIRECT one for
+/// aligned I/O when the engine opened with O_DIRECT.
+struct Handle {
+    file: File,
+    direct: Option<File>,
+}
+
+/// Whether a request can go to an O_DIRECT handle as it is.
+fn aligned(offset: u64, len: usize) -> bool {
+    let bs = BLOCK_BYTES as u64;
+    len > 0 && offset.is_multiple_of(bs) && (len as u64).is_multiple_of(bs)
+}
+
+/// Reads into `buf` from `offset` until full or end of file; returns the bytes read.
+fn read_full(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut got = 0;
+    // Bounded: each pass reads at least one byte or stops.
+    while got < buf.len() {
+        match f.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// The pass-through filesystem; `meter` is shared with whoever reads the figures.
 pub struct PassFs {
     inodes: Mutex<Inodes>,
-    handles: RwLock<HashMap<u64, Arc<File>>>,
+    handles: RwLock<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
     root: PathBuf,
     meter: Arc<CsdMeter>,
@@ -148,17 +180,7 @@ fn cpath(p: &Path) -> Result<CString, Errno> {
 /// Reads the 4 KiB block at `start` as the file now holds it, zeros past EOF.
 fn read_block(f: &File, start: u64, buf: &mut [u8]) -> std::io::Result<()> {
     buf.fill(0);
-    let mut got = 0;
-    // Bounded: each pass reads at least one byte or stops.
-    while got < buf.len() {
-        match f.read_at(&mut buf[got..], start + got as u64) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    read_full(f, buf, start).map(|_| ())
 }
 
 /// Flags for the backing open: no O_DIRECT (see the module comment), no
@@ -204,13 +226,27 @@ impl PassFs {
         Ok(self.path(parent)?.join(name))
     }
 
-    fn handle(&self, fh: FileHandle) -> Result<Arc<File>, Errno> {
+    fn handle(&self, fh: FileHandle) -> Result<Arc<Handle>, Errno> {
         self.handles.read().get(&fh.0).cloned().ok_or(Errno::EBADF)
     }
 
-    fn add_handle(&self, f: File) -> u64 {
+    /// Registers an open backing file; with O_DIRECT in `flags` also opens
+    /// `path` with O_DIRECT for aligned requests (if the backing fs allows).
+    fn add_handle(&self, file: File, path: &Path, flags: i32) -> u64 {
+        let direct = (flags & libc::O_DIRECT != 0)
+            .then(|| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(flags & libc::O_ACCMODE != libc::O_RDONLY)
+                    .custom_flags(backing_flags(flags) | libc::O_DIRECT)
+                    .open(path)
+                    .ok()
+            })
+            .flatten();
         let fh = self.next_fh.fetch_add(1, Relaxed);
-        self.handles.write().insert(fh, Arc::new(f));
+        self.handles
+            .write()
+            .insert(fh, Arc::new(Handle { file, direct }));
         fh
     }
 
@@ -290,7 +326,7 @@ impl PassFs {
         }
         if let Some(len) = size {
             match fh.map(|h| self.handle(h)) {
-                Some(Ok(f)) => f.set_len(len).map_err(errno)?,
+                Some(Ok(h)) => h.file.set_len(len).map_err(errno)?,
                 _ => OpenOptions::new()
                     .write(true)
                     .open(path)
@@ -322,7 +358,7 @@ impl Filesystem for PassFs {
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         let by_handle = fh
             .and_then(|h| self.handle(h).ok())
-            .map(|f| f.metadata().map_err(errno));
+            .map(|h| h.file.metadata().map_err(errno));
         let m = match by_handle {
             Some(m) => m,
             None => self
@@ -468,8 +504,12 @@ impl Filesystem for PassFs {
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         self.count_direct(flags.0);
-        match self.path(ino).and_then(|p| self.open_backing(&p, flags.0)) {
-            Ok(f) => reply.opened(FileHandle(self.add_handle(f)), FopenFlags::empty()),
+        let r = self.path(ino).and_then(|p| {
+            let f = self.open_backing(&p, flags.0)?;
+            Ok(self.add_handle(f, &p, flags.0))
+        });
+        match r {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
         }
     }
@@ -497,7 +537,7 @@ impl Filesystem for PassFs {
                 .open(&p)
                 .map_err(errno)?;
             let a = self.entry(&p)?;
-            Ok((a, self.add_handle(f)))
+            Ok((a, self.add_handle(f, &p, flags)))
         });
         match r {
             Ok((a, fh)) => {
@@ -518,19 +558,14 @@ impl Filesystem for PassFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let r = self.handle(fh).and_then(|f| {
-            let mut buf = vec![0u8; size as usize];
-            let mut got = 0;
-            // Bounded: each pass reads at least one byte or stops.
-            while got < buf.len() {
-                match f.read_at(&mut buf[got..], offset + got as u64) {
-                    Ok(0) => break,
-                    Ok(n) => got += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(errno(e)),
-                }
-            }
-            buf.truncate(got);
+        let r = self.handle(fh).and_then(|h| {
+            let mut buf = AlignedBuf::new(size as usize, BLOCK_BYTES);
+            let f = match &h.direct {
+                Some(d) if aligned(offset, size as usize) => d,
+                _ => &h.file,
+            };
+            let got = read_full(f, &mut buf, offset).map_err(errno)?;
+            buf.set_len(got);
             Ok(buf)
         });
         match r {
@@ -551,11 +586,16 @@ impl Filesystem for PassFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let r = self.handle(fh).and_then(|f| {
-            f.write_all_at(data, offset).map_err(errno)?;
+        let r = self.handle(fh).and_then(|h| {
+            match &h.direct {
+                Some(d) if aligned(offset, data.len()) => d
+                    .write_all_at(&AlignedBuf::from_slice(data, BLOCK_BYTES), offset)
+                    .map_err(errno)?,
+                _ => h.file.write_all_at(data, offset).map_err(errno)?,
+            }
             let cached = write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
             self.meter
-                .record(offset, data, cached, &mut |s, b| read_block(&f, s, b))
+                .record(offset, data, cached, &mut |s, b| read_block(&h.file, s, b))
                 .map_err(errno)
         });
         match r {
@@ -597,11 +637,11 @@ impl Filesystem for PassFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let r = self.handle(fh).and_then(|f| {
+        let r = self.handle(fh).and_then(|h| {
             if datasync {
-                f.sync_data().map_err(errno)
+                h.file.sync_data().map_err(errno)
             } else {
-                f.sync_all().map_err(errno)
+                h.file.sync_all().map_err(errno)
             }
         });
         match r {
@@ -716,11 +756,11 @@ impl Filesystem for PassFs {
         reply: ReplyEmpty,
     ) {
         self.meter.fallocates.fetch_add(1, Relaxed);
-        let r = self.handle(fh).and_then(|f| {
+        let r = self.handle(fh).and_then(|h| {
             // SAFETY: a valid open fd; the kernel checked the arguments' ranges.
             let rc = unsafe {
                 libc::fallocate(
-                    f.as_raw_fd(),
+                    h.file.as_raw_fd(),
                     mode,
                     offset as libc::off_t,
                     length as libc::off_t,
