@@ -8,6 +8,15 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// Mount tests run one at a time: the FUSE server runs in this process, and a
+/// munmap of a mapped file on one mount (LMDB at close) while another test's
+/// server thread grows the heap can deadlock (see `csd` module docs).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn skip() -> bool {
     // SAFETY: geteuid has no preconditions.
     let why = csd::unavailable_reason()
@@ -66,6 +75,7 @@ impl Drop for Aligned {
 
 #[test]
 fn buffered_and_direct_writes_reach_the_backing_files_and_are_metered_exactly() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -147,6 +157,7 @@ fn buffered_and_direct_writes_reach_the_backing_files_and_are_metered_exactly() 
 
 #[test]
 fn shared_mmap_writes_reach_the_meter() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -197,6 +208,7 @@ fn shared_mmap_writes_reach_the_meter() {
 
 #[test]
 fn drop_unmounts_and_a_dead_runs_mount_is_swept() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -267,6 +279,7 @@ fn engine_round_trip(engine: &str, settings: pagewise_bench::Settings) -> csd::C
 
 #[test]
 fn pagewise_with_direct_io_runs_on_the_mount() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -284,6 +297,7 @@ fn pagewise_with_direct_io_runs_on_the_mount() {
 #[cfg(feature = "heed")]
 #[test]
 fn lmdb_runs_on_the_mount() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -293,6 +307,7 @@ fn lmdb_runs_on_the_mount() {
 #[cfg(feature = "rusqlite")]
 #[test]
 fn sqlite_runs_on_the_mount() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -302,6 +317,7 @@ fn sqlite_runs_on_the_mount() {
 #[cfg(feature = "redb")]
 #[test]
 fn redb_runs_on_the_mount() {
+    let _one_at_a_time = serial();
     if skip() {
         return;
     }

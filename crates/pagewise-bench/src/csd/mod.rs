@@ -3,7 +3,13 @@
 //! libfuse) passing every file through to a backing directory and metering,
 //! per 4 KiB block written, what such a drive would store (`meter`).
 //!
-//! Mounts run in this process (background threads). Dropping a [`CsdMount`]
+//! Mounts run in this process (background threads). Known hazard of that:
+//! a munmap of a shared mapping of a file on the mount (LMDB at close) holds
+//! the process's address-space lock while waiting for the mount's writeback;
+//! if a server thread needs that lock at that moment (its allocator growing
+//! the heap) the process deadlocks. Seen once in the tests with several mounts
+//! busy in parallel, never in bench runs; the fix is serving the mount from a
+//! separate process. Recovery: `echo 1 > /sys/fs/fuse/connections/N/abort`. Dropping a [`CsdMount`]
 //! unmounts it; a run killed outright leaves a dead mount named
 //! `run-ENGINE-PID.csd`, which `loopfs::sweep_stale` unmounts at the next
 //! start in the same work directory.
@@ -101,7 +107,13 @@ impl CsdMount {
     /// for the server threads. Requires: nothing on the mount is open.
     pub fn unmount(&mut self) -> Result<CsdStats> {
         if let Some(s) = self.session.take() {
-            if let Err(e) = s.umount_and_join() {
+            // Unmounted here: the server thread sees the end and exits.
+            let joined = if unmount_retrying_busy(&self.mnt) {
+                s.join()
+            } else {
+                s.umount_and_join()
+            };
+            if let Err(e) = joined {
                 detach(&self.mnt);
                 return Err(BenchError::os(
                     "unmount the emulated compressing drive (detached lazily instead)",
@@ -119,6 +131,27 @@ impl Drop for CsdMount {
     fn drop(&mut self) {
         let _ = self.unmount();
     }
+}
+
+/// Unmounts `mnt`, retrying for up to 2 s while it is busy (a file closed by
+/// the engine can be held a moment longer by a forked child between fork and
+/// exec). Leaves it mounted if it stays busy: the caller then detaches it.
+/// Returns whether it was unmounted.
+fn unmount_retrying_busy(mnt: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(mnt.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    for _ in 0..100 {
+        // SAFETY: a valid C string.
+        if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EBUSY) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
 }
 
 /// Lazy unmount: the name disappears now, the mount when its last user closes.
