@@ -8,6 +8,7 @@
 //! `peers-all` features so the default build stays fast.
 
 pub mod cachelimit;
+pub mod csd;
 pub mod engine;
 pub mod engines;
 mod error;

@@ -189,9 +189,13 @@ impl Drop for LoopFs {
     }
 }
 
-/// The pid in a run's image or mount-point name (`run-ENGINE-PID[.img]`).
+/// The pid in a run's image or mount-point name (`run-ENGINE-PID[.img|.csd]`;
+/// `.csd` is the emulated compressing drive's FUSE mount point).
 fn run_pid(name: &str) -> Option<i32> {
-    let stem = name.strip_suffix(".img").unwrap_or(name);
+    let stem = name
+        .strip_suffix(".img")
+        .or_else(|| name.strip_suffix(".csd"))
+        .unwrap_or(name);
     let rest = stem.strip_prefix("run-")?;
     rest.rsplit_once('-')?.1.parse().ok()
 }
@@ -220,14 +224,18 @@ fn is_mount_point(path: &Path) -> bool {
 }
 
 /// Removes what runs killed before they could clean up left in `work_dir`
-/// (a mounted filesystem, an attached loop device, the image): anything named
-/// after a process that no longer exists. Returns a note per run removed.
+/// (a dead FUSE mount of the emulated compressing drive, a mounted
+/// filesystem, an attached loop device, the image): anything named after a
+/// process that no longer exists. FUSE mounts go first: their backing files
+/// live on the loop filesystems. Returns a note per run removed.
 pub fn sweep_stale(work_dir: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(work_dir) else {
         return Vec::new();
     };
+    let mut entries: Vec<std::fs::DirEntry> = rd.flatten().collect();
+    entries.sort_by_key(|e| !e.file_name().to_string_lossy().ends_with(".csd"));
     let mut notes = Vec::new();
-    for e in rd.flatten() {
+    for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = run_pid(&name).filter(|p| !alive(*p)) else {
             continue;
@@ -240,8 +248,8 @@ pub fn sweep_stale(work_dir: &Path) -> Vec<String> {
             }
             let _ = std::fs::remove_file(&path);
         } else {
-            if is_mount_point(&path) {
-                let _ = run("umount", &[&path.to_string_lossy()]);
+            if is_mount_point(&path) && run("umount", &[&path.to_string_lossy()]).is_err() {
+                crate::csd::detach(&path);
             }
             if std::fs::remove_dir(&path).is_err() && !is_mount_point(&path) {
                 let _ = std::fs::remove_dir_all(&path);
@@ -263,6 +271,7 @@ mod sweep_tests {
     fn run_names_give_their_pid() {
         assert_eq!(run_pid("run-pagewise-1234.img"), Some(1234));
         assert_eq!(run_pid("run-pagewise-1234"), Some(1234));
+        assert_eq!(run_pid("run-lmdb-99.csd"), Some(99));
         assert_eq!(run_pid("run-my-engine-77"), Some(77));
         assert_eq!(run_pid("results.jsonl"), None);
         assert_eq!(run_pid("run-pagewise-x.img"), None);

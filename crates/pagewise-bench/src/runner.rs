@@ -1,6 +1,7 @@
 //! A run: one engine, a fresh filesystem, phases in order; one result per phase.
 
 use crate::cachelimit::{CacheLimiter, MemoryCap};
+use crate::csd::{CsdMount, CsdStats};
 use crate::engine::{open_engine, Settings};
 use crate::exec::{latency_unit, run_phase, DbState, Progress, TABLES};
 use crate::loopfs::LoopFs;
@@ -28,6 +29,9 @@ pub struct RunConfig {
     pub settings: Settings,
     pub specs: Vec<Spec>,
     pub measure: Measure,
+    /// Put the Db on an emulated compressing drive (a FUSE mount over the
+    /// run's filesystem, see [`crate::csd`]) and report its stored bytes.
+    pub csd: bool,
 }
 
 /// Device-level write figures of a phase.
@@ -83,6 +87,16 @@ pub struct PhaseResult {
     pub write_amp_device: Option<f64>,
     /// Engine's own statistics (pagewise: bytes by category, compressed bytes).
     pub engine_stats: Option<serde_json::Value>,
+    /// What the emulated compressing drive saw in this phase (runs with `csd`).
+    #[serde(default)]
+    pub csd: Option<CsdStats>,
+    /// Physical write amplification on a compressing drive: bytes it stores
+    /// (raw deflate, zlib-class) / user bytes written.
+    #[serde(default)]
+    pub write_amp_csd_zlib: Option<f64>,
+    /// The same with lz4.
+    #[serde(default)]
+    pub write_amp_csd_lz4: Option<f64>,
     /// How the OS was kept from caching beyond the engine's cache (absent in
     /// results from before it was recorded: those used fadvise trimming).
     #[serde(default)]
@@ -94,8 +108,29 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
-/// Where the run's files live and how device bytes are read.
+/// The emulated compressing drive of a run: mounted for each phase.
+struct CsdPlace {
+    backing: PathBuf,
+    mnt: PathBuf,
+    mount: Option<CsdMount>,
+    /// A plain backing directory this run made (removed at the end).
+    own_backing: bool,
+}
+
+impl Drop for CsdPlace {
+    fn drop(&mut self) {
+        // Unmount before the backing files (and their loop device) go.
+        self.mount.take();
+        if self.own_backing {
+            let _ = std::fs::remove_dir_all(&self.backing);
+        }
+    }
+}
+
+/// Where the run's files live and how device bytes are read. Field order is
+/// drop order: the FUSE mount goes before the loop filesystem under it.
 struct Place {
+    csd: Option<CsdPlace>,
     fs: Option<LoopFs>,
     dir: PathBuf,
     baseline: u64,
@@ -103,11 +138,51 @@ struct Place {
 }
 
 fn prepare(cfg: &RunConfig) -> Result<Place> {
+    let mut place = prepare_base(cfg)?;
+    if !cfg.csd {
+        return Ok(place);
+    }
+    if let Some(why) = crate::csd::unavailable_reason() {
+        return Err(BenchError::Command {
+            cmd: "--csd (emulated compressing drive)".into(),
+            stderr: format!("cannot mount FUSE: {why}"),
+        });
+    }
+    let work_dir = match &cfg.measure {
+        Measure::Loop { work_dir, .. } => work_dir,
+        Measure::Plain { dir } => dir,
+    };
+    std::fs::create_dir_all(work_dir)
+        .map_err(|e| BenchError::os("create work directory", work_dir, e))?;
+    place.notes.extend(crate::loopfs::sweep_stale(work_dir));
+    let tag = format!("run-{}-{}", cfg.engine, std::process::id());
+    let (backing, own_backing) = match &place.fs {
+        Some(fs) => (fs.mount_point().to_path_buf(), false),
+        None => {
+            let b = work_dir.join(&tag);
+            std::fs::create_dir_all(&b)
+                .map_err(|e| BenchError::os("create run directory", &b, e))?;
+            (b, true)
+        }
+    };
+    let mnt = work_dir.join(format!("{tag}.csd"));
+    place.dir = mnt.join("db");
+    place.csd = Some(CsdPlace {
+        backing,
+        mnt,
+        mount: None,
+        own_backing,
+    });
+    Ok(place)
+}
+
+fn prepare_base(cfg: &RunConfig) -> Result<Place> {
     match &cfg.measure {
         Measure::Loop { work_dir, image_bytes } => {
             if let Some(why) = crate::loopfs::unavailable_reason() {
                 let dir = work_dir.join(format!("run-{}-{}", cfg.engine, std::process::id()));
                 return Ok(Place {
+                    csd: None,
                     fs: None,
                     dir,
                     baseline: 0,
@@ -122,6 +197,7 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
             fs.umount()?;
             let dir = fs.mount_point().join("db");
             Ok(Place {
+                csd: None,
                 fs: Some(fs),
                 dir,
                 baseline,
@@ -129,6 +205,7 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
             })
         }
         Measure::Plain { dir } => Ok(Place {
+            csd: None,
             fs: None,
             dir: dir.join(format!("run-{}-{}", cfg.engine, std::process::id())),
             baseline: 0,
@@ -168,7 +245,7 @@ pub fn run_with(
         }
         Ok(())
     })();
-    if place.fs.is_none() {
+    if place.fs.is_none() && place.csd.is_none() {
         let _ = std::fs::remove_dir_all(&place.dir);
     }
     out
@@ -191,6 +268,9 @@ fn phase(
     };
     if let Some(fs) = &mut place.fs {
         fs.mount()?;
+    }
+    if let Some(c) = &mut place.csd {
+        c.mount = Some(CsdMount::mount(&c.backing, &c.mnt)?);
     }
     let db_before = sysinfo::disk_usage(&place.dir);
     let mut settings = cfg.settings.clone();
@@ -247,9 +327,21 @@ fn phase(
     let (u1, s1) = sysinfo::cpu_times();
     let wchar = wchar0
         .zip(sysinfo::kernel_write_bytes())
-        .map(|(a, b)| b - a);
+        .map(|(a, b)| b - a)
+        .filter(|_| !cfg.csd);
+    if cfg.csd {
+        notes.push("syscall write figure not measured: with --csd this process also runs the FUSE server, whose writes (backing files, replies to the kernel) wchar would count; the drive's logical bytes are the engine's writes".into());
+    }
     let peak_rss_bytes = if rss_reset { sysinfo::peak_rss() } else { None };
     let db_bytes = sysinfo::disk_usage(&place.dir);
+    // Before the loop filesystem: unmounting writes back mapped pages.
+    let csd = match place.csd.as_mut().and_then(|c| c.mount.take()) {
+        Some(mut m) => Some(m.unmount()?),
+        None => None,
+    };
+    if let Some(c) = &csd {
+        notes.push(csd_note(c));
+    }
     let device_writes = match (&mut place.fs, dev_before) {
         (Some(fs), Some(before)) => {
             fs.umount()?;
@@ -303,9 +395,20 @@ fn phase(
         write_amp_device: device_writes.as_ref().and_then(|d| ratio(d.bytes, user)),
         device_writes,
         engine_stats,
+        write_amp_csd_zlib: csd.as_ref().and_then(|c| ratio(c.zlib_bytes, user)),
+        write_amp_csd_lz4: csd.as_ref().and_then(|c| ratio(c.lz4_bytes, user)),
+        csd,
         memory_cap: Some(memory_cap),
         notes,
     })
+}
+
+/// How the engine used the emulated compressing drive, for the notes.
+fn csd_note(c: &CsdStats) -> String {
+    format!(
+        "compressing drive (FUSE): {} writes ({} of mapped/cached pages), {} blocks of 4 KiB ({} all-zero), {} O_DIRECT opens (served buffered), {} fallocate calls",
+        c.write_ops, c.page_cache_writes, c.blocks_written, c.zero_blocks, c.direct_opens, c.fallocates
+    )
 }
 
 impl PhaseResult {

@@ -27,6 +27,7 @@ fn warm_reads_everything_and_only_small_caches_trim_the_page_cache() {
         measure: Measure::Plain {
             dir: dir.path().into(),
         },
+        csd: false,
     };
     let mut out = Vec::new();
     run(&cfg, &NoProgress, &mut |r| {

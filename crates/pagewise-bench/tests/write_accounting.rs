@@ -25,6 +25,7 @@ fn fillseq(measure: Measure) -> PhaseResult {
         settings: Settings::default(),
         specs: vec![Spec::parse("fillseq", &base).unwrap()],
         measure,
+        csd: false,
     };
     let mut out = Vec::new();
     run(&cfg, &NoProgress, &mut |r| {

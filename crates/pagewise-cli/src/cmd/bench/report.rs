@@ -166,8 +166,11 @@ pub fn side_by_side(entries: &[Entry]) -> String {
                         _ => String::new(),
                     };
                     let cap = memory_cap(r).map_or(String::new(), |c| format!(", cap: {c}"));
+                    let csd = r
+                        .write_amp_csd_zlib
+                        .map_or(String::new(), |w| format!(", WA CSD {w:.2}"));
                     format!(
-                        "{} ops/s{wa}, SA {}{cap}",
+                        "{} ops/s{wa}{csd}, SA {}{cap}",
                         fmt_num(r.ops_per_s),
                         opt(r.space_amp)
                     )
@@ -185,15 +188,15 @@ pub fn side_by_side(entries: &[Entry]) -> String {
 pub fn markdown(entries: &[Entry]) -> String {
     let mut s = side_by_side(entries);
     s.push('\n');
-    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | WA compressed | space amp | Db size | CPU s | peak RSS | memory cap |\n");
+    s.push_str("| workload | engine | ops/s | p50 | p99 | WA device | WA syscall | WA compressed | WA CSD zlib | WA CSD lz4 | life plain (y) | life CSD (y) | space amp | Db size | CPU s | peak RSS | memory cap |\n");
     s.push_str(
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n",
     );
     for (spec, rs) in by_spec(entries) {
         for r in rs {
             let _ = writeln!(
                 s,
-                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |",
+                "| {spec} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |",
                 r.engine,
                 r.ops_per_s,
                 ns(r.latency.p50_ns),
@@ -201,6 +204,10 @@ pub fn markdown(entries: &[Entry]) -> String {
                 opt(r.write_amp_device),
                 opt(r.write_amp_syscall),
                 opt(compressed_wa(r)),
+                opt(r.write_amp_csd_zlib),
+                opt(r.write_amp_csd_lz4),
+                years(lifetime_years(r.write_amp_device)),
+                years(lifetime_years(r.write_amp_csd_zlib)),
                 opt(r.space_amp),
                 mib(r.db_bytes),
                 r.cpu_user_s + r.cpu_sys_s,
@@ -209,6 +216,10 @@ pub fn markdown(entries: &[Entry]) -> String {
             );
         }
     }
+    if entries.iter().any(|e| e.r.csd.is_some()) {
+        let _ = write!(s, "\n{CSD_FOOTNOTE}\n");
+    }
+    let _ = writeln!(s, "\n{WEAR_FOOTNOTE}");
     s
 }
 
@@ -290,13 +301,13 @@ pub fn html(entries: &[Entry]) -> String {
 }
 
 fn comparison_table(s: &mut String, entries: &[Entry]) {
-    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>WA compressed drive</th><th>Db size</th><th>space amp</th><th>memory cap</th><th>settings</th><th>notes</th></tr>");
+    s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>WA compressed drive</th><th>WA CSD zlib</th><th>WA CSD lz4</th><th>life plain (y)</th><th>life CSD (y)</th><th>Db size</th><th>space amp</th><th>memory cap</th><th>settings</th><th>notes</th></tr>");
     for (spec, rs) in by_spec(entries) {
         for r in rs {
             let st = &r.settings;
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td style=\"white-space:nowrap\">cache {}<br>sync {:?}<br>direct {}<br>compr. {}</td><td class=note>{}{}</td></tr>",
+                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td style=\"white-space:nowrap\">cache {}<br>sync {:?}<br>direct {}<br>compr. {}</td><td class=note>{}{}</td></tr>",
                 esc(&spec),
                 esc(&r.engine_version),
                 esc(&r.engine),
@@ -312,6 +323,10 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
                 r.syscall_write_bytes.map_or("–".into(), mib),
                 opt(r.write_amp_syscall),
                 opt(compressed_wa(r)),
+                opt(r.write_amp_csd_zlib),
+                opt(r.write_amp_csd_lz4),
+                years(lifetime_years(r.write_amp_device)),
+                years(lifetime_years(r.write_amp_csd_zlib)),
                 mib(r.db_bytes),
                 opt(r.space_amp),
                 esc(&memory_cap(r).unwrap_or_else(|| "–".into())),
@@ -328,6 +343,10 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
         }
     }
     s.push_str("</table>");
+    if entries.iter().any(|e| e.r.csd.is_some()) {
+        let _ = write!(s, "<p class=note>{}</p>", esc(CSD_FOOTNOTE));
+    }
+    let _ = write!(s, "<p class=note>{}</p>", esc(WEAR_FOOTNOTE));
     if entries.iter().any(|e| memory_cap(&e.r).is_some()) {
         let _ = write!(s, "<p class=note>{}</p>", esc(CAP_FOOTNOTE));
     }
@@ -382,6 +401,57 @@ fn write_amp_bars(s: &mut String, groups: &[(String, Vec<&PhaseResult>)]) {
         dev.svg(),
         sys.svg()
     );
+    let csd_series = series(|r| r.write_amp_csd_zlib);
+    if csd_series
+        .iter()
+        .any(|(_, v)| v.iter().any(Option::is_some))
+    {
+        let csd = BarChart {
+            title: "Physical write amplification on a compressing drive (zlib-class stored bytes / user bytes)",
+            y_label: "write amplification",
+            groups: writes.iter().map(|(spec, _)| spec.clone()).collect(),
+            series: csd_series,
+        };
+        let _ = write!(s, "<figure>{}</figure>", csd.svg());
+    }
+}
+
+/// The drive assumed for the lifetime columns: an enterprise TLC drive of
+/// the compressing kind's size (3.84 TB), 1000 P/E cycles, 28% spare flash
+/// (FTL write amplification from the greedy-GC model), written at a fixed
+/// 10 MB/s of user data, so that lifetimes differ by write amplification
+/// only, not by how fast an engine happens to run.
+pub const WEAR_CAPACITY_BYTES: f64 = 3.84e12;
+pub const WEAR_PE_CYCLES: f64 = 1000.0;
+pub const WEAR_OVER_PROVISIONING: f64 = 0.28;
+pub const WEAR_USER_BYTES_PER_S: f64 = 10e6;
+
+pub const WEAR_FOOTNOTE: &str = "Lifetime: years until the flash wears out (pagewise-model's wear calculator) for a 3.84 TB TLC drive, 1000 P/E cycles, 28% over-provisioning (FTL write amplification from the greedy-GC model), written at a fixed 10 MB/s of user data, with the phase's measured write amplification: 'plain' uses WA device (loop device bytes), 'CSD' the compressing drive's stored bytes (zlib-class). The compressing drive's extra effective spare space (compressed data frees flash) is not modelled, so CSD lifetimes are conservative. '–' where the WA was not measured or is below 1 (outside the model).";
+
+pub const CSD_FOOTNOTE: &str = "WA CSD = bytes a drive with in-storage transparent compression would store / user bytes: the Db ran on a FUSE pass-through mount (`bench run --csd`) over the same loop filesystem, and every 4 KiB block written (by file offset; partial blocks read back whole) was compressed on its own, raw deflate level 1 (zlib-class) and lz4; all-zero blocks cost 0, incompressible ones 4096.";
+
+/// Years the assumed drive lasts at write amplification `wa`, if it can be modelled.
+pub fn lifetime_years(wa: Option<f64>) -> Option<f64> {
+    use pagewise_model::wear::{estimate, FtlWa, WearInput};
+    let wa = wa.filter(|w| *w >= 1.0)?;
+    let input = WearInput {
+        capacity_bytes: WEAR_CAPACITY_BYTES,
+        pe_cycles: WEAR_PE_CYCLES,
+        host_write_rate: WEAR_USER_BYTES_PER_S,
+        engine_wa: wa,
+        ftl: FtlWa::OverProvisioning(WEAR_OVER_PROVISIONING),
+    };
+    estimate(&input).ok().map(|e| e.years)
+}
+
+fn years(v: Option<f64>) -> String {
+    v.map_or("–".into(), |y| {
+        if y >= 10.0 {
+            format!("{y:.0}")
+        } else {
+            format!("{y:.2}")
+        }
+    })
 }
 
 /// Bytes an in-storage-compression drive would have stored (pagewise only),
@@ -418,6 +488,7 @@ mod tests {
             measure: Measure::Plain {
                 dir: dir.path().into(),
             },
+            csd: false,
         };
         let mut out = Vec::new();
         pagewise_bench::run(&cfg, &NoProgress, &mut |r| {
@@ -495,5 +566,49 @@ mod tests {
             "2 write-amp bar charts + throughput and CDF per phase"
         );
         assert!(h.contains("pagewise bench run"));
+    }
+
+    #[test]
+    fn lifetime_scales_inversely_with_write_amplification() {
+        let ftl = pagewise_model::wear::greedy_gc_wa(WEAR_OVER_PROVISIONING);
+        // capacity x cycles / (rate x WA x FTL WA), in years of 365.25 days.
+        let by_hand = 3.84e12 * 1000.0 / (10e6 * 2.0 * ftl) / (365.25 * 86400.0);
+        let got = lifetime_years(Some(2.0)).unwrap();
+        assert!((got - by_hand).abs() < 1e-9 * by_hand, "{got} vs {by_hand}");
+        let ratio = lifetime_years(Some(2.0)).unwrap() / lifetime_years(Some(8.0)).unwrap();
+        assert!((ratio - 4.0).abs() < 1e-9);
+        assert_eq!(
+            lifetime_years(Some(0.5)),
+            None,
+            "below 1: outside the model"
+        );
+        assert_eq!(lifetime_years(None), None);
+    }
+
+    #[test]
+    fn csd_columns_and_lifetimes_are_shown() {
+        let mut es = results();
+        es[0].r.write_amp_device = Some(10.0);
+        es[0].r.write_amp_csd_zlib = Some(2.5);
+        es[0].r.write_amp_csd_lz4 = Some(3.25);
+        es[0].r.csd = Some(Default::default());
+        let md = markdown(&es);
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| fillrandom") && l.contains("| btreemap |"))
+            .unwrap();
+        let (plain, csd) = (
+            years(lifetime_years(Some(10.0))),
+            years(lifetime_years(Some(2.5))),
+        );
+        assert!(
+            row.contains(&format!("| 2.50 | 3.25 | {plain} | {csd} |")),
+            "{row}"
+        );
+        assert!(md.contains("WA CSD = bytes a drive"), "footnote: {md}");
+        assert!(side_by_side(&es).contains("WA CSD 2.50"));
+        let h = html(&es);
+        assert!(h.contains("<th>WA CSD zlib</th>") && h.contains("<b>2.50</b>"));
+        assert_eq!(h.matches("<svg").count(), 3 + 2 * 2, "a CSD bar chart too");
     }
 }

@@ -87,6 +87,13 @@ pub struct Args {
     /// evict LMDB's map), or auto (cgroup where possible, else fadvise).
     #[arg(long, default_value = "auto")]
     pub memory_cap: CapChoice,
+    /// Put each engine's Db on an emulated compressing drive: a FUSE mount
+    /// (over the run's loop filesystem) that meters, per 4 KiB block written,
+    /// the bytes a drive with in-storage compression would store (zlib-class
+    /// and lz4); results gain "WA csd" columns. Needs /dev/fuse and root (or
+    /// fusermount3 from the fuse3 package).
+    #[arg(long)]
+    pub csd: bool,
     /// Append JSON lines here.
     #[arg(short, long, default_value = "bench-results.jsonl")]
     pub out: PathBuf,
@@ -200,6 +207,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             image_bytes: a.image_size,
         }
     };
+    if a.csd {
+        if let Some(why) = pagewise_bench::csd::unavailable_reason() {
+            bail!("--csd needs a FUSE mount: {why}");
+        }
+    }
     if !a.no_loop {
         if let Some(why) = pagewise_bench::loopfs::unavailable_reason() {
             eprintln!("note: no loop device ({why}); reporting the syscall write figure only");
@@ -245,6 +257,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             settings: settings.clone(),
             specs: specs.clone(),
             measure: measure.clone(),
+            csd: a.csd,
         };
         let outcome =
             pagewise_bench::run_with(&cfg, &mut limiter, &progress, &mut |r: &PhaseResult| {
@@ -294,8 +307,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 
 fn header() -> String {
     format!(
-        "{:<9} {:<28} {:>11} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9}",
-        "engine", "workload", "ops/s", "p50", "p99", "WA dev", "WA sys", "SA", "db size"
+        "{:<9} {:<28} {:>11} {:>9} {:>9} {:>7} {:>7} {:>8} {:>7} {:>9}",
+        "engine", "workload", "ops/s", "p50", "p99", "WA dev", "WA sys", "WA csd", "SA", "db size"
     )
 }
 
@@ -317,7 +330,7 @@ pub fn mib(v: u64) -> String {
 
 fn row(r: &PhaseResult) -> String {
     format!(
-        "{:<9} {:<28} {:>11.0} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9}",
+        "{:<9} {:<28} {:>11.0} {:>9} {:>9} {:>7} {:>7} {:>8} {:>7} {:>9}",
         r.engine,
         r.spec,
         r.ops_per_s,
@@ -325,6 +338,7 @@ fn row(r: &PhaseResult) -> String {
         ns(r.latency.p99_ns),
         opt(r.write_amp_device),
         opt(r.write_amp_syscall),
+        opt(r.write_amp_csd_zlib),
         opt(r.space_amp),
         mib(r.db_bytes)
     )
