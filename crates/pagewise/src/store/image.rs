@@ -42,6 +42,7 @@ pub struct NodeCodec {
 }
 
 /// The concrete node type of `image`, or None if it is another kind's.
+#[inline]
 pub fn downcast<N: NodeImage>(image: Image) -> Option<Arc<N>> {
     let any: Arc<dyn Any + Send + Sync> = image;
     any.downcast::<N>().ok()

@@ -96,6 +96,7 @@ pub fn decode_page(
 }
 
 /// A B+tree node from an image found under a B+tree page id.
+#[inline]
 pub fn as_node(img: Image) -> Arc<Node> {
     image::downcast::<Node>(img).expect("a B+tree page id holds a B+tree node")
 }

@@ -27,6 +27,7 @@ impl Owned {
 }
 
 /// A node the view holds, as a B+tree node.
+#[inline]
 pub fn node<T>(v: &View<T>, pid: u64) -> Option<Arc<Node>> {
     v.node(pid).map(as_node)
 }
