@@ -11,7 +11,7 @@
 //! writers never trigger the read-back. Read-backs go to the inner backend, so
 //! wrap [`crate::Accounted`] outside the drive if they must not be counted.
 
-use crate::{AlignedBuf, Backend, Completion, Fs, IoError, IoOp, IoQueue, LockGuard};
+use crate::{AlignedBuf, Backend, Completion, Fs, IoError, IoOp, IoQueue};
 use crate::{OpKind, OpenOptions, Result};
 use std::cell::RefCell;
 use std::path::Path;
@@ -370,21 +370,7 @@ impl<F: Fs> Fs for CompressingFs<F> {
             self.meter.clone(),
         )))
     }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn create_dir_all(&self, path: &Path) -> Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>> {
-        self.inner.lock(path)
-    }
+    crate::fs::forward_namespace!(inner);
 }
 
 #[cfg(test)]

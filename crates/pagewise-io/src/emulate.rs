@@ -28,7 +28,7 @@ pub use profile::{
     PRESETS,
 };
 
-use crate::{Backend, Completion, Fs, IoOp, IoQueue, LockGuard};
+use crate::{Backend, Completion, Fs, IoOp, IoQueue};
 use crate::{OpenOptions, Result};
 
 use std::path::Path;
@@ -244,21 +244,7 @@ impl<F: Fs> Fs for EmulatedFs<F> {
             self.clock.clone(),
         )))
     }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn create_dir_all(&self, path: &Path) -> Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>> {
-        self.inner.lock(path)
-    }
+    crate::fs::forward_namespace!(inner);
 }
 
 #[cfg(test)]

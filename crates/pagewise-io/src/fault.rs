@@ -10,7 +10,7 @@
 //! [`crate::SimFs`] the unsynced writes stay pending and a crash may drop them.
 
 use crate::Fs;
-use crate::{Backend, Completion, IoError, IoOp, IoQueue, LockGuard, OpKind, OpenOptions, Result};
+use crate::{Backend, Completion, IoError, IoOp, IoQueue, OpKind, OpenOptions, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
@@ -268,21 +268,7 @@ impl<F: Fs> Fs for Faulty<F> {
         let file = self.inner.open(path, opts)?;
         Ok(Arc::new(Faulty::new(file, self.injector.clone())))
     }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.inner.remove(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn create_dir_all(&self, path: &Path) -> Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn LockGuard>> {
-        self.inner.lock(path)
-    }
+    crate::fs::forward_namespace!(inner);
 }
 
 #[cfg(test)]

@@ -120,6 +120,30 @@ impl Fs for RealFs {
     }
 }
 
+/// Inside `impl Fs for Wrapper`: forwards the namespace operations (exists,
+/// remove, rename, create_dir_all, lock) to the wrapped `Fs` in field
+/// `$inner`, for wrappers that only change how the files they open move data.
+macro_rules! forward_namespace {
+    ($inner:ident) => {
+        fn exists(&self, path: &std::path::Path) -> bool {
+            self.$inner.exists(path)
+        }
+        fn remove(&self, path: &std::path::Path) -> $crate::Result<()> {
+            self.$inner.remove(path)
+        }
+        fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> $crate::Result<()> {
+            self.$inner.rename(from, to)
+        }
+        fn create_dir_all(&self, path: &std::path::Path) -> $crate::Result<()> {
+            self.$inner.create_dir_all(path)
+        }
+        fn lock(&self, path: &std::path::Path) -> $crate::Result<Box<dyn $crate::LockGuard>> {
+            self.$inner.lock(path)
+        }
+    };
+}
+pub(crate) use forward_namespace;
+
 #[cfg(test)]
 mod tests {
     use super::*;
