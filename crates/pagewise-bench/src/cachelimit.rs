@@ -55,6 +55,43 @@ impl std::str::FromStr for CapChoice {
     }
 }
 
+/// Which phases are held to a memory cap (`--cap-phases`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CapScope {
+    /// Every phase, loads included: the process may hold what it held outside
+    /// the page cache at phase start + the engine's cache + slack, page cache
+    /// and mapped pages included, so an engine living in the OS page cache is
+    /// held to the same memory as one with its own buffer pool. Needs a
+    /// memory cgroup; with fadvise trimming only small-cache phases are capped
+    /// (trimming a phase that writes would force writeback, changing what it writes).
+    #[default]
+    All,
+    /// Only phases whose `cache=` option is smaller than the Db (the 5%-cache
+    /// reads): the behaviour of every table before session 3.
+    SmallCache,
+}
+
+impl std::str::FromStr for CapScope {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "all" => Ok(Self::All),
+            "small-cache" => Ok(Self::SmallCache),
+            _ => Err(format!("{s:?}: use all or small-cache")),
+        }
+    }
+}
+
+/// Whether a phase runs under a cap. `small_cache`: the phase set a cache
+/// smaller than the Db on disk; `group`: a memory cgroup is in use.
+pub fn phase_capped(scope: CapScope, small_cache: bool, group: bool) -> bool {
+    match scope {
+        CapScope::All => small_cache || group,
+        CapScope::SmallCache => small_cache,
+    }
+}
+
 /// How a phase's memory was limited, in each result line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryCap {
@@ -127,6 +164,11 @@ impl CacheLimiter {
     /// Why `Auto` fell back to trimming.
     pub fn fallback(&self) -> Option<&str> {
         self.fallback.as_deref()
+    }
+
+    /// Whether capped phases are limited by a memory cgroup (not fadvise).
+    pub fn has_group(&self) -> bool {
+        self.cap.is_some()
     }
 
     /// "cgroup-v1", "cgroup-v2" or "fadvise".
@@ -315,6 +357,35 @@ mod tests {
         assert_eq!("cgroup".parse(), Ok(CapChoice::Cgroup));
         assert_eq!("fadvise".parse(), Ok(CapChoice::Fadvise));
         assert!("cgroups".parse::<CapChoice>().unwrap_err().contains("auto"));
+    }
+
+    #[test]
+    fn scopes_parse_and_decide_which_phases_are_capped() {
+        assert_eq!("all".parse(), Ok(CapScope::All));
+        assert_eq!("small-cache".parse(), Ok(CapScope::SmallCache));
+        assert!("reads"
+            .parse::<CapScope>()
+            .unwrap_err()
+            .contains("small-cache"));
+        assert_eq!(CapScope::default(), CapScope::All);
+        // (scope, small cache, cgroup) -> capped
+        let table = [
+            (CapScope::All, false, true, true),
+            (CapScope::All, true, true, true),
+            (CapScope::All, false, false, false),
+            (CapScope::All, true, false, true),
+            (CapScope::SmallCache, false, true, false),
+            (CapScope::SmallCache, true, true, true),
+            (CapScope::SmallCache, false, false, false),
+            (CapScope::SmallCache, true, false, true),
+        ];
+        for (scope, small, group, want) in table {
+            assert_eq!(
+                phase_capped(scope, small, group),
+                want,
+                "{scope:?} {small} {group}"
+            );
+        }
     }
 
     #[test]

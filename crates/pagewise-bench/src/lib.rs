@@ -25,7 +25,7 @@ pub mod sysinfo;
 pub mod values;
 pub mod workload;
 
-pub use cachelimit::{CacheLimiter, CapChoice, MemoryCap};
+pub use cachelimit::{CacheLimiter, CapChoice, CapScope, MemoryCap};
 pub use engine::{compiled_engines, open_engine, Engine, Settings, SyncPolicy, WriteOp};
 pub use error::{BenchError, Result};
 pub use interrupt::{interrupt, interrupted};

@@ -1,17 +1,17 @@
 //! A run: one engine, a fresh filesystem, phases in order; one result per phase.
 
-use crate::cachelimit::{CacheLimiter, MemoryCap};
+use crate::cachelimit::{phase_capped, CacheLimiter, CapScope, MemoryCap};
 use crate::csd::{CsdMount, CsdStats};
-use crate::engine::{open_engine, Settings};
+use crate::engine::{open_engine, Engine, Settings};
 use crate::exec::{latency_unit, run_phase, DbState, Progress, TABLES};
 use crate::loopfs::LoopFs;
-use crate::metrics::Latency;
+use crate::metrics::{Latency, Recorder};
 use crate::sysinfo::{self, Host};
-use crate::workload::{Params, Spec};
+use crate::workload::{Kind, Params, Spec};
 use crate::{BenchError, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How bytes written are measured.
 #[derive(Debug, Clone)]
@@ -32,6 +32,9 @@ pub struct RunConfig {
     /// Put the Db on an emulated compressing drive (a FUSE mount over the
     /// run's filesystem, see [`crate::csd`]) and report its stored bytes.
     pub csd: bool,
+    /// Which phases are held to a memory cap (page cache and mapped pages
+    /// included) when a memory cgroup is available.
+    pub cap_scope: CapScope,
 }
 
 /// Device-level write figures of a phase.
@@ -270,7 +273,9 @@ fn phase(
         fs.mount()?;
     }
     if let Some(c) = &mut place.csd {
-        c.mount = Some(CsdMount::mount(&c.backing, &c.mnt)?);
+        let m = CsdMount::mount(&c.backing, &c.mnt)?;
+        notes.push(format!("compressing drive mounted: {}", m.note()));
+        c.mount = Some(m);
     }
     let db_before = sysinfo::disk_usage(&place.dir);
     let mut settings = cfg.settings.clone();
@@ -288,8 +293,13 @@ fn phase(
     let rss_reset = sysinfo::reset_peak_rss();
     let wchar0 = sysinfo::kernel_write_bytes();
     let (u0, s0) = sysinfo::cpu_times();
-    // A cache smaller than the Db must not be topped up by the OS page cache.
-    let capped = p.cache.is_some() && settings.cache_bytes < db_before;
+    // A cache smaller than the Db must not be topped up by the OS page cache;
+    // with scope `all`, no phase may use more memory than its engine cache.
+    let small_cache = p.cache.is_some() && settings.cache_bytes < db_before;
+    let capped = phase_capped(cfg.cap_scope, small_cache, limiter.has_group());
+    if !capped && cfg.cap_scope == CapScope::All {
+        notes.push("memory not capped in this phase: no memory cgroup (fadvise trimming caps only phases with a cache smaller than the Db; in other phases it would force writeback of what the phase writes)".into());
+    }
     let base = if capped { limiter.base()? } else { None };
     let t_open = Instant::now();
     let engine = open_engine(&cfg.engine, &place.dir, &settings, &TABLES)?;
@@ -305,8 +315,10 @@ fn phase(
             "warmed up by reading all {n} main-table entries before timing"
         ));
     }
+    // The final sync and close run under the cap too: they are part of the
+    // phase's writes (a B-tree's last checkpoint, an LSM's compactions).
     let active = capped.then(|| limiter.start(&place.dir, base, settings.cache_bytes));
-    let outcome = run_phase(engine.as_ref(), spec.kind, p, state, progress);
+    let outcome = run_and_close(engine, spec.kind, p, state, progress);
     let memory_cap = match active {
         Some(a) => {
             let (rec, mut n) = a.finish(&cfg.engine);
@@ -315,23 +327,17 @@ fn phase(
         }
         None => MemoryCap::none(),
     };
-    let (rec, elapsed) = outcome?;
-    if crate::interrupted() {
-        // A partial phase is not a result; dropping the engine closes it.
-        return Err(BenchError::Interrupted);
-    }
-    let t_close = Instant::now();
-    engine.sync()?;
-    let engine_stats = engine.close()?;
-    let close_s = t_close.elapsed().as_secs_f64();
+    let Ran {
+        rec,
+        elapsed,
+        close_s,
+        engine_stats,
+    } = outcome?;
     let (u1, s1) = sysinfo::cpu_times();
+    // With --csd the FUSE server is another process: wchar is the engine's alone.
     let wchar = wchar0
         .zip(sysinfo::kernel_write_bytes())
-        .map(|(a, b)| b - a)
-        .filter(|_| !cfg.csd);
-    if cfg.csd {
-        notes.push("syscall write figure not measured: with --csd this process also runs the FUSE server, whose writes (backing files, replies to the kernel) wchar would count; the drive's logical bytes are the engine's writes".into());
-    }
+        .map(|(a, b)| b - a);
     let peak_rss_bytes = if rss_reset { sysinfo::peak_rss() } else { None };
     let db_bytes = sysinfo::disk_usage(&place.dir);
     // Before the loop filesystem: unmounting writes back mapped pages.
@@ -403,10 +409,44 @@ fn phase(
     })
 }
 
+/// What [`run_and_close`] measured.
+struct Ran {
+    rec: Recorder,
+    elapsed: Duration,
+    close_s: f64,
+    engine_stats: Option<serde_json::Value>,
+}
+
+/// Runs the phase's operations, then syncs and closes the engine (the close
+/// is timed on its own: its writes count, its time is not in ops/s).
+fn run_and_close(
+    engine: Box<dyn Engine>,
+    kind: Kind,
+    p: &Params,
+    state: &DbState,
+    progress: &dyn Progress,
+) -> Result<Ran> {
+    let (rec, elapsed) = run_phase(engine.as_ref(), kind, p, state, progress)?;
+    if crate::interrupted() {
+        // A partial phase is not a result; dropping the engine closes it.
+        return Err(BenchError::Interrupted);
+    }
+    let t_close = Instant::now();
+    engine.sync()?;
+    let engine_stats = engine.close()?;
+    Ok(Ran {
+        rec,
+        elapsed,
+        close_s: t_close.elapsed().as_secs_f64(),
+        engine_stats,
+    })
+}
+
 /// How the engine used the emulated compressing drive, for the notes.
 fn csd_note(c: &CsdStats) -> String {
     format!(
-        "compressing drive (FUSE): {} writes ({} of mapped/cached pages), {} blocks of 4 KiB ({} all-zero), {} O_DIRECT opens (served buffered), {} fallocate calls",
+        "compressing drive (FUSE, writeback cache {}): {} writes ({} of cached pages written back), {} blocks of 4 KiB ({} all-zero), {} O_DIRECT opens, {} fallocate calls",
+        if c.writeback_cache { "on" } else { "off: writes metered as issued" },
         c.write_ops, c.page_cache_writes, c.blocks_written, c.zero_blocks, c.direct_opens, c.fallocates
     )
 }

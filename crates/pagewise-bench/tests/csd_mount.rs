@@ -1,23 +1,20 @@
 //! The emulated compressing drive mounted for real: data written through the
 //! mount (buffered, O_DIRECT, shared mmap) lands in the backing directory and
 //! is metered exactly; unmounting leaves nothing behind; a dead run's mount is
-//! swept. Skipped, with the reason printed, where FUSE cannot be mounted.
+//! swept; a server told to stop detaches its mount. Every engine runs on it,
+//! LMDB included (the server is a process of its own, so LMDB's munmap cannot
+//! deadlock against it). Skipped, with the reason printed, where FUSE cannot
+//! be mounted.
 
 use pagewise_bench::csd::{self, zlib_stored_bytes, CsdMount, BLOCK_BYTES};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// Mount tests run one at a time: the FUSE server runs in this process, and a
-/// munmap of a mapped file on one mount (LMDB at close) while another test's
-/// server thread grows the heap can deadlock (see `csd` module docs).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn skip() -> bool {
+    csd::set_server_program(std::path::Path::new(env!(
+        "CARGO_BIN_EXE_pagewise-csd-server"
+    )));
     // SAFETY: geteuid has no preconditions.
     let why = csd::unavailable_reason()
         .or_else(|| (unsafe { libc::geteuid() } != 0).then(|| "not root".to_string()));
@@ -75,7 +72,6 @@ impl Drop for Aligned {
 
 #[test]
 fn buffered_and_direct_writes_reach_the_backing_files_and_are_metered_exactly() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -92,7 +88,7 @@ fn buffered_and_direct_writes_reach_the_backing_files_and_are_metered_exactly() 
     std::fs::rename(mnt.join("a"), mnt.join("sub/a2")).unwrap();
     assert_eq!(std::fs::read(backing.join("sub/a2")).unwrap(), a);
     assert_eq!(std::fs::read(mnt.join("sub/a2")).unwrap(), a);
-    let s = m.stats();
+    let s = m.stats().unwrap();
     assert_eq!(s.logical_bytes, 10_000);
     assert_eq!(
         s.blocks_written, 3,
@@ -118,7 +114,7 @@ fn buffered_and_direct_writes_reach_the_backing_files_and_are_metered_exactly() 
     assert_eq!(back.len(), 4096 + 8192);
     assert!(back[..4096].iter().all(|&b| b == 0));
     assert_eq!(&back[4096..], &d[..]);
-    let s2 = m.stats().since(&s);
+    let s2 = m.stats().unwrap().since(&s);
     assert_eq!(s2.logical_bytes, 8192);
     assert_eq!(s2.direct_opens, 1);
     assert_eq!(s2.blocks_written, 2);
@@ -157,7 +153,6 @@ fn buffered_and_direct_writes_reach_the_backing_files_and_are_metered_exactly() 
 
 #[test]
 fn shared_mmap_writes_reach_the_meter() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -173,7 +168,7 @@ fn shared_mmap_writes_reach_the_meter() {
         .open(mnt.join("mapped"))
         .unwrap();
     f.set_len(4 * 4096).unwrap();
-    let before = m.stats();
+    let before = m.stats().unwrap();
     let page = pattern(4096, 3);
     // SAFETY: a fresh shared mapping of 16 KiB of an open file; unmapped below.
     unsafe {
@@ -192,7 +187,7 @@ fn shared_mmap_writes_reach_the_meter() {
         libc::munmap(p, 4 * 4096);
     }
     drop(f);
-    let s = m.stats().since(&before);
+    let s = m.stats().unwrap().since(&before);
     assert!(s.page_cache_writes >= 1, "{s:?}");
     assert!(s.logical_bytes >= 4096, "{s:?}");
     assert!(
@@ -208,7 +203,6 @@ fn shared_mmap_writes_reach_the_meter() {
 
 #[test]
 fn drop_unmounts_and_a_dead_runs_mount_is_swept() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -234,6 +228,34 @@ fn drop_unmounts_and_a_dead_runs_mount_is_swept() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(!mounted(&stale) && !stale.exists());
     assert_eq!(std::fs::read(backing.join("x")).unwrap(), b"x");
+}
+
+#[test]
+fn a_server_told_to_stop_detaches_its_mount_and_the_bench_gets_an_error() {
+    if skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (backing, mnt) = (dir.path().join("backing"), dir.path().join("mnt"));
+    std::fs::create_dir(&backing).unwrap();
+    let mut m = CsdMount::mount(&backing, &mnt).unwrap();
+    assert!(m.note().contains("writeback"), "{}", m.note());
+    std::fs::write(mnt.join("x"), b"kept").unwrap();
+    let pid = m.server_pid().unwrap();
+    // SAFETY: kill with a pid we started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    // The server detaches and exits on its own: no mount is left.
+    let mut polls = 0;
+    while mounted(&mnt) && polls < 500 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        polls += 1;
+    }
+    assert!(!mounted(&mnt), "still mounted after SIGTERM to the server");
+    assert!(
+        m.unmount().is_err(),
+        "unmounting a stopped server is an error"
+    );
+    assert_eq!(std::fs::read(backing.join("x")).unwrap(), b"kept");
 }
 
 /// Loads 2 000 keys into `engine` on the mount, closes, reopens and reads
@@ -279,7 +301,6 @@ fn engine_round_trip(engine: &str, settings: pagewise_bench::Settings) -> csd::C
 
 #[test]
 fn pagewise_with_direct_io_runs_on_the_mount() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -296,9 +317,7 @@ fn pagewise_with_direct_io_runs_on_the_mount() {
 
 #[cfg(feature = "heed")]
 #[test]
-#[ignore = "LMDB's munmap can deadlock against the in-process FUSE server (docs/benchmarks.md, \"Emulated compressing drive\"); run with --ignored"]
 fn lmdb_runs_on_the_mount() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -308,7 +327,6 @@ fn lmdb_runs_on_the_mount() {
 #[cfg(feature = "rusqlite")]
 #[test]
 fn sqlite_runs_on_the_mount() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }
@@ -318,7 +336,6 @@ fn sqlite_runs_on_the_mount() {
 #[cfg(feature = "redb")]
 #[test]
 fn redb_runs_on_the_mount() {
-    let _one_at_a_time = serial();
     if skip() {
         return;
     }

@@ -28,6 +28,7 @@ fn warm_reads_everything_and_only_small_caches_trim_the_page_cache() {
             dir: dir.path().into(),
         },
         csd: false,
+        cap_scope: Default::default(),
     };
     let mut out = Vec::new();
     run(&cfg, &NoProgress, &mut |r| {

@@ -26,6 +26,7 @@ fn fillseq(measure: Measure) -> PhaseResult {
         specs: vec![Spec::parse("fillseq", &base).unwrap()],
         measure,
         csd: false,
+        cap_scope: Default::default(),
     };
     let mut out = Vec::new();
     run(&cfg, &NoProgress, &mut |r| {

@@ -39,6 +39,12 @@ enum Command {
     /// The loader process `stress` starts and kills (internal).
     #[command(hide = true)]
     StressChild(Box<cmd::stress::child::Args>),
+    /// The emulated compressing drive's server process `bench run --csd` starts (internal).
+    #[command(hide = true, name = "csd-serve")]
+    CsdServe {
+        backing: std::path::PathBuf,
+        mountpoint: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -54,6 +60,17 @@ fn main() {
         Command::Db(a) => cmd::db::run(a),
         Command::Stress(a) => cmd::stress::run(*a),
         Command::StressChild(a) => cmd::stress::child::run(*a),
+        Command::CsdServe {
+            backing,
+            mountpoint,
+        } => {
+            let args = [
+                pagewise_bench::csd::server::SUBCOMMAND.into(),
+                backing.into_os_string(),
+                mountpoint.into_os_string(),
+            ];
+            std::process::exit(pagewise_bench::csd::server::main(&args));
+        }
     };
     if let Err(e) = result {
         eprintln!("error: {}", error_line(&e));

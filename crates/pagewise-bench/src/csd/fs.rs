@@ -2,15 +2,24 @@
 //! file and directory lives in a backing directory on the real drive; writes
 //! are applied there and then metered (see `meter`).
 //!
+//! Where bytes are counted (docs/benchmarks.md, "Emulated compressing
+//! drive"): the mount is made with FUSE writeback caching, so the kernel
+//! keeps written pages in its page cache above the mount and writes them
+//! back later, coalescing rewrites exactly as it does above a block device
+//! (ext4 on the loop device). What reaches `write` is then what a drive would
+//! receive, and the backing file is written with O_DIRECT, so the loop device
+//! under the backing filesystem sees the same bytes again, with no second
+//! page cache in between (unaligned writes, at most the tail of a file, are
+//! written through the backing page cache and pushed out at once with
+//! `sync_file_range`).
+//!
 //! Behaviour an engine may notice:
 //! - O_DIRECT opens work: the kernel sends their I/O straight to `write` /
-//!   `read` (no FUSE page cache). The backing file is then opened twice: with
-//!   O_DIRECT, used for requests whose offset and length are 4 KiB multiples
-//!   (copied into an aligned buffer, since FUSE request buffers carry no
-//!   alignment), so such I/O bypasses the backing page cache too, as the
-//!   engine asked; and without, for anything unaligned (the kernel keeps the
-//!   two coherent). A backing filesystem refusing O_DIRECT (tmpfs) gets
-//!   buffered I/O only.
+//!   `read` (no FUSE page cache). Aligned requests (offset and length 4 KiB
+//!   multiples) use the O_DIRECT backing handle (copied into an aligned
+//!   buffer, since FUSE request buffers carry no alignment); anything
+//!   unaligned uses the buffered one (the kernel keeps the two coherent). A
+//!   backing filesystem refusing O_DIRECT (tmpfs) gets buffered I/O only.
 //! - Shared writable mmap works (no `direct_io` reply flag): dirty mapped
 //!   pages reach `write` when the kernel writes them back (msync, fsync,
 //!   close, unmount), flagged as page-cache writes.
@@ -101,7 +110,7 @@ impl Inodes {
 }
 
 /// An open file: the buffered backing handle, and an O_DIRECT one for
-/// aligned I/O when the engine opened with O_DIRECT.
+/// aligned I/O (every open in writeback mode, else O_DIRECT opens only).
 struct Handle {
     file: File,
     direct: Option<File>,
@@ -135,6 +144,9 @@ pub struct PassFs {
     next_fh: AtomicU64,
     root: PathBuf,
     meter: Arc<CsdMeter>,
+    /// Ask the kernel for writeback caching (see the module comment); the
+    /// meter records whether it was granted.
+    writeback: bool,
 }
 
 fn errno(e: std::io::Error) -> Errno {
@@ -177,10 +189,47 @@ fn cpath(p: &Path) -> Result<CString, Errno> {
     CString::new(p.as_os_str().as_bytes()).map_err(|_| Errno::EINVAL)
 }
 
-/// Reads the 4 KiB block at `start` as the file now holds it, zeros past EOF.
-fn read_block(f: &File, start: u64, buf: &mut [u8]) -> std::io::Result<()> {
+/// Reads the 4 KiB block at `start` as the file now holds it, zeros past
+/// EOF; through the O_DIRECT handle when there is one (no backing page cache).
+fn read_block(h: &Handle, start: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    debug_assert_eq!(buf.len(), BLOCK_BYTES);
     buf.fill(0);
-    read_full(f, buf, start).map(|_| ())
+    match &h.direct {
+        Some(d) => {
+            let mut a = AlignedBuf::new(BLOCK_BYTES, BLOCK_BYTES);
+            let got = read_full(d, &mut a, start)?;
+            buf[..got].copy_from_slice(&a[..got]);
+            Ok(())
+        }
+        None => read_full(&h.file, buf, start).map(|_| ()),
+    }
+}
+
+/// Writes `data` at `offset` through the buffered handle and makes the
+/// backing filesystem write those blocks now, as a drive receiving the
+/// write would (no second page cache to coalesce them later).
+fn write_through(f: &File, data: &[u8], offset: u64) -> std::io::Result<()> {
+    f.write_all_at(data, offset)?;
+    let bs = BLOCK_BYTES as u64;
+    let start = offset / bs * bs;
+    let end = (offset + data.len() as u64).div_ceil(bs) * bs;
+    debug_assert!(start <= offset && end >= offset + data.len() as u64);
+    let flags = libc::SYNC_FILE_RANGE_WAIT_BEFORE
+        | libc::SYNC_FILE_RANGE_WRITE
+        | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    // SAFETY: a valid open fd; the range is within i64 for any real file.
+    let rc = unsafe {
+        libc::sync_file_range(
+            f.as_raw_fd(),
+            start as libc::off64_t,
+            (end - start) as libc::off64_t,
+            flags,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Flags for the backing open: no O_DIRECT (see the module comment), no
@@ -197,8 +246,9 @@ fn backing_flags(flags: i32) -> i32 {
 }
 
 impl PassFs {
-    /// Requires: `root` is an existing directory.
-    pub fn new(root: &Path, meter: Arc<CsdMeter>) -> Self {
+    /// Requires: `root` is an existing directory. `writeback`: mount with
+    /// FUSE writeback caching and write the backing files with O_DIRECT.
+    pub fn new(root: &Path, meter: Arc<CsdMeter>, writeback: bool) -> Self {
         assert!(
             root.is_dir(),
             "backing root {} is a directory",
@@ -210,6 +260,18 @@ impl PassFs {
             next_fh: AtomicU64::new(1),
             root: root.to_path_buf(),
             meter,
+            writeback,
+        }
+    }
+
+    /// Open reply flags: in writeback mode the kernel keeps a file's cached
+    /// pages across opens, as it does for a local filesystem (every change
+    /// goes through this mount, so they stay right).
+    fn fopen_flags(&self) -> FopenFlags {
+        if self.writeback {
+            FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::empty()
         }
     }
 
@@ -230,10 +292,11 @@ impl PassFs {
         self.handles.read().get(&fh.0).cloned().ok_or(Errno::EBADF)
     }
 
-    /// Registers an open backing file; with O_DIRECT in `flags` also opens
-    /// `path` with O_DIRECT for aligned requests (if the backing fs allows).
+    /// Registers an open backing file; in writeback mode or with O_DIRECT in
+    /// `flags` also opens `path` with O_DIRECT for aligned requests (if the
+    /// backing fs allows).
     fn add_handle(&self, file: File, path: &Path, flags: i32) -> u64 {
-        let direct = (flags & libc::O_DIRECT != 0)
+        let direct = (self.writeback || flags & libc::O_DIRECT != 0)
             .then(|| {
                 OpenOptions::new()
                     .read(true)
@@ -345,6 +408,13 @@ impl Filesystem for PassFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Large writes arrive whole (up to 1 MiB) where the kernel allows it.
         let _ = config.set_max_write(1 << 20);
+        if self.writeback
+            && config
+                .add_capabilities(fuser::InitFlags::FUSE_WRITEBACK_CACHE)
+                .is_ok()
+        {
+            self.meter.writeback_cache.store(true, Relaxed);
+        }
         Ok(())
     }
 
@@ -509,7 +579,7 @@ impl Filesystem for PassFs {
             Ok(self.add_handle(f, &p, flags.0))
         });
         match r {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Ok(fh) => reply.opened(FileHandle(fh), self.fopen_flags()),
             Err(e) => reply.error(e),
         }
     }
@@ -541,7 +611,7 @@ impl Filesystem for PassFs {
         });
         match r {
             Ok((a, fh)) => {
-                reply.created(&TTL, &a, Generation(0), FileHandle(fh), FopenFlags::empty())
+                reply.created(&TTL, &a, Generation(0), FileHandle(fh), self.fopen_flags())
             }
             Err(e) => reply.error(e),
         }
@@ -591,11 +661,12 @@ impl Filesystem for PassFs {
                 Some(d) if aligned(offset, data.len()) => d
                     .write_all_at(&AlignedBuf::from_slice(data, BLOCK_BYTES), offset)
                     .map_err(errno)?,
+                _ if self.writeback => write_through(&h.file, data, offset).map_err(errno)?,
                 _ => h.file.write_all_at(data, offset).map_err(errno)?,
             }
             let cached = write_flags.contains(WriteFlags::FUSE_WRITE_CACHE);
             self.meter
-                .record(offset, data, cached, &mut |s, b| read_block(&h.file, s, b))
+                .record(offset, data, cached, &mut |s, b| read_block(&h, s, b))
                 .map_err(errno)
         });
         match r {

@@ -81,6 +81,11 @@ pub struct CsdStats {
     pub direct_opens: u64,
     /// fallocate calls passed through (they write no data and are not metered).
     pub fallocates: u64,
+    /// The kernel cached writes above the mount (FUSE writeback caching), so
+    /// rewrites were coalesced as above a block device (absent in results
+    /// from before it was used: writes were then metered as issued).
+    #[serde(default)]
+    pub writeback_cache: bool,
 }
 
 impl CsdStats {
@@ -98,6 +103,7 @@ impl CsdStats {
             zlib_level: self.zlib_level,
             direct_opens: d(self.direct_opens, before.direct_opens),
             fallocates: d(self.fallocates, before.fallocates),
+            writeback_cache: self.writeback_cache,
         }
     }
 }
@@ -114,6 +120,7 @@ pub struct CsdMeter {
     lz4: AtomicU64,
     pub(crate) direct_opens: AtomicU64,
     pub(crate) fallocates: AtomicU64,
+    pub(crate) writeback_cache: std::sync::atomic::AtomicBool,
 }
 
 impl CsdMeter {
@@ -129,6 +136,7 @@ impl CsdMeter {
             zlib_level: ZLIB_LEVEL,
             direct_opens: self.direct_opens.load(Relaxed),
             fallocates: self.fallocates.load(Relaxed),
+            writeback_cache: self.writeback_cache.load(Relaxed),
         }
     }
 

@@ -489,6 +489,7 @@ mod tests {
                 dir: dir.path().into(),
             },
             csd: false,
+            cap_scope: Default::default(),
         };
         let mut out = Vec::new();
         pagewise_bench::run(&cfg, &NoProgress, &mut |r| {

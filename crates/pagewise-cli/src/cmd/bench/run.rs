@@ -8,8 +8,8 @@ use pagewise_bench::keys::KeyDist;
 use pagewise_bench::values::Compressibility;
 use pagewise_bench::workload::{parse_count, parse_dist, parse_duration, parse_size};
 use pagewise_bench::{
-    compiled_engines, CacheLimiter, CapChoice, Measure, Params, PhaseResult, RunConfig, Settings,
-    Spec, SyncPolicy,
+    compiled_engines, CacheLimiter, CapChoice, CapScope, Measure, Params, PhaseResult, RunConfig,
+    Settings, Spec, SyncPolicy,
 };
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -87,6 +87,13 @@ pub struct Args {
     /// evict LMDB's map), or auto (cgroup where possible, else fadvise).
     #[arg(long, default_value = "auto")]
     pub memory_cap: CapChoice,
+    /// Which phases the memory cap applies to: all (every phase, fills and
+    /// iiBench included, at the engine's cache + slack, so an engine living in
+    /// the OS page cache gets no more memory than one with its own buffer
+    /// pool; needs a memory cgroup, i.e. root) or small-cache (only phases
+    /// whose cache= is smaller than the Db, as before session 3).
+    #[arg(long, default_value = "all")]
+    pub cap_phases: CapScope,
     /// Put each engine's Db on an emulated compressing drive: a FUSE mount
     /// (over the run's loop filesystem) that meters, per 4 KiB block written,
     /// the bytes a drive with in-storage compression would store (zlib-class
@@ -218,7 +225,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         }
     }
     // Before anything the runs allocate: memory stays charged where it was first touched.
-    let capped = specs.iter().any(|s| s.params.cache.is_some());
+    let capped = a.cap_phases == CapScope::All || specs.iter().any(|s| s.params.cache.is_some());
     let mut limiter = CacheLimiter::new(a.memory_cap, capped)?;
     if let Some(why) = limiter.fallback() {
         eprintln!("note: memory cgroup not usable ({why}); capped phases trim the page cache with fadvise instead (LMDB's mapped pages stay cached)");
@@ -258,6 +265,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             specs: specs.clone(),
             measure: measure.clone(),
             csd: a.csd,
+            cap_scope: a.cap_phases,
         };
         let outcome =
             pagewise_bench::run_with(&cfg, &mut limiter, &progress, &mut |r: &PhaseResult| {
