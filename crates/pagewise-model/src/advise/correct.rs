@@ -76,6 +76,50 @@ impl Correction {
     pub fn miss_extra(&self, page: u64) -> f64 {
         self.miss_extra_s + self.miss_extra_per_4k_s * (page as f64 / 4096.0 - 1.0)
     }
+
+    /// The engine's own costs only: CPU per level `c(B)`, the extra per miss
+    /// `x(B)` and the checkpoint write factor `f`, with `m = w = 1`. `m` and
+    /// `w` describe the Db they were measured on (its cache, and a sorted
+    /// load whose full leaves split on their first insert), not the described
+    /// dataset, so advice for the described dataset leaves them out.
+    pub fn engine_only(&self) -> Correction {
+        Correction {
+            miss_factor: 1.0,
+            writes_per_insert: 1.0,
+            ..*self
+        }
+    }
+}
+
+/// The page size with the highest corrected mix rate among `rows` (all for
+/// dataset `d`), and that rate: the advice once the engine's costs `c` are
+/// in the model. `None` without rows.
+pub fn engine_best(rows: &[Row], d: &Dataset, mix: Mix, c: &Correction) -> Option<(u64, f64)> {
+    let best = rows
+        .iter()
+        .map(|r| (r.page_size, correct(r, d, mix, c).mix_ops))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    assert!(best.is_none_or(|b| b.1 > 0.0));
+    best
+}
+
+/// Leave-one-out fits: entry `i` is the correction fitted on every sample
+/// but `i`, so checking sample `i` against it is out of sample. With one
+/// sample there is nothing to fit from: [`Correction::NONE`].
+pub fn leave_one_out(samples: &[Sample]) -> Vec<Correction> {
+    let out: Vec<Correction> = (0..samples.len())
+        .map(|i| {
+            let rest: Vec<Sample> = samples
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, s)| *s)
+                .collect();
+            fit_correction(&rest)
+        })
+        .collect();
+    assert_eq!(out.len(), samples.len());
+    out
 }
 
 /// Corrected rates for one page size.
@@ -153,8 +197,11 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
             .map(|s| ((s.page_size as f64 / 4096.0).log2(), s.cpu_per_level_s)),
     );
     let cpu = |p: u64| (c0 + c1 * (p as f64 / 4096.0).log2()).max(0.0);
-    // Residual per read of the uncached gets, where there were reads.
-    let (x0, x1) = line_fit(
+    // Residual per read of the uncached gets, where there were reads. The
+    // work a miss adds (checksum, copy, decode, cache upkeep) cannot shrink
+    // as the page grows: a falling line is noise, and extrapolating it would
+    // make large pages free, so it is replaced by its mean.
+    let (x0, x1) = line_fit_rising(
         samples
             .iter()
             .filter(|s| s.measured_point_ios >= 0.05)
@@ -190,6 +237,18 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
     };
     assert!(c.miss_factor.is_finite() && c.writes_per_insert.is_finite());
     c
+}
+
+/// [`line_fit`], but a falling line becomes the mean (slope 0).
+fn line_fit_rising(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+    let pts: Vec<(f64, f64)> = pts.collect();
+    let (a, b) = line_fit(pts.iter().copied());
+    if b >= 0.0 {
+        return (a, b);
+    }
+    let (mean, flat) = line_fit(pts.iter().map(|p| (0.0, p.1)));
+    assert!(flat == 0.0);
+    (mean, 0.0)
 }
 
 /// Least-squares line y = a + b x; a constant (the mean) when the x do not
@@ -349,5 +408,114 @@ mod tests {
         assert!((one.cpu_per_level_s(65536) - 5e-6).abs() < 1e-15);
         assert_eq!(one.miss_factor, 1.0);
         assert_eq!(fit_correction(&[]), Correction::NONE);
+    }
+
+    #[test]
+    fn cpu_per_level_moves_the_engine_best() {
+        // Two sizes, each 1 device hop per get, point gets only. 4 KiB:
+        // 10,000 IOPS, height 4; 16 KiB: 9,500 IOPS, height 3. No CPU:
+        // 100 µs vs 105.26 µs, 4 KiB wins. With c = 3 µs per level at
+        // every size: 4 KiB 100 + 12 = 112 µs, 16 KiB 105.26 + 9 = 114.26
+        // µs, 4 KiB still wins; with a miss extra of 0 + 0 and c = 8 µs:
+        // 132 vs 129.26 µs, 16 KiB wins at 1 / 129.26 µs.
+        let r4 = Row {
+            page_size: 4096,
+            read_iops: 10_000.0,
+            height: 4,
+            cached_levels: 3.0,
+            ..row()
+        };
+        let r16 = Row {
+            page_size: 16384,
+            read_iops: 9_500.0,
+            height: 3,
+            cached_levels: 2.0,
+            ..row()
+        };
+        let rows = [r4, r16];
+        let d = dataset();
+        let point = Mix::default();
+        assert_eq!(
+            engine_best(&rows, &d, point, &Correction::NONE).unwrap().0,
+            4096
+        );
+        let c3 = Correction {
+            cpu_level_s: 3e-6,
+            ..Correction::NONE
+        };
+        let (p, ops) = engine_best(&rows, &d, point, &c3).unwrap();
+        assert_eq!(p, 4096);
+        assert!((1.0 / ops - 112e-6).abs() < 1e-12);
+        let c8 = Correction {
+            cpu_level_s: 8e-6,
+            ..Correction::NONE
+        };
+        let (p, ops) = engine_best(&rows, &d, point, &c8).unwrap();
+        assert_eq!(p, 16384);
+        assert!((1.0 / ops - (1.0 / 9_500.0 + 24e-6)).abs() < 1e-12);
+        assert_eq!(engine_best(&[], &d, point, &c8), None);
+    }
+
+    #[test]
+    fn engine_only_keeps_the_engine_terms() {
+        let c = Correction {
+            cpu_level_s: 1e-6,
+            cpu_level_per_doubling_s: 2e-7,
+            miss_factor: 1.3,
+            miss_extra_s: 4e-5,
+            miss_extra_per_4k_s: 1e-6,
+            writes_per_insert: 2.5,
+            write_cost_factor: 0.5,
+        };
+        let e = c.engine_only();
+        assert_eq!((e.miss_factor, e.writes_per_insert), (1.0, 1.0));
+        assert_eq!(e.cpu_level_s, 1e-6);
+        assert_eq!(e.miss_extra(8192), 4e-5 + 1e-6);
+        assert_eq!(e.write_cost_factor, 0.5);
+    }
+
+    #[test]
+    fn leave_one_out_predicts_the_left_out_size() {
+        // CPU per level 2, 3, 4 µs at 4, 8, 16 KiB lies on c0 = 2 µs, c1 =
+        // 1 µs per doubling: any two sizes give the same line. The third
+        // size breaks it (7 µs at 16 KiB): leaving it out gives the line of
+        // 4 and 8 KiB, c(16 KiB) = 2 + 2 x 1 = 4 µs, not 7.
+        let s = |p: u64, cpu: f64| Sample {
+            page_size: p,
+            cpu_per_level_s: cpu,
+            predicted_point_ios: 1.0,
+            measured_point_ios: 1.0,
+            measured_get_s: 3.0 * cpu + 100e-6,
+            height: 3,
+            read_s: 100e-6,
+            writes_per_insert: None,
+            write_cost_factor: None,
+        };
+        let line = [s(4096, 2e-6), s(8192, 3e-6), s(16384, 4e-6)];
+        for (i, c) in leave_one_out(&line).iter().enumerate() {
+            let p = line[i].page_size;
+            assert!((c.cpu_per_level_s(p) - line[i].cpu_per_level_s).abs() < 1e-15);
+            // Every get is 3 levels + one read at exactly T: no miss extra.
+            assert!(c.miss_extra(p).abs() < 1e-12, "{}", c.miss_extra(p));
+        }
+        let bent = [s(4096, 2e-6), s(8192, 3e-6), s(16384, 7e-6)];
+        // A miss residual falling with the page (40 µs at 4 KiB, 20 µs at
+        // 8 KiB) is fitted as its mean, 30 µs, at every size.
+        let falling = [
+            Sample {
+                measured_get_s: 3.0 * 2e-6 + 140e-6,
+                ..s(4096, 2e-6)
+            },
+            Sample {
+                measured_get_s: 3.0 * 3e-6 + 120e-6,
+                ..s(8192, 3e-6)
+            },
+        ];
+        let f = fit_correction(&falling);
+        assert!((f.miss_extra_s - 30e-6).abs() < 1e-12, "{}", f.miss_extra_s);
+        assert_eq!(f.miss_extra_per_4k_s, 0.0);
+        let loo = leave_one_out(&bent);
+        assert!((loo[2].cpu_per_level_s(16384) - 4e-6).abs() < 1e-15);
+        assert_eq!(leave_one_out(&bent[..1]), vec![Correction::NONE]);
     }
 }

@@ -136,11 +136,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let value = serde_json::to_value(&results)?;
     let ms = input::from_probe(&value, &mut notes)?;
     let model = fit_all(&ms).context("cannot fit the drive model")?;
-    let advice = advise_report(&model, &dataset, args.mix, None, &[], &mut notes)?;
-    let (wear, wear_basis) = wear_rows(&args, &results.topology, &advice)?;
+    let mut advice = advise_report(&model, &dataset, args.mix, None, &[], &mut notes)?;
     let sweep_secs = results.elapsed_secs;
     // Verification runs on the drive the advice is for: the emulated one
-    // when `--emulate` is given.
+    // when `--emulate` is given. It calibrates the engine's costs first and
+    // moves `advice.best` to the engine-aware best.
     let real: std::sync::Arc<dyn pagewise_io::Fs> = std::sync::Arc::new(pagewise_io::RealFs);
     let fs: std::sync::Arc<dyn pagewise_io::Fs> = match &args.emulate {
         Some(profile) => std::sync::Arc::new(pagewise_io::EmulatedFs::new(real, profile.clone())?),
@@ -150,11 +150,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &args.verify,
         &args.dir,
         fs,
+        &verify::drive_name(args.emulate.as_ref()),
         &model,
-        &advice,
+        &mut advice,
         args.json,
         &mut notes,
     )?;
+    let (wear, wear_basis) = wear_rows(&args, &results.topology, &advice)?;
     let data = ReportData {
         results: &results,
         model: &model,

@@ -22,9 +22,10 @@ pub struct DbFiles {
 }
 
 impl DbFiles {
+    /// `tag` names the run ("verify" or "calibrate").
     /// Requires: nothing exists at `path` (the caller picked a fresh name).
-    pub fn new(dir: &Path, page: u64, fs: Arc<dyn Fs>) -> anyhow::Result<Self> {
-        let path = dir.join(format!("pagewise-verify-{}-{page}.pw", std::process::id()));
+    pub fn new(dir: &Path, tag: &str, page: u64, fs: Arc<dyn Fs>) -> anyhow::Result<Self> {
+        let path = dir.join(format!("pagewise-{tag}-{}-{page}.pw", std::process::id()));
         anyhow::ensure!(
             !fs.exists(&path),
             "{} already exists: remove it (a previous verification was killed) and run again",

@@ -21,6 +21,7 @@
 //! The filesystem is a parameter so emulated drives can reuse all of this.
 
 mod build;
+pub mod costs;
 mod keys;
 mod run;
 mod text;
@@ -29,11 +30,15 @@ mod verdict;
 use crate::cmd::advise::advise_report;
 use anyhow::Context;
 use build::{load, reopen, DbFiles};
+use costs::EngineCosts;
 use pagewise_io::Fs;
-use pagewise_model::advise::correct::{correct, fit_correction, Corrected, Correction, Sample};
+use pagewise_model::advise::correct::{
+    correct, engine_best, fit_correction, leave_one_out, Corrected, Correction, Sample,
+};
 use pagewise_model::advise::scale::{scale, Scaled};
 use pagewise_model::advise::{Advice, Row};
 use pagewise_model::fit::ModelReport;
+use pagewise_model::units::{fmt_bytes, fmt_count};
 use run::{measure, Measured, Workload};
 use serde::Serialize;
 use std::path::Path;
@@ -45,9 +50,11 @@ use verdict::verdict;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 pub enum Level {
-    /// No verification.
+    /// No verification (the advice uses DIR/engine-costs.json if an earlier
+    /// run left it).
     Off,
-    /// ~2.5 minutes: up to 2M records per size, 5 s per measured phase.
+    /// ~1.5 minutes: calibration, then up to 2M records per size, 5 s per
+    /// measured phase.
     Quick,
     /// ~10 minutes: up to 10M records per size, 20 s per phase.
     Full,
@@ -67,7 +74,8 @@ pub struct VerifyArgs {
     pub verify_rows: Option<u64>,
 }
 
-/// The mode's budget.
+/// The mode's budget for one run of the phases.
+#[derive(Clone, Copy)]
 struct Budget {
     rows: u64,
     phase_secs: f64,
@@ -89,38 +97,81 @@ impl Budget {
             warm_secs: (phase_secs * 1.5).max(0.2),
         }
     }
+
+    /// The calibration's: a quarter of the rows, half the time.
+    fn calibration(&self) -> Self {
+        Budget {
+            rows: (self.rows / 4).max(100),
+            phase_secs: self.phase_secs / 2.0,
+            load_secs: self.load_secs,
+            warm_secs: self.warm_secs / 2.0,
+        }
+    }
 }
 
-/// One verified page size.
+/// One measured page size (verified or calibration).
 #[derive(Debug, Clone, Serialize)]
 pub struct SizeCheck {
     pub page_size: u64,
     pub scaled: Scaled,
     pub load_secs: f64,
-    /// The advisor's row for the scaled dataset (before correction).
+    /// The advisor's row for the scaled dataset (device only).
     pub predicted: Row,
+    /// The same with the fitted drive curve's read IOPS ([`smooth`]): what
+    /// the engine-aware predictions start from.
+    pub engine_row: Row,
+    /// With the calibration's engine costs (out of sample).
+    pub calibrated: Corrected,
+    /// With the costs fitted on the other verified sizes (out of sample).
+    pub loo: Corrected,
+    /// With the costs fitted on all verified sizes (in sample).
     pub corrected: Corrected,
     pub measured: Measured,
-    /// measured / predicted - 1 for point gets, before and after correction.
+    /// measured / predicted - 1 for point gets, per prediction above.
     pub point_error: f64,
+    pub point_error_calibrated: f64,
+    pub point_error_loo: f64,
     pub point_error_corrected: f64,
+}
+
+/// The calibration run: separate Dbs, the constants fitted there.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    pub sizes: Vec<SizeCheck>,
+    pub correction: Correction,
+    pub elapsed_secs: f64,
+}
+
+/// Largest |error| over the verified sizes, per prediction.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Errors {
+    pub device_only: f64,
+    pub calibrated: f64,
+    pub leave_one_out: f64,
+    pub in_sample: f64,
 }
 
 /// The verification's answer, for the report and `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verification {
     pub level: Level,
+    /// The device-only advisor's size, and the recommendation after the
+    /// calibrated engine costs (what was verified around).
+    pub device_only_best: u64,
     pub recommended: u64,
     pub best_measured: u64,
     pub verdict: String,
     pub sizes: Vec<SizeCheck>,
+    pub calibration: Calibration,
+    /// Fitted on the verified sizes (in sample).
     pub correction: Correction,
+    pub max_point_error: Errors,
     pub rule: String,
     pub notes: Vec<String>,
     pub elapsed_secs: f64,
 }
 
-pub const RULE: &str = "rows' = min(rows, budget); the cache leaves the scaled tree as many uncached levels (device reads per get) as the described dataset at that page size, and the Db at least 10x the cache when the described one is; same key/value sizes and mix; predictions are the advisor's on this scaled dataset (fill measured after a sorted load)";
+pub const RULE: &str = "rows' = min(rows, budget); the cache leaves the scaled tree as many uncached levels (device reads per get) as the described dataset at that page size, and the Db at least 10x the cache when the described one is; same key/value sizes and mix; predictions are the advisor's on this scaled dataset (fill measured after a sorted load); calibration: the same on separate Dbs of a quarter of the rows at the smallest and largest size";
 
 /// The sizes to verify: B/2, B, 2B within 512 B..64 KiB.
 pub fn sizes(best: u64) -> Vec<u64> {
@@ -132,47 +183,170 @@ pub fn sizes(best: u64) -> Vec<u64> {
     v
 }
 
-/// Runs the verification for `advice` in `dir` on `fs` (`RealFs` normally).
+/// What every measured size needs besides its page size.
+struct Ctx<'a> {
+    dir: &'a Path,
+    fs: Arc<dyn Fs>,
+    model: &'a ModelReport,
+    advice: &'a Advice,
+    quiet: bool,
+}
+
+/// "real drive" or the emulated profile's banner: whose costs these are.
+pub fn drive_name(emulated: Option<&pagewise_io::DriveProfile>) -> String {
+    emulated.map_or("real drive".into(), |p| p.banner())
+}
+
+/// Runs calibration and verification for `advice` in `dir` on `fs`
+/// (`RealFs` normally), moving `advice.best` to the engine-aware best.
+/// With `--verify off`, only applies costs an earlier run left in `dir`.
 /// `None` when `--verify off` or the layout cannot be verified (a note says why).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     args: &VerifyArgs,
     dir: &Path,
     fs: Arc<dyn Fs>,
+    drive: &str,
     model: &ModelReport,
-    advice: &Advice,
+    advice: &mut Advice,
     quiet: bool,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<Verification>> {
     if args.verify == Level::Off {
+        if let Some(c) = costs::load(dir, drive, notes) {
+            let (lo, hi) = (c.page_sizes.iter().min(), c.page_sizes.iter().max());
+            let range = (lo.copied().unwrap_or(0), hi.copied().unwrap_or(u64::MAX));
+            rerank(advice, model, range, &c.calibrated, notes, "learned by an earlier verification");
+        }
         return Ok(None);
     }
-    let d = &advice.dataset;
-    if d.key_bytes < 8 {
+    if advice.dataset.key_bytes < 8 {
         notes.push("no verification: keys under 8 bytes cannot number the records".into());
         return Ok(None);
     }
     let start = Instant::now();
     let budget = Budget::new(args);
-    let mut checks = Vec::new();
+    let device_only_best = advice.best;
     let mut vnotes = Vec::new();
+    let cal_sizes = sizes(advice.best);
+    let cal_pages = [cal_sizes[0], cal_sizes[cal_sizes.len() - 1]];
+    let calibration = {
+        let ctx = Ctx {
+            dir,
+            fs: fs.clone(),
+            model,
+            advice,
+            quiet,
+        };
+        calibrate(&ctx, &cal_pages, &budget, &mut vnotes)?
+    };
+    // The engine's costs move the advice at most within the calibrated
+    // sizes: beyond them the fitted terms would be extrapolated.
+    let range = (cal_pages[0], cal_pages[1]);
+    let c = &calibration.correction;
+    rerank(advice, model, range, c, notes, "calibrated on this drive just now");
+    let ctx = Ctx {
+        dir,
+        fs,
+        model,
+        advice,
+        quiet,
+    };
+    let mut checks = Vec::new();
     for page in sizes(advice.best) {
-        if !quiet {
-            eprintln!("verify: {page} B pages...");
-        }
-        let c = check_size(page, dir, fs.clone(), model, advice, &budget, &mut vnotes)
-            .with_context(|| {
-                format!("verification at {page} B pages failed (skip it with --verify off)")
-            })?;
+        let c = check_size(page, "verify", &ctx, &budget, &mut vnotes)?;
         checks.push(c);
     }
-    let out = finish(
-        args.verify,
-        advice,
-        checks,
-        vnotes,
-        start.elapsed().as_secs_f64(),
+    let mut out = finish(args.verify, advice, calibration, checks, vnotes);
+    out.device_only_best = device_only_best;
+    out.elapsed_secs = start.elapsed().as_secs_f64();
+    let mut kept = EngineCosts::new(
+        drive.into(),
+        out.calibration.correction,
+        out.sizes.iter().map(|c| c.page_size).collect(),
     );
+    kept.verified = Some(out.correction);
+    costs::save(dir, &kept)?;
     Ok(Some(out))
+}
+
+/// The calibration: the phases on separate, smaller Dbs at `pages`, and
+/// the engine costs fitted from them.
+fn calibrate(
+    ctx: &Ctx,
+    pages: &[u64],
+    b: &Budget,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Calibration> {
+    let start = Instant::now();
+    let mut checks = Vec::new();
+    let mut pages = pages.to_vec();
+    pages.dedup();
+    for &page in &pages {
+        checks.push(check_size(page, "calibrate", ctx, &b.calibration(), notes)?);
+    }
+    let correction = fit_correction(&samples(&checks));
+    for c in &mut checks {
+        c.corrected = correct(&c.engine_row, &c.scaled.dataset, ctx.advice.mix, &correction);
+        c.point_error_corrected = c.measured.point_qps / c.corrected.point_qps - 1.0;
+    }
+    Ok(Calibration {
+        sizes: checks,
+        correction,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Re-ranks `advice` with the engine's costs `c` (only the engine terms:
+/// the described dataset has its own caching and fill) and says so.
+fn rerank(
+    advice: &mut Advice,
+    model: &ModelReport,
+    range: (u64, u64),
+    c: &Correction,
+    notes: &mut Vec<String>,
+    whence: &str,
+) {
+    let e = c.engine_only();
+    let rows: Vec<Row> = (advice.rows.iter())
+        .filter(|r| r.page_size >= range.0 && r.page_size <= range.1)
+        .map(|r| smooth(r, model))
+        .collect();
+    let Some((best, ops)) = engine_best(&rows, &advice.dataset, advice.mix, &e) else {
+        return;
+    };
+    let device = advice.best;
+    let line = format!(
+        "with the engine's costs {whence} (CPU {:.2} µs per cached level at 4 KiB, {:.1} µs per miss beyond the drive's read at 4 KiB), the model ranks {} first at {} mix ops/s",
+        e.cpu_per_level_s(4096) * 1e6,
+        e.miss_extra(4096) * 1e6,
+        fmt_bytes(best as f64),
+        fmt_count(ops)
+    );
+    if best != device {
+        advice.reason = format!(
+            "{line}, not the device-only {}. Device-only: {}",
+            fmt_bytes(device as f64),
+            advice.reason
+        );
+        advice.best = best;
+    } else {
+        notes.push(format!("{line}, as the device-only model does"));
+    }
+}
+
+/// `row` with the read IOPS of the fitted drive curve (T(B) = S + B/W, or
+/// its hinge) instead of the probe's point at that size: the engine-aware
+/// prediction uses the smooth curve, so one noisy probe point does not
+/// shift one size against its neighbours.
+fn smooth(row: &Row, model: &ModelReport) -> Row {
+    let fit = model.find(pagewise_model::OpKind::Read, pagewise_model::Pattern::Random, None);
+    let out = Row {
+        read_iops: fit.map_or(row.read_iops, |f| f.predicted_iops(row.page_size)),
+        ..row.clone()
+    };
+    assert!(out.read_iops > 0.0 && out.page_size == row.page_size);
+    out
 }
 
 /// Free bytes on the filesystem of `dir`, if known.
@@ -185,72 +359,26 @@ fn free_bytes(dir: &Path) -> Option<u64> {
         .then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
+/// Builds, measures and removes one Db of `page` B pages (`tag` names its
+/// files), and sets it against the advisor's prediction for it.
 fn check_size(
     page: u64,
-    dir: &Path,
-    fs: Arc<dyn Fs>,
-    model: &ModelReport,
-    advice: &Advice,
+    tag: &str,
+    ctx: &Ctx,
     b: &Budget,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<SizeCheck> {
-    let d = &advice.dataset;
-    let row_bytes = (d.leaf_entry() as f64 / d.fill * 1.2) as u64 + 1;
-    let disk_rows = free_bytes(dir)
-        .map_or(u64::MAX, |f| f / 4 / row_bytes)
-        .max(100);
-    let files = DbFiles::new(dir, page, fs)?;
-    let value_bytes = if d.value_bytes > 0 {
-        d.value_bytes
-    } else {
-        d.pointer_bytes.max(1)
-    };
-    let rows = d.rows.min(b.rows).min(disk_rows);
-    let loaded = load(
-        &files,
-        page,
-        rows,
-        d.key_bytes,
-        value_bytes,
-        Duration::from_secs_f64(b.load_secs),
-    )?;
-    if loaded.rows < rows {
-        notes.push(format!(
-            "{page} B: the load stopped at {} of {rows} records (time budget)",
-            loaded.rows
-        ));
+    if !ctx.quiet {
+        eprintln!("{tag}: {page} B pages...");
     }
-    let built_fill = (loaded.rows as f64 * d.leaf_entry() as f64
-        / (loaded.leaf_pages * page) as f64)
-        .clamp(0.05, 1.0);
-    let scaled = scale(d, page, loaded.rows, built_fill).map_err(anyhow::Error::msg)?;
-    for l in &scaled.limits {
-        notes.push(format!("{page} B: {l}"));
-    }
-    let db = reopen(&files, scaled.dataset.cache_bytes)?;
-    let w = Workload {
-        rows: loaded.rows,
-        key_bytes: d.key_bytes,
-        value_bytes,
-        range_records: d.range_records,
-        mix: advice.mix,
-        secs: b.phase_secs,
-        seed: page ^ 0x7e57,
-    };
-    let measured = measure(&db, &w, b.warm_secs)?;
-    db.close().context("closing the verification Db failed")?;
-    drop(files);
-    if measured.height != loaded.height.max(1) || measured.height != scaled.scaled_height {
-        notes.push(format!(
-            "{page} B: the engine's tree has {} levels, the model's {}",
-            measured.height, scaled.scaled_height
-        ));
-    }
+    let failed = || format!("{tag} at {page} B pages failed (skip it with --verify off)");
+    let (scaled, loaded_secs, measured) =
+        build_and_measure(page, tag, ctx, b, notes).with_context(failed)?;
     let mut ignored = Vec::new();
     let a = advise_report(
-        model,
+        ctx.model,
         &scaled.dataset,
-        advice.mix,
+        ctx.advice.mix,
         None,
         &[page],
         &mut ignored,
@@ -260,27 +388,85 @@ fn check_size(
         .into_iter()
         .next()
         .context("the advisor excluded this page size")?;
+    let engine_row = smooth(&predicted, ctx.model);
+    let none = correct(&engine_row, &scaled.dataset, ctx.advice.mix, &Correction::NONE);
     Ok(SizeCheck {
         page_size: page,
-        load_secs: loaded.secs,
-        corrected: correct(&predicted, &scaled.dataset, advice.mix, &Correction::NONE),
+        load_secs: loaded_secs,
+        calibrated: none,
+        loo: none,
+        corrected: none,
         point_error: measured.point_qps / predicted.point_qps - 1.0,
+        point_error_calibrated: 0.0,
+        point_error_loo: 0.0,
         point_error_corrected: 0.0,
         scaled,
         predicted,
+        engine_row,
         measured,
     })
 }
 
-/// Fits the correction over every size, applies it, and words the verdict.
-fn finish(
-    level: Level,
-    advice: &Advice,
-    mut checks: Vec<SizeCheck>,
-    notes: Vec<String>,
-    secs: f64,
-) -> Verification {
-    let samples: Vec<Sample> = checks
+/// Loads the scaled Db, reopens it with the scaled cache and runs the phases.
+fn build_and_measure(
+    page: u64,
+    tag: &str,
+    ctx: &Ctx,
+    b: &Budget,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<(Scaled, f64, Measured)> {
+    let d = &ctx.advice.dataset;
+    let row_bytes = (d.leaf_entry() as f64 / d.fill * 1.2) as u64 + 1;
+    let disk_rows = free_bytes(ctx.dir)
+        .map_or(u64::MAX, |f| f / 4 / row_bytes)
+        .max(100);
+    let files = DbFiles::new(ctx.dir, tag, page, ctx.fs.clone())?;
+    let value_bytes = if d.value_bytes > 0 {
+        d.value_bytes
+    } else {
+        d.pointer_bytes.max(1)
+    };
+    let rows = d.rows.min(b.rows).min(disk_rows);
+    let limit = Duration::from_secs_f64(b.load_secs);
+    let loaded = load(&files, page, rows, d.key_bytes, value_bytes, limit)?;
+    if loaded.rows < rows {
+        notes.push(format!(
+            "{tag} {page} B: the load stopped at {} of {rows} records (time budget)",
+            loaded.rows
+        ));
+    }
+    let built_fill = (loaded.rows as f64 * d.leaf_entry() as f64
+        / (loaded.leaf_pages * page) as f64)
+        .clamp(0.05, 1.0);
+    let scaled = scale(d, page, loaded.rows, built_fill).map_err(anyhow::Error::msg)?;
+    for l in &scaled.limits {
+        notes.push(format!("{tag} {page} B: {l}"));
+    }
+    let db = reopen(&files, scaled.dataset.cache_bytes)?;
+    let w = Workload {
+        rows: loaded.rows,
+        key_bytes: d.key_bytes,
+        value_bytes,
+        range_records: d.range_records,
+        mix: ctx.advice.mix,
+        secs: b.phase_secs,
+        seed: page ^ 0x7e57 ^ tag.len() as u64,
+    };
+    let measured = measure(&db, &w, b.warm_secs)?;
+    db.close().context("closing the verification Db failed")?;
+    drop(files);
+    if measured.height != loaded.height.max(1) || measured.height != scaled.scaled_height {
+        notes.push(format!(
+            "{tag} {page} B: the engine's tree has {} levels, the model's {}",
+            measured.height, scaled.scaled_height
+        ));
+    }
+    Ok((scaled, loaded.secs, measured))
+}
+
+/// The correction's inputs from measured sizes.
+fn samples(checks: &[SizeCheck]) -> Vec<Sample> {
+    checks
         .iter()
         .map(|c| Sample {
             page_size: c.page_size,
@@ -289,32 +475,62 @@ fn finish(
             measured_point_ios: c.measured.point_reads_per_get,
             measured_get_s: 1.0 / c.measured.point_qps,
             height: c.measured.height,
-            read_s: 1.0 / c.predicted.read_iops,
+            read_s: 1.0 / c.engine_row.read_iops,
             writes_per_insert: c.measured.page_writes_per_insert,
             write_cost_factor: c
                 .measured
                 .checkpoint_page_us
                 .map(|us| us * 1e-6 * c.predicted.write_iops),
         })
-        .collect();
-    let correction = fit_correction(&samples);
-    for c in &mut checks {
-        c.corrected = correct(&c.predicted, &c.scaled.dataset, advice.mix, &correction);
-        c.point_error_corrected = c.measured.point_qps / c.corrected.point_qps - 1.0;
+        .collect()
+}
+
+/// Applies the calibrated, leave-one-out and in-sample corrections to the
+/// verified sizes, and words the verdict.
+fn finish(
+    level: Level,
+    advice: &Advice,
+    calibration: Calibration,
+    mut checks: Vec<SizeCheck>,
+    notes: Vec<String>,
+) -> Verification {
+    let s = samples(&checks);
+    let correction = fit_correction(&s);
+    let loo = leave_one_out(&s);
+    let mix = advice.mix;
+    for (c, l) in checks.iter_mut().zip(&loo) {
+        let d = &c.scaled.dataset;
+        c.calibrated = correct(&c.engine_row, d, mix, &calibration.correction);
+        c.loo = correct(&c.engine_row, d, mix, l);
+        c.corrected = correct(&c.engine_row, d, mix, &correction);
+        let m = c.measured.point_qps;
+        c.point_error_calibrated = m / c.calibrated.point_qps - 1.0;
+        c.point_error_loo = m / c.loo.point_qps - 1.0;
+        c.point_error_corrected = m / c.corrected.point_qps - 1.0;
     }
+    let worst = |f: fn(&SizeCheck) -> f64| checks.iter().map(|c| f(c).abs()).fold(0.0, f64::max);
+    let max_point_error = Errors {
+        device_only: worst(|c| c.point_error),
+        calibrated: worst(|c| c.point_error_calibrated),
+        leave_one_out: worst(|c| c.point_error_loo),
+        in_sample: worst(|c| c.point_error_corrected),
+    };
     let best_measured = checks
         .iter()
         .max_by(|a, b| a.measured.mix_ops.total_cmp(&b.measured.mix_ops))
         .map_or(advice.best, |c| c.page_size);
     Verification {
         level,
+        device_only_best: advice.best,
         recommended: advice.best,
         best_measured,
-        verdict: verdict(advice.best, &checks, advice.mix, &correction),
+        verdict: verdict(advice.best, &checks, mix, &correction),
         sizes: checks,
+        calibration,
         correction,
+        max_point_error,
         rule: RULE.into(),
         notes,
-        elapsed_secs: secs,
+        elapsed_secs: 0.0,
     }
 }

@@ -23,6 +23,9 @@ pub struct Measured {
     /// Data-file reads per point get, and the cache hit rate of the gets.
     pub point_reads_per_get: f64,
     pub point_hit_rate: f64,
+    /// This thread's CPU time per point get, microseconds (user + system:
+    /// the engine's work and the read syscalls; the rest is waiting).
+    pub point_cpu_us: f64,
     /// Hit rate of the leaf level, assuming the levels above always hit
     /// (every get visits `height` pages; the misses are leaves).
     pub leaf_hit_rate: f64,
@@ -101,6 +104,18 @@ fn warm(db: &Db, t: &Tree, r: &mut Rng, w: &Workload, secs: f64) -> anyhow::Resu
     Ok(start.elapsed().as_secs_f64())
 }
 
+/// This thread's CPU seconds so far (0 if the clock is unavailable).
+fn thread_cpu_s() -> f64 {
+    // SAFETY: ts is written by clock_gettime.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    if ok {
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    } else {
+        0.0
+    }
+}
+
 type MixOut = (f64, u64, Option<f64>, Stats, Stats);
 
 /// Requires: `db` holds `w.rows` records 0, 2, ... in tree [`TREE`].
@@ -113,7 +128,9 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
     let height = db.stats().trees.first().map_or(1, |s| s.height).max(1);
 
     let s0 = db.stats();
+    let cpu0 = thread_cpu_s();
     let (gets, secs) = timed(w.secs, || get(&t, &mut r, w))?;
+    let point_cpu_us = (thread_cpu_s() - cpu0) / gets as f64 * 1e6;
     let s1 = db.stats();
     let reads = (s1.pages.read_ops - s0.pages.read_ops) as f64 / gets as f64;
     let (hits, misses) = (
@@ -130,6 +147,7 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
         point_qps: gets as f64 / secs,
         point_reads_per_get: reads,
         point_hit_rate: hits / (hits + misses).max(1.0),
+        point_cpu_us,
         leaf_hit_rate: (1.0 - misses / gets as f64).clamp(0.0, 1.0),
         mix_ops,
         mix_inserts: inserts,

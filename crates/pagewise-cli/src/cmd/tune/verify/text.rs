@@ -11,15 +11,15 @@ pub fn render_text(v: &Verification) -> String {
         "cache",
         "reads/get pred",
         "meas",
-        "gets/s pred",
-        "corr",
+        "gets/s device-only",
+        "calibrated",
         "meas",
-        "mix/s pred",
-        "corr",
+        "error calibrated",
+        "mix/s calibrated",
         "meas",
     ]);
     for c in &v.sizes {
-        let (p, k, m) = (&c.predicted, &c.corrected, &c.measured);
+        let (p, k, m) = (&c.predicted, &c.calibrated, &c.measured);
         t.row(vec![
             fmt_bytes(c.page_size as f64),
             fmt_count(c.scaled.dataset.rows as f64),
@@ -29,16 +29,24 @@ pub fn render_text(v: &Verification) -> String {
             fmt_count(p.point_qps),
             fmt_count(k.point_qps),
             fmt_count(m.point_qps),
-            fmt_count(p.mix_ops),
+            format!("{:+.1}%", c.point_error_calibrated * 100.0),
             fmt_count(k.mix_ops),
             fmt_count(m.mix_ops),
         ]);
     }
+    let e = &v.max_point_error;
     let mut s = format!(
-        "\nVerification on the engine ({:.0} s; predicted = advisor on the scaled dataset, corr = with the fitted correction):\n",
-        v.elapsed_secs
+        "\nVerification on the engine ({:.0} s, calibration {:.0} s; device-only = the advisor on the scaled dataset, calibrated = with the engine costs fitted on separate calibration Dbs, out of sample):\n",
+        v.elapsed_secs, v.calibration.elapsed_secs
     );
     s.push_str(&t.render());
+    s.push_str(&format!(
+        "Largest point-get error: device-only {:.1}%, calibrated {:.1}% and leave-one-out {:.1}% (out of sample), in-sample fit {:.1}%.\n",
+        e.device_only * 100.0,
+        e.calibrated * 100.0,
+        e.leave_one_out * 100.0,
+        e.in_sample * 100.0
+    ));
     s.push_str(&format!("Verdict: {}.\n", v.verdict));
     for n in &v.notes {
         s.push_str(&format!("note: {n}\n"));

@@ -32,9 +32,9 @@ fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correcti
         return "the recommended size was not measured".into();
     };
     let n = Correction::NONE;
-    if b.predicted.mix_ops > r.predicted.mix_ops {
+    if b.calibrated.mix_ops > r.calibrated.mix_ops {
         return format!(
-            "the scaled dataset is not the described one: the advisor itself ranks {} first on the scaled tree ({} levels, described {}), so the verification cannot separate the two sizes here (--verify full loads more records)",
+            "the scaled dataset is not the described one: the calibrated model itself ranks {} first on the scaled tree ({} levels, described {}), so the verification cannot separate the two sizes here (--verify full loads more records)",
             fmt_bytes(best as f64),
             b.scaled.scaled_height,
             b.scaled.described_height
@@ -69,8 +69,8 @@ fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correcti
         ),
     ];
     for (why, t) in terms {
-        let mr = correct(&r.predicted, &r.scaled.dataset, mix, &t).mix_ops;
-        let mb = correct(&b.predicted, &b.scaled.dataset, mix, &t).mix_ops;
+        let mr = correct(&r.engine_row, &r.scaled.dataset, mix, &t).mix_ops;
+        let mb = correct(&b.engine_row, &b.scaled.dataset, mix, &t).mix_ops;
         if mb > mr {
             return format!(
                 "{why}: with it the model also ranks {} first",
