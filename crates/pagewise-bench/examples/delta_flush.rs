@@ -14,7 +14,7 @@
 //! cargo run --release -p pagewise-bench --example delta_flush -- \
 //!   DIR ROWS CACHE_MIB ROUNDS CONFIG...      CONFIG = 8k:whole | 16k:delta:T[:BLOCK]
 
-use pagewise::{Batch, DeltaFlush, Db, Durability, Options};
+use pagewise::{Batch, Db, DeltaFlush, Durability, Options};
 use pagewise_bench::iibench::Row;
 use pagewise_bench::keys::{encode_key, Permutation};
 use pagewise_bench::values::{Compressibility, ValueGen};
@@ -36,12 +36,18 @@ struct Config {
 impl Config {
     fn parse(s: &str) -> Config {
         let parts: Vec<&str> = s.split(':').collect();
-        let page_size = parts[0].trim_end_matches('k').parse::<usize>().expect("page size") << 10;
+        let page_size = parts[0]
+            .trim_end_matches('k')
+            .parse::<usize>()
+            .expect("page size")
+            << 10;
         let delta = match parts.get(1).copied() {
             Some("whole") => None,
             Some("delta") => Some(DeltaFlush {
                 threshold_bytes: parts[2].parse().expect("threshold"),
-                block_bytes: parts.get(3).map_or(4096, |b| b.parse().expect("block bytes")),
+                block_bytes: parts
+                    .get(3)
+                    .map_or(4096, |b| b.parse().expect("block bytes")),
             }),
             _ => panic!("config {s}: PAGEk:whole or PAGEk:delta:T[:BLOCK]"),
         };
@@ -51,7 +57,12 @@ impl Config {
     fn name(&self) -> String {
         match self.delta {
             None => format!("{}k whole", self.page_size >> 10),
-            Some(d) => format!("{}k delta T={} B={}", self.page_size >> 10, d.threshold_bytes, d.block_bytes),
+            Some(d) => format!(
+                "{}k delta T={} B={}",
+                self.page_size >> 10,
+                d.threshold_bytes,
+                d.block_bytes
+            ),
         }
     }
 
@@ -84,7 +95,14 @@ fn fresh(path: &Path) {
 
 /// Loads `rows` through `write` (one call per batch, returning user bytes),
 /// checkpoints, and measures what was written.
-fn fill(path: &Path, c: Config, cache: usize, rows: u64, tables: &[&str], write: impl Fn(&Db, u64) -> u64) -> Fill {
+fn fill(
+    path: &Path,
+    c: Config,
+    cache: usize,
+    rows: u64,
+    tables: &[&str],
+    write: impl Fn(&Db, u64) -> u64,
+) -> Fill {
     fresh(path);
     let drive = Arc::new(CompressingFs::with_meter(RealFs, CompressionMeter::new(1)));
     let db = Db::create(path, c.options(cache, drive.clone())).unwrap();
@@ -101,7 +119,9 @@ fn fill(path: &Path, c: Config, cache: usize, rows: u64, tables: &[&str], write:
     db.checkpoint().unwrap();
     let secs = t0.elapsed().as_secs_f64();
     let (s1, m1) = (db.stats(), drive.stats());
-    let w = |a: &pagewise_io::IoStatsSnapshot, b: &pagewise_io::IoStatsSnapshot| b.write_bytes - a.write_bytes;
+    let w = |a: &pagewise_io::IoStatsSnapshot, b: &pagewise_io::IoStatsSnapshot| {
+        b.write_bytes - a.write_bytes
+    };
     let page_bytes = w(&s0.pages, &s1.pages);
     db.close().unwrap();
     Fill {
@@ -133,7 +153,12 @@ fn fillrandom(path: &Path, c: Config, cache: usize, rows: u64) -> Fill {
     })
 }
 
-const II_TABLES: [&str; 4] = ["purchases", "ix_price_customer", "ix_register", "ix_price_date"];
+const II_TABLES: [&str; 4] = [
+    "purchases",
+    "ix_price_customer",
+    "ix_register",
+    "ix_price_date",
+];
 
 fn iibench(path: &Path, c: Config, cache: usize, rows: u64) -> Fill {
     let pad = ValueGen::new(Compressibility::Random, 76, SEED);
@@ -162,12 +187,16 @@ fn readrandom(path: &Path, c: Config, rows: u64, gets: u64, round: u64) -> (f64,
     let t = db.tree("t").unwrap();
     let mut rng = SmallRng::seed_from_u64(SEED + round);
     for _ in 0..gets {
-        t.get(encode_key(rng.gen_range(0..rows), 16)).unwrap().expect("loaded key");
+        t.get(encode_key(rng.gen_range(0..rows), 16))
+            .unwrap()
+            .expect("loaded key");
     }
     let s0 = db.stats();
     let t0 = Instant::now();
     for _ in 0..gets {
-        t.get(encode_key(rng.gen_range(0..rows), 16)).unwrap().expect("loaded key");
+        t.get(encode_key(rng.gen_range(0..rows), 16))
+            .unwrap()
+            .expect("loaded key");
     }
     let secs = t0.elapsed().as_secs_f64();
     let reads = db.stats().pages.read_ops - s0.pages.read_ops;
@@ -201,7 +230,10 @@ fn main() {
     let cache = args[3].parse::<usize>().unwrap() << 20;
     let rounds: u64 = args[4].parse().unwrap();
     let configs: Vec<Config> = args[5..].iter().map(|s| Config::parse(s)).collect();
-    println!("rows {rows}, cache {} MiB, 16 B keys, 100 B random values, batches of {BATCH}, Buffered", cache >> 20);
+    println!(
+        "rows {rows}, cache {} MiB, 16 B keys, 100 B random values, batches of {BATCH}, Buffered",
+        cache >> 20
+    );
     println!("| phase | config | WA device | WA pages | WA CSD (lz4) | rows/s | file MiB | consolidations |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for (i, c) in configs.iter().enumerate() {
@@ -215,16 +247,31 @@ fn main() {
     let mut read: Vec<Vec<(f64, f64)>> = vec![Vec::new(); configs.len()];
     for round in 0..rounds {
         for (i, c) in configs.iter().enumerate() {
-            read[i].push(readrandom(&dir.join(format!("fill-{i}.pw")), *c, rows, gets, round));
+            read[i].push(readrandom(
+                &dir.join(format!("fill-{i}.pw")),
+                *c,
+                rows,
+                gets,
+                round,
+            ));
         }
     }
     println!("\n| config | readrandom gets/s (median of {rounds}) | all rounds | data-file reads per get |");
     println!("| --- | ---: | --- | ---: |");
     for (i, c) in configs.iter().enumerate() {
         let mut r: Vec<f64> = read[i].iter().map(|x| x.0).collect();
-        let all = r.iter().map(|x| format!("{x:.0}")).collect::<Vec<_>>().join(", ");
+        let all = r
+            .iter()
+            .map(|x| format!("{x:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         r.sort_by(f64::total_cmp);
-        println!("| {} | {:.0} | {all} | {:.2} |", c.name(), r[r.len() / 2], read[i][0].1);
+        println!(
+            "| {} | {:.0} | {all} | {:.2} |",
+            c.name(),
+            r[r.len() / 2],
+            read[i][0].1
+        );
     }
     for i in 0..configs.len() {
         fresh(&dir.join(format!("fill-{i}.pw")));
