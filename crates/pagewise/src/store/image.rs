@@ -47,8 +47,11 @@ pub struct NodeCodec {
     /// Kinds with delta blocks (page kind 6, docs/design.md "Delta blocks
     /// for B+tree pages"): rebuilds a node from its verified base page and
     /// delta block. None: a delta block is corrupt.
-    pub apply_delta: Option<fn(&DeltaPages) -> Result<Image, String>>,
+    pub apply_delta: Option<ApplyDelta>,
 }
+
+/// Rebuilds a node from a delta block and its base page, or says what is wrong.
+pub type ApplyDelta = fn(&DeltaPages) -> Result<Image, String>;
 
 /// A verified delta block and the verified base page it names.
 pub struct DeltaPages<'a> {

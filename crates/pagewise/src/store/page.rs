@@ -95,7 +95,7 @@ fn sealed_len(page_len: usize, kind: u8, aux: u32) -> Option<usize> {
         return Some(page_len);
     }
     let len = aux as usize;
-    (len % 512 == 0 && (HDR..=page_len).contains(&len)).then_some(len)
+    (len.is_multiple_of(512) && (HDR..=page_len).contains(&len)).then_some(len)
 }
 
 /// Checks the checksum, the page id and the kind of a page just read.

@@ -320,7 +320,7 @@ impl Pager {
     /// Bytes a run writes: its pages, or a lone delta block's length.
     fn run_bytes(&self, run: &[(u64, Image)]) -> usize {
         let n = run[0].1.written_bytes(self.ps);
-        assert!(n <= self.ps && n % 512 == 0 && (run.len() == 1 || n == self.ps));
+        assert!(n <= self.ps && n.is_multiple_of(512) && (run.len() == 1 || n == self.ps));
         if run.len() == 1 {
             n
         } else {
