@@ -36,7 +36,7 @@ pub use check::CheckReport;
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
 pub use index::TreeKind;
-pub use options::{Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use options::{DeltaFlush, Durability, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use stats::{Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
 pub use tree::{Iter, Tree};

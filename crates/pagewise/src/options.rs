@@ -40,6 +40,11 @@ pub struct Options {
     /// drive with in-storage compression stores only the new bytes
     /// (docs/design.md, "Write-ahead log"; measured in docs/benchmarks.md).
     pub sparse_log: bool,
+    /// Delta flushes for the Db's B+trees: a checkpoint writes a changed
+    /// node as a small delta block on its unchanged base page while its
+    /// changes stay under a threshold (docs/design.md, "Delta blocks for
+    /// B+tree pages"). None (the default): every changed node is written whole.
+    pub delta_flush: Option<DeltaFlush>,
     /// Open without writing anything: files are opened read-only, writes and
     /// checkpoints return [`Error::ReadOnly`], and opening a Db whose log
     /// holds records to replay returns [`Error::NeedsRecovery`] (recovery
@@ -59,9 +64,51 @@ impl Default for Options {
             read_ahead: crate::index::btree::readahead::DEFAULT_PAGES,
             wal_limit: 64 << 20,
             sparse_log: false,
+            delta_flush: None,
             read_only: false,
             fs: Arc::new(RealFs),
         }
+    }
+}
+
+/// Delta-flush settings (docs/design.md, "Delta blocks for B+tree pages").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DeltaFlush {
+    /// A node's change records since its base page may take this many bytes
+    /// before the node is written whole again (consolidation).
+    pub threshold_bytes: usize,
+    /// Unit a delta block is written in: a power of two, at least 512 and
+    /// the device block, at most the page size.
+    pub block_bytes: usize,
+}
+
+impl Default for DeltaFlush {
+    /// Chosen by measurement: docs/benchmarks.md, "Delta-flushed B+tree
+    /// pages (issue 11)".
+    fn default() -> Self {
+        Self {
+            threshold_bytes: 2048,
+            block_bytes: 4096,
+        }
+    }
+}
+
+impl DeltaFlush {
+    /// Checks the settings against the page size and device block.
+    pub(crate) fn validate(&self, page_size: usize, device_block: usize) -> Result<()> {
+        let lo = device_block.max(512);
+        let b = self.block_bytes;
+        if !b.is_power_of_two() || b < lo || b > page_size {
+            return Err(Error::Options(format!(
+                "delta block bytes {b} must be a power of two between {lo} and the page size {page_size}"
+            )));
+        }
+        if self.threshold_bytes == 0 {
+            return Err(Error::Options(
+                "delta threshold must be at least 1 byte".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -95,6 +142,10 @@ impl Options {
     }
     pub fn sparse_log(mut self, on: bool) -> Self {
         self.sparse_log = on;
+        self
+    }
+    pub fn delta_flush(mut self, d: Option<DeltaFlush>) -> Self {
+        self.delta_flush = d;
         self
     }
     pub fn read_only(mut self, on: bool) -> Self {

@@ -59,6 +59,12 @@ pub struct Stats {
     pub readahead_pages: u64,
     pub readahead_hits: u64,
     pub readahead_unused: u64,
+    /// Delta flushes (docs/design.md, "Delta blocks for B+tree pages"):
+    /// full pages kept as the base of a changed node, delta blocks carried
+    /// into a changed node, and bases dropped by consolidation.
+    pub delta_rebases: u64,
+    pub delta_carries: u64,
+    pub delta_consolidations: u64,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -131,6 +137,9 @@ impl Db {
             readahead_pages: ic.readahead_pages.load(Relaxed),
             readahead_hits: cache.ahead_hits.load(Relaxed),
             readahead_unused: cache.ahead_unused.load(Relaxed),
+            delta_rebases: ic.delta_rebases.load(Relaxed),
+            delta_carries: ic.delta_carries.load(Relaxed),
+            delta_consolidations: ic.delta_consolidations.load(Relaxed),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,

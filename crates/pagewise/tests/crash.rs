@@ -5,12 +5,15 @@
 //! last successful sync), no batch half-applied, and `check` must pass. A case
 //! runs 1 to 3 rounds of work + crash + verified recovery on the same image
 //! (half the cases with the sparse redo log, whose padding recovery skips),
-//! and a later round's failure point may fall inside recovery itself.
+//! and a later round's failure point may fall inside recovery itself. Half
+//! the cases flush B+tree nodes as delta blocks with tiny thresholds (so
+//! torn delta blocks, crashes between delta writes and the superblock flip,
+//! and deltas gone stale by consolidation all occur); the tally counts them.
 //! PAGEWISE_CRASH_ITERS cases (default 1,020: over 2,000 crashes), split
 //! between Sync and Buffered mode; 100000 for a long run. A failure prints the
 //! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
 
-use pagewise::{Batch, Db, Durability, Options};
+use pagewise::{Batch, Db, DeltaFlush, Durability, Options};
 use pagewise_io::{CrashMode, FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -90,6 +93,11 @@ struct Tally {
     torn: u64,
     whole: u64,
     rounds: u64,
+    /// Rounds with delta flushes on, and in them: nodes given a base or
+    /// carrying a delta into a new epoch, and consolidations, before the crash.
+    delta_rounds: u64,
+    delta_nodes: u64,
+    delta_consolidations: u64,
 }
 
 struct Run {
@@ -99,6 +107,8 @@ struct Run {
     states: Vec<State>,
     durable: usize,
     failed_batch: Option<State>,
+    /// (rebases + carries, consolidations) of the Db before the crash.
+    delta_events: (u64, u64),
 }
 
 fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Options {
@@ -109,7 +119,17 @@ fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Option
         .direct_io(true)
         .wal_limit(16 * 1024)
         .sparse_log(seed / 5 % 2 == 1)
+        .delta_flush(delta_for(seed, ps))
         .fs(fs)
+}
+
+/// Delta flushes for half the cases, with thresholds from a few records to
+/// most of a page, in blocks of two sectors (so a delta block can tear).
+fn delta_for(seed: u64, ps: usize) -> Option<DeltaFlush> {
+    (seed / 2 % 2 == 1).then(|| DeltaFlush {
+        threshold_bytes: [60, 250, 1000][(seed / 4 % 3) as usize],
+        block_bytes: ps.min(1024),
+    })
 }
 
 const PATH: &str = "/db/crash";
@@ -152,6 +172,7 @@ fn workload(
         states: Vec::new(),
         durable: 0,
         failed_batch: None,
+        delta_events: (0, 0),
     };
     let db = if fresh {
         sim.create_dir_all(Path::new("/db"))
@@ -210,6 +231,8 @@ fn workload(
             durable = states.len() - 1;
         }
     }
+    let s = db.stats();
+    run.delta_events = (s.delta_rebases + s.delta_carries, s.delta_consolidations);
     run.db = Some(db);
     run.states = states;
     run.durable = durable;
@@ -265,6 +288,11 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
         tally.torn += rep.torn as u64;
         tally.whole += rep.whole as u64;
         tally.rounds += 1;
+        if delta_for(seed, ps).is_some() {
+            tally.delta_rounds += 1;
+            tally.delta_nodes += run.delta_events.0;
+            tally.delta_consolidations += run.delta_events.1;
+        }
         drop(run.db);
         let db = Db::open(PATH, opts(seed, ps, durability, Arc::new(img.clone())))
             .map_err(|e| format!("{where_}: reopen: {e}"))?;
@@ -334,6 +362,12 @@ fn run(durability: Durability, salt: u64) {
     assert!(
         tally.pending > n && tally.torn > 0,
         "too few unsynced writes at the crashes: {tally:?}"
+    );
+    assert!(
+        tally.delta_rounds * 3 >= tally.rounds
+            && tally.delta_nodes > 2 * tally.delta_rounds
+            && tally.delta_consolidations * 2 > tally.delta_rounds,
+        "too little delta-flush work before the crashes: {tally:?}"
     );
     assert!(
         failures.is_empty(),

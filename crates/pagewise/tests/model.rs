@@ -1,7 +1,7 @@
 //! Random operation sequences against a BTreeMap model, with reopens, tiny
 //! pages and tiny caches so splits, merges, eviction and checkpoints all happen.
 
-use pagewise::{Batch, Db, Durability, Options};
+use pagewise::{Batch, Db, DeltaFlush, Durability, Options};
 use proptest::prelude::*;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -67,6 +67,17 @@ fn verify_all(db: &Db, model: &Model) {
 /// Runs `ops` against a fresh Db and the model; returns the final Db's stats
 /// (taken before the closing check, since the last reopen).
 fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) -> pagewise::Stats {
+    run_delta(ops, ps, cache, durability, None)
+}
+
+/// `run` with delta flushes set to `delta` (None: whole pages).
+fn run_delta(
+    ops: Vec<Op>,
+    ps: usize,
+    cache: usize,
+    durability: Durability,
+    delta: Option<DeltaFlush>,
+) -> pagewise::Stats {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let o = || {
@@ -76,6 +87,7 @@ fn run(ops: Vec<Op>, ps: usize, cache: usize, durability: Durability) -> pagewis
             .durability(durability)
             .direct_io(false)
             .wal_limit(64 * 1024)
+            .delta_flush(delta)
     };
     let mut db = Db::create(&path, o()).unwrap();
     let mut model: Model = BTreeMap::new();
@@ -256,4 +268,47 @@ fn ring_prefetch_and_eviction_interleave_against_model() {
     );
     assert!(s.cache_evictions > 1000, "{} evictions", s.cache_evictions);
     assert!(s.checkpoints > 20, "{} checkpoints", s.checkpoints);
+}
+
+/// Delta flushes with tiny thresholds against the model: every path is
+/// taken (a full page kept as a base, a delta carried into the next epoch
+/// and rewritten, consolidation past the threshold, splits and merges of
+/// nodes with a base, delete-heavy phases), nodes are evicted and re-read
+/// from base + delta, and `check` verifies every delta block at the end.
+#[test]
+fn delta_flushes_against_model() {
+    let seed = seed("delta_flushes_against_model", 0xDE17A);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for (round, threshold) in [40usize, 200, 2000].into_iter().enumerate() {
+        let mut ops = Vec::new();
+        for step in 0..2500 {
+            let t = rng.gen_range(0..2);
+            let k = format!("{:05}", rng.gen_range(0..1500)).into_bytes();
+            // Phases: insert-heavy, then delete-heavy, then mixed.
+            let del_pct = [15, 75, 40][step * 3 / 2500];
+            let op = match rng.gen_range(0..1000) {
+                p if p < del_pct * 10 => Op::Del(t, k),
+                p if p < 995 => Op::Put(t, k, rng.gen_range(0..60)),
+                995 => Op::Reopen,
+                _ => Op::Checkpoint,
+            };
+            ops.push(op);
+        }
+        let delta = DeltaFlush {
+            threshold_bytes: threshold,
+            block_bytes: 512,
+        };
+        let s = run_delta(ops, 1024, 12 * 1024, Durability::Buffered, Some(delta));
+        eprintln!(
+            "round {round} (T = {threshold}): {} rebases, {} carries, {} consolidations, {} checkpoints",
+            s.delta_rebases, s.delta_carries, s.delta_consolidations, s.checkpoints
+        );
+        assert!(s.delta_rebases > 10, "{} rebases", s.delta_rebases);
+        assert!(s.delta_carries > 20, "{} carries", s.delta_carries);
+        assert!(
+            s.delta_consolidations > 5,
+            "{} consolidations",
+            s.delta_consolidations
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! Format version 1 files (the fixture was written by the version-1 engine:
 //! 512 B pages, three trees, an overflow value, and a log holding batches not
-//! yet checkpointed) open, read and upgrade to version 2 in place. A power
+//! yet checkpointed) open, read and upgrade to the current version in place. A power
 //! cut at any write or sync of the upgrading open leaves a file that opens
 //! with the same contents. docs/design.md, "Format versions".
 
@@ -77,7 +77,7 @@ fn fixture_is_version_1() {
         (1, 1),
         "both slots of the fixture are version 1"
     );
-    assert_eq!(FORMAT_VERSION, 2);
+    assert_eq!(FORMAT_VERSION, 3);
 }
 
 #[test]
@@ -107,7 +107,10 @@ fn version_1_file_upgrades_on_its_first_read_write_open() {
         .into_iter()
         .max_by_key(|s| s.1)
         .unwrap();
-    assert_eq!(newest.0, 2, "the newest superblock is version 2");
+    assert_eq!(
+        newest.0, FORMAT_VERSION,
+        "the newest superblock is the current version"
+    );
     let db = Db::open(&p, Options::default().direct_io(false).read_only(true)).unwrap();
     let mut want = expected();
     want.insert(

@@ -264,6 +264,9 @@ fn start(
         meta: IoStats::new(),
     };
     let direct = files.data.is_direct();
+    if let Some(d) = &opts.delta_flush {
+        d.validate(ps, files.data.alignment())?;
+    }
     let pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
     let wal = Wal::new(
         Accounted::new(files.wal, io.wal.clone()),
@@ -286,6 +289,7 @@ fn start(
             store,
             counters: Default::default(),
             read_ahead_pages: opts.read_ahead,
+            delta: opts.delta_flush,
         },
         commit: Mutex::new(CommitState {
             wal,

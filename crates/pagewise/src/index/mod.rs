@@ -133,6 +133,12 @@ pub struct Counters {
     /// Iterator read-ahead: batches read, and sibling pages they asked for.
     pub readahead_rounds: AtomicU64,
     pub readahead_pages: AtomicU64,
+    /// Delta flushes: clean full pages kept as a dirty copy's base, clean
+    /// delta blocks whose base and changes a dirty copy carried on, and
+    /// bases dropped (the node written whole again).
+    pub delta_rebases: AtomicU64,
+    pub delta_carries: AtomicU64,
+    pub delta_consolidations: AtomicU64,
 }
 
 /// The index layer's context: the store and what the kinds share.
@@ -141,12 +147,15 @@ pub struct Index {
     pub counters: Counters,
     /// `Options::read_ahead`: most pages of one iterator read-ahead batch.
     pub read_ahead_pages: usize,
+    /// `Options::delta_flush`: B+tree nodes flushed as delta blocks.
+    pub delta: Option<crate::options::DeltaFlush>,
 }
 
 /// How the store decodes node pages of every kind.
 pub const CODEC: NodeCodec = NodeCodec {
     kinds: btree::PAGE_KINDS,
     decode: decode_page,
+    apply_delta: Some(btree::delta::apply_delta),
 };
 
 fn decode_page(
@@ -203,6 +212,8 @@ impl Index {
             pager: &self.store.pager,
             cache: &self.store.cache,
             alloc,
+            delta: self.delta,
+            counters: &self.counters,
         };
         match op {
             Op::Put { key, value, .. } => {

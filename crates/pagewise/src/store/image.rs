@@ -18,6 +18,11 @@ pub trait NodeImage: Any + Send + Sync {
     /// Writes the page payload after the 32-byte header into `page` (one
     /// page) and returns the header fields that describe it.
     fn encode_page(&self, page: &mut [u8]) -> PageFill;
+    /// Bytes of its page a checkpoint writes: the whole page, or for a delta
+    /// block (kind 6) its length, which `encode_page` then fills.
+    fn written_bytes(&self, page_size: usize) -> usize {
+        page_size
+    }
 }
 
 /// Header fields a node image sets when it is encoded.
@@ -39,6 +44,24 @@ pub struct NodeCodec {
     /// (page kind, entry count, payload, page size) to an image, or what
     /// is wrong.
     pub decode: fn(Kind, usize, &[u8], usize) -> Result<Image, String>,
+    /// Kinds with delta blocks (page kind 6, docs/design.md "Delta blocks
+    /// for B+tree pages"): rebuilds a node from its verified base page and
+    /// delta block. None: a delta block is corrupt.
+    pub apply_delta: Option<ApplyDelta>,
+}
+
+/// Rebuilds a node from a delta block and its base page, or says what is wrong.
+pub type ApplyDelta = fn(&DeltaPages) -> Result<Image, String>;
+
+/// A verified delta block and the verified base page it names.
+pub struct DeltaPages<'a> {
+    pub base_kind: Kind,
+    pub base_count: usize,
+    pub base_payload: &'a [u8],
+    /// The delta block's header entry count and payload.
+    pub count: usize,
+    pub payload: &'a [u8],
+    pub page_size: usize,
 }
 
 /// The concrete node type of `image`, or None if it is another kind's.

@@ -2,14 +2,14 @@
 //!
 //! | offset | size | field |
 //! | --- | --- | --- |
-//! | 0 | 4 | crc32c of bytes 4..page_size |
+//! | 0 | 4 | crc32c of bytes 4..page_size (a delta block: 4..aux) |
 //! | 4 | 1 | kind ([`Kind`]) |
 //! | 5 | 1 | reserved (0) |
 //! | 6 | 2 | entry count (nodes) |
 //! | 8 | 8 | page id of this page (catches misdirected writes) |
 //! | 16 | 8 | checkpoint generation that wrote the page |
 //! | 24 | 4 | payload bytes used after the header |
-//! | 28 | 4 | aux: index within an extent (overflow, blob) |
+//! | 28 | 4 | aux: index within an extent (overflow, blob); a delta block's length |
 
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -24,6 +24,9 @@ pub enum Kind {
     Branch = 3,
     Overflow = 4,
     Blob = 5,
+    /// A B+tree node's changes since its base page (docs/design.md, "Delta
+    /// blocks for B+tree pages"): only its first `aux` bytes are written.
+    Delta = 6,
 }
 
 impl Kind {
@@ -34,6 +37,7 @@ impl Kind {
             3 => Kind::Branch,
             4 => Kind::Overflow,
             5 => Kind::Blob,
+            6 => Kind::Delta,
             _ => return None,
         })
     }
@@ -76,14 +80,30 @@ pub fn seal(page: &mut [u8], pid: u64, h: Header) {
     put_u64(page, 16, h.gen);
     put_u32(page, 24, h.used);
     put_u32(page, 28, h.aux);
-    let crc = crc32c::crc32c(&page[4..]);
+    let end = sealed_len(page.len(), h.kind as u8, h.aux)
+        .expect("a delta block's length is a multiple of 512 inside its page");
+    assert!(h.used as usize <= end - HDR);
+    let crc = crc32c::crc32c(&page[4..end]);
     put_u32(page, 0, crc);
+}
+
+/// Bytes of a page covered by its checksum: the whole page, or a delta
+/// block's length (`aux`), which must be a multiple of 512 inside the page;
+/// None if it is not.
+fn sealed_len(page_len: usize, kind: u8, aux: u32) -> Option<usize> {
+    if kind != Kind::Delta as u8 {
+        return Some(page_len);
+    }
+    let len = aux as usize;
+    (len.is_multiple_of(512) && (HDR..=page_len).contains(&len)).then_some(len)
 }
 
 /// Checks the checksum, the page id and the kind of a page just read.
 pub fn verify(page: &[u8], pid: u64, want: &[Kind], path: &Path, offset: u64) -> Result<Header> {
     let stored = get_u32(page, 0);
-    let computed = crc32c::crc32c(&page[4..]);
+    // An unverified length that is impossible cannot match: checksum error.
+    let end = sealed_len(page.len(), page[4], get_u32(page, 28)).unwrap_or(page.len());
+    let computed = crc32c::crc32c(&page[4..end]);
     if stored != computed {
         return Err(Error::Checksum {
             path: path.to_path_buf(),
@@ -114,7 +134,7 @@ pub fn verify(page: &[u8], pid: u64, want: &[Kind], path: &Path, offset: u64) ->
             ))
         })?;
     let used = get_u32(page, 24);
-    if used as usize > page.len() - HDR {
+    if used as usize > end - HDR {
         return Err(corrupt(format!("payload length {used} exceeds the page")));
     }
     Ok(Header {

@@ -5,7 +5,7 @@
 //! [`NodeCodec`].
 
 use super::extent::{page_payload_bytes, pages_for, Extent};
-use super::image::{Image, NodeCodec};
+use super::image::{DeltaPages, Image, NodeCodec};
 use super::page::{self, Header, Kind, HDR};
 use super::superblock::{Superblock, SUPERBLOCK_USED_BYTES};
 use crate::error::{Error, Result};
@@ -33,6 +33,8 @@ pub struct Pager {
     /// or written is asserted below it (a stale or corrupt id is caught).
     limit_pages: Arc<AtomicU64>,
     codec: NodeCodec,
+    /// The codec's kinds, plus kind 6 when it has delta blocks.
+    node_kinds: Vec<Kind>,
     path: PathBuf,
     /// Node and overflow pages.
     pages: CountedFile,
@@ -51,10 +53,15 @@ impl Pager {
     ) -> Self {
         assert!(ps.is_power_of_two() && ps > HDR);
         let buf_align = file.alignment().max(4096);
+        let mut node_kinds = codec.kinds.to_vec();
+        if codec.apply_delta.is_some() {
+            node_kinds.push(Kind::Delta);
+        }
         Self {
             ps,
             limit_pages: Arc::new(AtomicU64::new(u64::MAX)),
             codec,
+            node_kinds,
             path: file.path().to_path_buf(),
             pages: Accounted::new(file.clone(), pages),
             meta: Accounted::new(file, meta),
@@ -111,13 +118,48 @@ impl Pager {
         self.decode_node(pid, &buf)
     }
 
-    /// Verifies a node page just read (checksum, page id, kind) and decodes it.
+    /// Verifies a node page just read (checksum, page id, kind) and decodes
+    /// it; a delta block is decoded with the base page it names (read now).
     pub fn decode_node(&self, pid: u64, buf: &[u8]) -> Result<Image> {
         assert_eq!(buf.len(), self.ps);
-        let h = page::verify(buf, pid, self.codec.kinds, &self.path, self.off(pid))?;
+        let h = page::verify(buf, pid, &self.node_kinds, &self.path, self.off(pid))?;
         let payload = &buf[HDR..HDR + h.used as usize];
+        if h.kind == Kind::Delta {
+            return self.decode_delta(pid, h.count as usize, payload);
+        }
         (self.codec.decode)(h.kind, h.count as usize, payload, self.ps)
             .map_err(|what| self.corrupt(pid, what))
+    }
+
+    /// Requires: `payload` of the verified delta block at `pid`. Effect: reads
+    /// and verifies the base page its first 8 bytes name (a node page, never
+    /// another delta) and lets the codec apply the delta to it.
+    fn decode_delta(&self, pid: u64, count: usize, payload: &[u8]) -> Result<Image> {
+        let apply = self
+            .codec
+            .apply_delta
+            .expect("kind 6 is accepted only with apply_delta");
+        if payload.len() < 8 {
+            return Err(self.corrupt(pid, format!("delta block of {} bytes", payload.len())));
+        }
+        let base = page::get_u64(payload, 0);
+        self.check_pid(base)?;
+        if base == pid {
+            return Err(self.corrupt(pid, "delta block names itself as its base".into()));
+        }
+        let mut buf = self.buf(self.ps);
+        self.pages.read_at(&mut buf, self.off(base))?;
+        let h = page::verify(&buf, base, self.codec.kinds, &self.path, self.off(base))?;
+        let pages = DeltaPages {
+            base_kind: h.kind,
+            base_count: h.count as usize,
+            base_payload: &buf[HDR..HDR + h.used as usize],
+            count,
+            payload,
+            page_size: self.ps,
+        };
+        apply(&pages)
+            .map_err(|what| self.corrupt(pid, format!("delta on base page {base}: {what}")))
     }
 
     /// Name of the I/O engine under the page file ("uring" when queues are rings).
@@ -136,11 +178,18 @@ impl Pager {
     /// are in flight; otherwise large checkpoints use a few threads.
     pub fn write_nodes(&self, nodes: &[(u64, Image)], gen: u64) -> Result<()> {
         let per_run = (MAX_RUN_BYTES / self.ps).max(1);
+        // A delta block shorter than its page is written alone, and only its length.
+        let whole = |k: usize| nodes[k].1.written_bytes(self.ps) == self.ps;
         let mut runs = Vec::new();
         let mut i = 0;
         while i < nodes.len() {
             let mut j = i + 1;
-            while j < nodes.len() && j - i < per_run && nodes[j].0 == nodes[j - 1].0 + 1 {
+            while j < nodes.len()
+                && j - i < per_run
+                && nodes[j].0 == nodes[j - 1].0 + 1
+                && whole(j - 1)
+                && whole(j)
+            {
                 j += 1;
             }
             runs.push(&nodes[i..j]);
@@ -180,6 +229,7 @@ impl Pager {
                 let run = runs[i];
                 let mut buf = take_buf(spare, run.len() * self.ps, self.buf_align);
                 self.encode_run(run, gen, &mut buf);
+                buf.set_len(self.run_bytes(run));
                 IoOp {
                     kind: OpKind::Write,
                     offset: self.off(run[0].0),
@@ -262,8 +312,20 @@ impl Pager {
     fn write_run(&self, run: &[(u64, Image)], gen: u64) -> Result<()> {
         let mut buf = self.buf(run.len() * self.ps);
         self.encode_run(run, gen, &mut buf);
+        buf.set_len(self.run_bytes(run));
         self.pages.write_at(&buf, self.off(run[0].0))?;
         Ok(())
+    }
+
+    /// Bytes a run writes: its pages, or a lone delta block's length.
+    fn run_bytes(&self, run: &[(u64, Image)]) -> usize {
+        let n = run[0].1.written_bytes(self.ps);
+        assert!(n <= self.ps && n.is_multiple_of(512) && (run.len() == 1 || n == self.ps));
+        if run.len() == 1 {
+            n
+        } else {
+            run.len() * self.ps
+        }
     }
 
     /// Encodes and seals consecutive nodes into `buf` (one page each).
@@ -273,8 +335,12 @@ impl Pager {
             assert_eq!(*pid, run[0].0 + k as u64, "a run is consecutive pages");
             let page = &mut buf[k * self.ps..(k + 1) * self.ps];
             let fill = node.encode_page(page);
-            assert!(self.codec.kinds.contains(&fill.kind));
+            assert!(self.node_kinds.contains(&fill.kind));
             assert!(fill.used_bytes as usize <= self.ps - HDR);
+            let aux = match fill.kind {
+                Kind::Delta => node.written_bytes(self.ps) as u32,
+                _ => 0,
+            };
             page::seal(
                 page,
                 *pid,
@@ -283,7 +349,7 @@ impl Pager {
                     count: fill.count,
                     gen,
                     used: fill.used_bytes,
-                    aux: 0,
+                    aux,
                 },
             );
         }

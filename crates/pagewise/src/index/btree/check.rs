@@ -53,6 +53,14 @@ impl Walk<'_> {
             Err(e) => return self.claims.problem(pid, e.to_string()),
         };
         self.out.pages_checked += 1;
+        if let Some(base) = n.base_pid() {
+            // Read and verified with its delta block (checksums, base crc).
+            let what = format!("base page of delta block {pid}");
+            if !self.claims.claim(base, 1, Owner::Used, &what) {
+                return;
+            }
+            self.out.pages_checked += 1;
+        }
         if depth > 1 && n.is_empty() {
             self.claims.problem(pid, "empty non-root node".into());
         }

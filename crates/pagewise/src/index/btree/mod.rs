@@ -3,6 +3,7 @@
 //! "B+tree root descriptor".
 
 pub mod check;
+pub mod delta;
 pub mod iter;
 pub mod node;
 pub mod prefetch;

@@ -1,6 +1,7 @@
 //! B+tree nodes: the in-memory form and its page encoding (docs/design.md,
 //! "B+tree node payload"). Overflow references are [`Extent`]s.
 
+use super::delta::{Change, Changes};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::image::{NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
@@ -67,6 +68,9 @@ pub struct Node {
     kids: Vec<u64>,
     bytes: usize,
     garbage: usize,
+    /// The base page and the changes since it, when the node is written as
+    /// a delta block (docs/design.md, "Delta blocks for B+tree pages").
+    changes: Option<Box<Changes>>,
 }
 
 impl Node {
@@ -80,6 +84,7 @@ impl Node {
             kids: Vec::new(),
             bytes: 0,
             garbage: 0,
+            changes: None,
         }
     }
 
@@ -114,7 +119,77 @@ impl Node {
 
     /// Approximate heap footprint, charged against the cache budget.
     pub fn mem_size(&self) -> usize {
-        96 + self.data.capacity() + self.ents.capacity() * 20 + self.kids.capacity() * 8
+        let changes = self.changes.as_ref().map_or(0, |c| c.charge_bytes());
+        96 + self.data.capacity() + self.ents.capacity() * 20 + self.kids.capacity() * 8 + changes
+    }
+
+    /// The changes since the base page, if the node has a base.
+    pub fn changes(&self) -> Option<&Changes> {
+        self.changes.as_deref()
+    }
+
+    /// The base page the node's delta applies to, if any.
+    pub fn base_pid(&self) -> Option<u64> {
+        self.changes.as_ref().map(|c| c.base_pid)
+    }
+
+    /// Sets (or drops) the base and change set; returns the previous one.
+    pub fn set_changes(&mut self, c: Option<Changes>) -> Option<Changes> {
+        std::mem::replace(&mut self.changes, c.map(Box::new)).map(|b| *b)
+    }
+
+    /// Sets the unit the node's delta block is written in.
+    pub fn set_block_bytes(&mut self, block_bytes: usize) {
+        if let Some(c) = self.changes.as_mut() {
+            c.block_bytes = block_bytes as u32;
+        }
+    }
+
+    /// crc32c of the node's page payload as `encode` writes it (what a delta
+    /// on this node as its base records).
+    pub fn payload_crc(&self) -> u32 {
+        let mut page = vec![0u8; self.page_size as usize];
+        let used = self.encode(&mut page);
+        crc32c::crc32c(&page[HDR..HDR + used])
+    }
+
+    /// Records `key`'s new state in the change set, if the node has a base.
+    fn log(&mut self, key: &[u8], change: impl FnOnce() -> Change) {
+        if let Some(c) = self.changes.as_mut() {
+            c.record(key, change());
+        }
+    }
+
+    fn log_put(&mut self, key: &[u8], val: Val<'_>) {
+        self.log(key, || match val {
+            Val::Inline(b) => Change::Put {
+                val: b.to_vec(),
+                overflow: false,
+            },
+            Val::Overflow(ext) => {
+                let mut r = vec![0u8; OVF_REF];
+                ext.encode(&mut r);
+                Change::Put {
+                    val: r,
+                    overflow: true,
+                }
+            }
+        });
+    }
+
+    /// Branch: logs child `i`'s pointer under its separator (child 0: the
+    /// empty key).
+    fn log_child(&mut self, i: usize) {
+        let key = if i == 0 {
+            Vec::new()
+        } else {
+            self.key(i).to_vec()
+        };
+        let pid = self.kids[i];
+        self.log(&key, || Change::Put {
+            val: pid.to_le_bytes().to_vec(),
+            overflow: false,
+        });
     }
 
     pub fn key(&self, i: usize) -> &[u8] {
@@ -167,7 +242,10 @@ impl Node {
         &self.kids
     }
     pub fn set_child(&mut self, i: usize, pid: u64) {
-        self.kids[i] = pid;
+        if self.kids[i] != pid {
+            self.kids[i] = pid;
+            self.log_child(i);
+        }
     }
 
     fn push_bytes(&mut self, b: &[u8]) -> u32 {
@@ -201,10 +279,15 @@ impl Node {
         let e = self.make_ent(key, val);
         self.ents.insert(i, e);
         self.bytes += LEAF_ENT + key.len() + val.stored_len();
+        self.log_put(key, val);
     }
 
     /// Leaf: replaces the value of entry `i`.
     pub fn replace_at(&mut self, i: usize, val: Val<'_>) {
+        if self.changes.is_some() {
+            let key = self.key(i).to_vec();
+            self.log_put(&key, val);
+        }
         let old = self.ents[i];
         let mut e = self.make_ent(&[], val);
         e.k = old.k;
@@ -217,6 +300,10 @@ impl Node {
 
     /// Leaf: removes entry `i`.
     pub fn remove_at(&mut self, i: usize) {
+        if self.changes.is_some() {
+            let key = self.key(i).to_vec();
+            self.log(&key, || Change::Remove);
+        }
         let old = self.ents.remove(i);
         self.garbage += (old.kl + old.vl) as usize;
         self.bytes -= LEAF_ENT + (old.kl + old.vl) as usize;
@@ -230,16 +317,25 @@ impl Node {
         self.ents.insert(i, e);
         self.kids.insert(i, pid);
         self.bytes += BRANCH_ENT + sep.len();
+        self.log_child(i);
     }
 
     /// Branch: removes child `i` (and its separator; removing child 0 drops
     /// child 1's separator, which is still a valid lower bound).
     pub fn remove_child(&mut self, i: usize) {
         let idx = if i == 0 { 1 } else { i };
+        if self.changes.is_some() {
+            // As a map: separator idx goes; child 0 becomes child 1's pointer.
+            let key = self.key(idx).to_vec();
+            self.log(&key, || Change::Remove);
+        }
         let old = self.ents.remove(idx);
         self.kids.remove(i);
         self.garbage += old.kl as usize;
         self.bytes -= BRANCH_ENT + old.kl as usize;
+        if i == 0 {
+            self.log_child(0);
+        }
         self.maybe_compact();
     }
 
@@ -249,6 +345,7 @@ impl Node {
             for i in 0..self.len() {
                 n.push_from(self, i);
             }
+            n.changes = self.changes.take();
             *self = n;
         }
     }
@@ -294,6 +391,7 @@ impl Node {
     pub fn split(&mut self, at: Option<usize>) -> (Vec<u8>, Node) {
         let n = self.len();
         assert!(n >= 2, "split of a node with {n} entries");
+        assert!(self.changes.is_none(), "a split node is written whole");
         let m = at.unwrap_or_else(|| self.byte_midpoint()).clamp(1, n - 1);
         let mut left = self.rebuilt_empty();
         let mut right = self.rebuilt_empty();
@@ -342,6 +440,7 @@ impl Node {
 
     /// Appends all of `right` (whose keys are all >= `sep`).
     pub fn merge_from(&mut self, sep: &[u8], right: &Node) {
+        assert!(self.changes.is_none(), "a merged node is written whole");
         for i in 0..right.len() {
             if !self.leaf && i == 0 {
                 let e = self.make_ent(sep, Val::Inline(&[]));
@@ -352,6 +451,89 @@ impl Node {
                 self.push_from(right, i);
             }
         }
+    }
+
+    /// Applies a delta block's records to this freshly decoded base image
+    /// (nothing is logged). A put replaces or inserts; a remove of a key the
+    /// base lacks is nothing (the key was put and removed since the base).
+    /// Bad records and a result that does not fit a page are errors.
+    pub fn replay(&mut self, changes: &Changes) -> Result<(), String> {
+        assert!(
+            self.changes.is_none(),
+            "replay onto a node with a change set"
+        );
+        for (key, change) in changes.iter() {
+            let fits = if self.leaf {
+                self.replay_leaf(key, change)
+            } else {
+                self.replay_branch(key, change)
+            };
+            if !fits {
+                return Err(format!("record for key {key:02x?} does not fit this node"));
+            }
+        }
+        let cap = capacity(self.page_size as usize);
+        if self.bytes > cap {
+            return Err(format!(
+                "{} payload bytes after replay, a page holds {cap}",
+                self.bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn replay_leaf(&mut self, key: &[u8], change: &Change) -> bool {
+        let ps = self.page_size as usize;
+        let pos = self.search(key);
+        let Change::Put { val, overflow } = change else {
+            if let Ok(i) = pos {
+                self.remove_at(i);
+            }
+            return true;
+        };
+        let v = if *overflow {
+            match Extent::decode(val, ps) {
+                Some(ext) => Val::Overflow(ext),
+                None => return false,
+            }
+        } else {
+            Val::Inline(val)
+        };
+        if LEAF_ENT + key.len() + v.stored_len() > max_entry(ps) {
+            return false;
+        }
+        match pos {
+            Ok(i) => self.replace_at(i, v),
+            Err(i) => self.insert_at(i, key, v),
+        }
+        true
+    }
+
+    fn replay_branch(&mut self, key: &[u8], change: &Change) -> bool {
+        let pid = match change {
+            Change::Put {
+                val,
+                overflow: false,
+            } if val.len() == 8 => Some(get_u64(val, 0)),
+            Change::Remove if !key.is_empty() => None,
+            _ => return false,
+        };
+        if key.is_empty() {
+            self.kids[0] = pid.expect("checked above");
+            return true;
+        }
+        let pos = self.ents[1..]
+            .binary_search_by(|e| self.data[e.k as usize..(e.k + e.kl) as usize].cmp(key));
+        match (pos, pid) {
+            (Ok(j), Some(pid)) => self.kids[j + 1] = pid,
+            (Err(j), Some(pid)) if BRANCH_ENT + key.len() <= max_entry(self.page_size as usize) => {
+                self.insert_child(j + 1, key, pid)
+            }
+            (Err(_), Some(_)) => return false,
+            (Ok(j), None) => self.remove_child(j + 1),
+            (Err(_), None) => {}
+        }
+        true
     }
 
     /// Writes the payload after the page header; returns bytes used.
@@ -480,11 +662,24 @@ impl NodeImage for Node {
 
     fn encode_page(&self, page: &mut [u8]) -> PageFill {
         assert_eq!(page.len(), self.page_size as usize);
-        let used = self.encode(page);
+        let (kind, used) = match &self.changes {
+            Some(c) => (Kind::Delta, c.encode(page)),
+            None => (
+                if self.leaf { Kind::Leaf } else { Kind::Branch },
+                self.encode(page),
+            ),
+        };
         PageFill {
-            kind: if self.leaf { Kind::Leaf } else { Kind::Branch },
+            kind,
             count: self.len() as u16,
             used_bytes: used as u32,
+        }
+    }
+
+    fn written_bytes(&self, page_size: usize) -> usize {
+        match &self.changes {
+            Some(c) => c.block_len(page_size),
+            None => page_size,
         }
     }
 }

@@ -7,15 +7,20 @@
 //! the current epoch are dirty, live only in the store's dirty set, and are
 //! changed in place until the checkpoint writes them.
 
+use super::delta::{Changes, DELTA_HDR};
 use super::node::{capacity, Node, Val, LEAF_ENT};
 use super::{as_node, Meta, MAX_HEIGHT};
 use crate::error::Result;
+use crate::index::Counters;
+use crate::options::DeltaFlush;
 use crate::store::alloc::Alloc;
 use crate::store::cache::Cache;
 use crate::store::dirty::Dirty;
 use crate::store::extent::Extent;
 use crate::store::image::{self, Image};
+use crate::store::page::HDR;
 use crate::store::pager::Pager;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// What an insert replaced or a remove took out.
@@ -44,6 +49,9 @@ pub struct Writer<'a> {
     pub pager: &'a Pager,
     pub cache: &'a Cache,
     pub alloc: &'a mut Alloc,
+    /// Delta flushes (docs/design.md, "Delta blocks for B+tree pages").
+    pub delta: Option<DeltaFlush>,
+    pub counters: &'a Counters,
 }
 
 impl Writer<'_> {
@@ -88,13 +96,69 @@ impl Writer<'_> {
         if self.dirty.contains(pid) {
             return Ok(pid);
         }
-        let n = self.node(pid)?;
+        let mut copy = (*self.node(pid)?).clone();
         let new = self.alloc.alloc(1);
-        self.alloc.free_later(pid, 1);
         self.cache.remove(pid);
-        self.dirty.insert(new, Arc::new((*n).clone()));
+        self.rebase(pid, &mut copy);
+        self.dirty.insert(new, Arc::new(copy));
+        self.settle(new);
         assert_ne!(new, pid);
         Ok(new)
+    }
+
+    /// Requires: `copy` is the clean node at `pid`, about to become dirty.
+    /// Effect: frees what the copy no longer needs and sets its base
+    /// (docs/design.md, "Delta blocks for B+tree pages", the copy table).
+    fn rebase(&mut self, pid: u64, copy: &mut Node) {
+        match (self.delta, copy.base_pid()) {
+            (Some(d), Some(_)) => {
+                self.alloc.free_later(pid, 1); // the old delta block
+                copy.set_block_bytes(d.block_bytes);
+                self.counters.delta_carries.fetch_add(1, Relaxed);
+            }
+            (Some(d), None) => {
+                // The full page at `pid` becomes the base: kept, not freed.
+                let crc = copy.payload_crc();
+                copy.set_changes(Some(Changes::new(pid, crc, d.block_bytes)));
+                self.counters.delta_rebases.fetch_add(1, Relaxed);
+            }
+            (None, Some(base)) => {
+                self.alloc.free_later(pid, 1);
+                self.alloc.free_later(base, 1);
+                copy.set_changes(None);
+            }
+            (None, None) => self.alloc.free_later(pid, 1),
+        }
+        debug_assert!(self.delta.is_some() || copy.base_pid().is_none());
+    }
+
+    /// Largest change-record bytes a delta block may hold.
+    fn limit_bytes(&self) -> usize {
+        let room = self.pager.ps - HDR - DELTA_HDR;
+        self.delta.map_or(0, |d| d.threshold_bytes.min(room))
+    }
+
+    /// Consolidates dirty node `pid` if its changes outgrew the threshold.
+    fn settle(&mut self, pid: u64) {
+        let limit = self.limit_bytes();
+        let dirty = self
+            .dirty
+            .get(pid)
+            .expect("settled nodes are dirty")
+            .clone();
+        if as_node(dirty).changes().is_some_and(|c| c.bytes() > limit) {
+            self.consolidate(pid);
+        }
+    }
+
+    /// Drops dirty node `pid`'s base (freed after the checkpoint): the node
+    /// is written whole.
+    fn consolidate(&mut self, pid: u64) {
+        if let Some(c) = self.get_mut(pid).set_changes(None) {
+            self.alloc.free_later(c.base_pid, 1);
+            self.counters.delta_consolidations.fetch_add(1, Relaxed);
+        }
+        debug_assert!(self.dirty.contains(pid));
     }
 
     fn get_mut(&mut self, pid: u64) -> &mut Node {
@@ -107,10 +171,16 @@ impl Writer<'_> {
         pid
     }
 
-    fn free_node(&mut self, pid: u64) {
+    /// Frees node `pid` and its base page, if it has one.
+    fn free_node(&mut self, pid: u64) -> Result<()> {
+        let base = self.node(pid)?.base_pid();
         self.dirty.remove(pid);
         self.cache.remove(pid);
         self.alloc.free_later(pid, 1);
+        if let Some(b) = base {
+            self.alloc.free_later(b, 1);
+        }
+        Ok(())
     }
 
     /// Sets `key` to `val`, freeing a replaced overflow extent and keeping
@@ -204,11 +274,13 @@ impl Writer<'_> {
                 }
             };
             if node.bytes() <= cap {
+                self.settle(pid);
                 return Ok((pid, None, old));
             }
             // Appending at the right edge (sequential load): keep the left full.
             let at = (rightmost && old.is_none() && idx == node.len() - 1).then(|| node.len() - 1);
-            let (sep, right) = node.split(at);
+            self.consolidate(pid);
+            let (sep, right) = self.get_mut(pid).split(at);
             let r = self.add(right);
             tm.leaf_pages += 1;
             return Ok((pid, Some((sep, r)), old));
@@ -223,14 +295,17 @@ impl Writer<'_> {
         let node = self.get_mut(pid);
         node.set_child(i, new_child);
         let Some((sep, r)) = split else {
+            self.settle(pid);
             return Ok((pid, None, old));
         };
         node.insert_child(i + 1, &sep, r);
         if node.bytes() <= cap {
+            self.settle(pid);
             return Ok((pid, None, old));
         }
         let at = (rm && i + 1 == node.len() - 1).then(|| node.len() - 1);
-        let (sep, right) = node.split(at);
+        self.consolidate(pid);
+        let (sep, right) = self.get_mut(pid).split(at);
         let r = self.add(right);
         tm.branch_pages += 1;
         Ok((pid, Some((sep, r)), old))
@@ -258,7 +333,7 @@ impl Writer<'_> {
             let n = self.node(tm.root)?;
             if n.is_leaf() {
                 if n.is_empty() {
-                    self.free_node(tm.root);
+                    self.free_node(tm.root)?;
                     *tm = Meta {
                         overflow_pages: tm.overflow_pages,
                         ..Meta::default()
@@ -269,7 +344,7 @@ impl Writer<'_> {
             if n.len() > 1 {
                 return Ok(());
             }
-            self.free_node(tm.root);
+            self.free_node(tm.root)?;
             tm.root = n.child(0);
             tm.height -= 1;
             tm.branch_pages -= 1;
@@ -294,6 +369,7 @@ impl Writer<'_> {
             let node = self.get_mut(pid);
             let old = old_of(node, i);
             node.remove_at(i);
+            self.settle(pid);
             return Ok(Some((pid, old)));
         }
         let i = n.child_index(key);
@@ -305,6 +381,7 @@ impl Writer<'_> {
         let pid = self.cow(pid)?;
         self.get_mut(pid).set_child(i, new_child);
         self.rebalance(pid, i, level - 1, tm)?;
+        self.settle(pid);
         Ok(Some((pid, old)))
     }
 
@@ -339,7 +416,7 @@ impl Writer<'_> {
         if let Some(chain) = self.empty_chain(p.child(i), child_level)? {
             // An empty subtree goes away whatever its siblings hold.
             for (k, &pid) in chain.iter().enumerate() {
-                self.free_node(pid);
+                self.free_node(pid)?;
                 if k + 1 == chain.len() {
                     tm.leaf_pages -= 1;
                 } else {
@@ -364,8 +441,9 @@ impl Writer<'_> {
         }
         drop(ln);
         let lnew = self.cow(lpid)?;
+        self.consolidate(lnew);
         self.get_mut(lnew).merge_from(&sep, &rn);
-        self.free_node(rpid);
+        self.free_node(rpid)?;
         let pn = self.get_mut(parent);
         pn.set_child(l, lnew);
         pn.remove_child(r);

@@ -1,0 +1,256 @@
+//! Delta blocks on disk (docs/design.md, "Delta blocks for B+tree pages"):
+//! damaged, stale or misdirected delta blocks are typed errors on read and
+//! problems in `check`; a Db written with deltas opens without the option
+//! and consolidates; a version-2 file opens and is upgraded to version 3.
+
+use pagewise::{Db, DeltaFlush, Durability, Error, Options, FORMAT_VERSION};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const PS: usize = 4096;
+const KIND_DELTA: u8 = 6;
+
+fn opts(delta: bool) -> Options {
+    Options::default()
+        .page_size(PS)
+        .direct_io(false)
+        .durability(Durability::Buffered)
+        .cache_bytes(1 << 20)
+        .delta_flush(delta.then_some(DeltaFlush {
+            threshold_bytes: 1500,
+            block_bytes: 512,
+        }))
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// A Db whose last checkpoint wrote delta blocks: 3,000 keys loaded and
+/// checkpointed, then every 40th key rewritten and checkpointed. Returns
+/// the expected contents.
+fn build(path: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = Db::create(path, opts(true)).unwrap();
+    let t = db.tree("t").unwrap();
+    let mut want = BTreeMap::new();
+    for i in 0..3000 {
+        let v = format!("value {i} first").into_bytes();
+        t.insert(key(i), &v).unwrap();
+        want.insert(key(i), v);
+    }
+    db.checkpoint().unwrap();
+    for i in (0..3000).step_by(40) {
+        let v = format!("value {i} second").into_bytes();
+        t.insert(key(i), &v).unwrap();
+        want.insert(key(i), v);
+    }
+    db.checkpoint().unwrap();
+    let s = db.stats();
+    assert!(
+        s.delta_rebases > 20,
+        "{} nodes kept a base",
+        s.delta_rebases
+    );
+    db.close().unwrap();
+    want
+}
+
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Page ids of the delta blocks the newest checkpoint wrote (those are live:
+/// a checkpoint writes only pages its tree references).
+fn live_deltas(data: &[u8]) -> Vec<u64> {
+    let pages: Vec<&[u8]> = data.chunks(PS).collect();
+    let newest = pages[2..].iter().map(|p| get_u64(p, 16)).max().unwrap();
+    let deltas: Vec<u64> = (2..pages.len())
+        .filter(|&i| pages[i][4] == KIND_DELTA && get_u64(pages[i], 16) == newest)
+        .map(|i| i as u64)
+        .collect();
+    assert!(deltas.len() > 10, "{} live delta blocks", deltas.len());
+    deltas
+}
+
+/// Recomputes a delta block's checksum (over bytes 4..aux) after an edit.
+fn reseal(page: &mut [u8]) {
+    let len = get_u32(page, 28) as usize;
+    let crc = crc32c::crc32c(&page[4..len]);
+    page[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Applies `edit` to delta block `pid` of the Db at `path`.
+fn damage(path: &Path, pid: u64, edit: impl FnOnce(&mut [u8])) {
+    let mut data = std::fs::read(path).unwrap();
+    edit(&mut data[pid as usize * PS..(pid as usize + 1) * PS]);
+    std::fs::write(path, data).unwrap();
+}
+
+/// Reads every key; the first error, if any.
+fn scan_error(db: &Db) -> Option<Error> {
+    db.tree("t").unwrap().iter().find_map(Result::err)
+}
+
+/// Opens the damaged Db, expects a typed error naming `pid` from a scan, and
+/// a problem naming it from `check`. Returns the error's text.
+fn expect_detected(path: &Path, pid: u64, checksum: bool) -> String {
+    let db = Db::open(path, opts(true)).unwrap();
+    let e = scan_error(&db).expect("the damage is seen by a scan");
+    match &e {
+        Error::Checksum { page, .. } if checksum => assert_eq!(*page, pid),
+        Error::Corrupt { page, .. } if !checksum => assert_eq!(*page, pid),
+        other => panic!("unexpected error for damaged delta {pid}: {other:?}"),
+    }
+    let r = db.check().unwrap();
+    let named = format!("page {pid} ");
+    assert!(
+        r.problems.iter().any(|p| p.contains(&named)),
+        "check misses page {pid}: {:?}",
+        r.problems
+    );
+    e.to_string()
+}
+
+#[test]
+fn deltas_round_trip_and_check_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let want = build(&path);
+    live_deltas(&std::fs::read(&path).unwrap());
+    let db = Db::open(&path, opts(true)).unwrap();
+    let got: BTreeMap<_, _> = db.tree("t").unwrap().iter().map(Result::unwrap).collect();
+    assert_eq!(got, want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+    // Every node of the tree is on a base page or a delta block.
+    assert!(r.pages_checked > 2 * r.file_pages / 3, "{r:?}");
+}
+
+#[test]
+fn flipped_byte_in_a_delta_block_is_a_checksum_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    build(&path);
+    let pid = live_deltas(&std::fs::read(&path).unwrap())[3];
+    damage(&path, pid, |p| p[60] ^= 0x10);
+    expect_detected(&path, pid, true);
+}
+
+#[test]
+fn stale_delta_whose_base_changed_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    build(&path);
+    let pid = live_deltas(&std::fs::read(&path).unwrap())[5];
+    // The base crc no longer matches: what a delta sees when its base page
+    // was freed by a consolidation and reused.
+    damage(&path, pid, |p| {
+        p[40] ^= 1;
+        reseal(p);
+    });
+    let e = expect_detected(&path, pid, false);
+    assert!(e.contains("stale delta"), "{e}");
+}
+
+#[test]
+fn delta_naming_another_live_node_as_base_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    build(&path);
+    let deltas = live_deltas(&std::fs::read(&path).unwrap());
+    let data = std::fs::read(&path).unwrap();
+    let other_base = get_u64(&data[deltas[1] as usize * PS..], 32);
+    damage(&path, deltas[0], |p| {
+        p[32..40].copy_from_slice(&other_base.to_le_bytes());
+        reseal(p);
+    });
+    expect_detected(&path, deltas[0], false);
+}
+
+#[test]
+fn malformed_records_are_corrupt_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    build(&path);
+    let pid = live_deltas(&std::fs::read(&path).unwrap())[2];
+    // The first record's key length runs past the records.
+    damage(&path, pid, |p| {
+        p[57..59].copy_from_slice(&0xfff0u16.to_le_bytes());
+        reseal(p);
+    });
+    expect_detected(&path, pid, false);
+}
+
+#[test]
+fn deltas_read_and_consolidate_without_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut want = build(&path);
+    let db = Db::open(&path, opts(false)).unwrap();
+    let t = db.tree("t").unwrap();
+    for i in (0..3000).step_by(7) {
+        let v = format!("value {i} third").into_bytes();
+        t.insert(key(i), &v).unwrap();
+        want.insert(key(i), v);
+    }
+    db.checkpoint().unwrap();
+    let got: BTreeMap<_, _> = t.iter().map(Result::unwrap).collect();
+    assert_eq!(got, want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+    db.close().unwrap();
+    // Every leaf was changed, so no live node is a delta any more.
+    let data = std::fs::read(&path).unwrap();
+    let newest = data
+        .chunks(PS)
+        .skip(2)
+        .map(|p| get_u64(p, 16))
+        .max()
+        .unwrap();
+    let live = data
+        .chunks(PS)
+        .skip(2)
+        .filter(|p| p[4] == KIND_DELTA && get_u64(p, 16) == newest)
+        .count();
+    assert_eq!(live, 0);
+}
+
+#[test]
+fn version_2_file_opens_and_is_upgraded() {
+    assert_eq!(FORMAT_VERSION, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, opts(false)).unwrap();
+    db.tree("t").unwrap().insert(b"k", b"v").unwrap();
+    db.close().unwrap();
+    // Rewrite both superblocks as version 2 (same layout, version at 40).
+    let mut data = std::fs::read(&path).unwrap();
+    for slot in 0..2 {
+        let page = &mut data[slot * PS..(slot + 1) * PS];
+        page[40..44].copy_from_slice(&2u32.to_le_bytes());
+        let crc = crc32c::crc32c(&page[4..]);
+        page[0..4].copy_from_slice(&crc.to_le_bytes());
+    }
+    std::fs::write(&path, &data).unwrap();
+    let ro = Db::open(&path, opts(false).read_only(true)).unwrap();
+    assert_eq!(
+        ro.tree("t").unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    ro.close().unwrap();
+    let db = Db::open(&path, opts(true)).unwrap();
+    assert_eq!(
+        db.tree("t").unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    db.close().unwrap();
+    let data = std::fs::read(&path).unwrap();
+    let versions: Vec<(u64, u32)> = (0..2)
+        .map(|s| (get_u64(&data[s * PS..], 48), get_u32(&data[s * PS..], 40)))
+        .collect();
+    let newest = versions.iter().max().unwrap();
+    assert_eq!(newest.1, 3, "{versions:?}");
+}
