@@ -73,6 +73,9 @@ impl Inner {
             check_tree_name(op.tree())?;
             let kind = kind_of(&st.trees, &created, &op)?;
             validate(&op, kind, ps)?;
+            if let Op::Upsert { tree, .. } = &op {
+                self.check_upsert(tree, kind)?;
+            }
             total_bytes += op.user_bytes() + op.tree().len() + 16;
             let exists =
                 st.trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
@@ -82,7 +85,7 @@ impl Inner {
                     out.push(Op::CreateTree {
                         tree: tree.clone(),
                         kind: kind.code(),
-                        params: Vec::new(),
+                        params: kind.params(),
                     });
                     created.push((tree.clone(), kind));
                 }
@@ -97,6 +100,21 @@ impl Inner {
             });
         }
         *ops = out;
+        Ok(())
+    }
+
+    /// An upsert needs a B-epsilon tree and a registered merge operator.
+    fn check_upsert(&self, tree: &str, kind: TreeKind) -> Result<()> {
+        if !matches!(kind, TreeKind::BEpsilon(_)) {
+            return Err(Error::Unsupported {
+                what: format!("upsert on {} tree {tree:?}: only B-epsilon trees take upserts (create it with Db::tree_with)", kind.name()),
+            });
+        }
+        if self.ix.merge.is_none() {
+            return Err(Error::Unsupported {
+                what: format!("upsert on tree {tree:?}: no merge operator is registered (Options::merge_operator)"),
+            });
+        }
         Ok(())
     }
 
@@ -155,10 +173,13 @@ impl Inner {
     /// is safe). One entry per op.
     fn place_values(&self, ops: &[Op]) -> Result<Vec<Option<Extent>>> {
         let ps = self.ix.store.page_size();
+        let inline = self.ix.bepsilon_trees(ops);
         ops.iter()
             .map(|op| match op {
-                Op::Put { key, value, .. }
-                    if !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
+                Op::Put {
+                    tree, key, value, ..
+                } if !inline.contains(tree)
+                    && !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
                 {
                     self.ix.store.write_value_extent(value).map(Some)
                 }
@@ -200,10 +221,16 @@ fn kind_of(trees: &Trees, created: &[(Arc<str>, TreeKind)], op: &Op) -> Result<T
                 wanted: TreeKind::from_code(*kind).unwrap_or(found),
             })
         }
-        (Op::CreateTree { kind, .. }, _) => {
-            TreeKind::from_code(*kind).ok_or_else(|| Error::Unsupported {
+        (Op::CreateTree { kind, params, .. }, _) => {
+            let k = TreeKind::from_code(*kind).ok_or_else(|| Error::Unsupported {
                 what: format!("tree kind {kind}"),
-            })
+            })?;
+            match k {
+                TreeKind::BEpsilon(_) => crate::index::bepsilon::BEpsOptions::decode(params)
+                    .map(TreeKind::BEpsilon)
+                    .map_err(Error::Options),
+                k => Ok(k),
+            }
         }
         (_, Some(k)) => Ok(k),
         (_, None) => Ok(TreeKind::BTree),

@@ -24,6 +24,8 @@ pub enum Kind {
     Branch = 3,
     Overflow = 4,
     Blob = 5,
+    /// A page of a B-epsilon node extent.
+    BEps = 7,
 }
 
 impl Kind {
@@ -34,6 +36,7 @@ impl Kind {
             3 => Kind::Branch,
             4 => Kind::Overflow,
             5 => Kind::Blob,
+            7 => Kind::BEps,
             _ => return None,
         })
     }
