@@ -302,3 +302,61 @@ fn upsert_needs_an_operator_and_a_bepsilon_tree() {
         Ok(_) => panic!("replay without the operator must fail"),
     }
 }
+
+/// Flips one byte inside partition 1 of a stored leaf and reseals the page
+/// (so the page checksum passes): reads must report the node's first page
+/// and the partition, never panic or return wrong data.
+#[test]
+fn corrupt_partition_is_a_typed_error_naming_node_and_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = || opts().durability(Durability::Sync);
+    let db = Db::create(&path, o()).unwrap();
+    let kind = TreeKind::BEpsilon(
+        BEpsOptions::default()
+            .node_bytes(4096)
+            .basement_bytes(256)
+            .compression(Compression::None),
+    );
+    let t = db.tree_with("t", kind).unwrap();
+    for i in 0..400u32 {
+        t.insert(format!("key{i:05}"), [b'v'; 20]).unwrap();
+    }
+    db.close().unwrap();
+    let (ps, cap) = (512usize, 480usize);
+    let mut file = std::fs::read(&path).unwrap();
+    let mut target = None;
+    for pid in 2..file.len() / ps {
+        let page = &file[pid * ps..(pid + 1) * ps];
+        let payload = &page[32..];
+        let first_of_leaf = page[4] == 7 && page[28..32] == [0; 4] && &payload[..4] == b"PWBE";
+        if first_of_leaf && payload[4] == 2 && u16::from_le_bytes([payload[6], payload[7]]) >= 2 {
+            let d = 64 + 24; // directory entry of partition 1
+            let off = u32::from_le_bytes(payload[d..d + 4].try_into().unwrap()) as usize;
+            target = Some((pid, off + 3));
+            break;
+        }
+    }
+    let (first, off) = target.expect("a stored leaf with two basements");
+    let pid = first + off / cap;
+    let at = pid * ps + 32 + off % cap;
+    file[at] ^= 0x40;
+    let crc = crc32c::crc32c(&file[pid * ps + 4..(pid + 1) * ps]);
+    file[pid * ps..pid * ps + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &file).unwrap();
+    let db = Db::open(&path, o()).unwrap();
+    let t = db.tree("t").unwrap();
+    let err = t
+        .iter()
+        .find_map(Result::err)
+        .expect("the scan meets the bad partition");
+    match &err {
+        pagewise::Error::Corrupt { page, what, .. } => {
+            assert_eq!(*page, first as u64, "names the node's first page: {err}");
+            assert!(what.contains("partition 1"), "names the partition: {err}");
+        }
+        e => panic!("expected Error::Corrupt, got {e}"),
+    }
+    let rep = db.check().unwrap();
+    assert!(!rep.is_ok(), "check reports it");
+}
