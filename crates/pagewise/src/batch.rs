@@ -28,6 +28,20 @@ impl Batch {
         });
     }
 
+    /// Merges `operand` into `key` of B-epsilon tree `tree` (see `Tree::upsert`).
+    pub fn upsert(
+        &mut self,
+        tree: impl AsRef<str>,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) {
+        self.ops.push(Op::Upsert {
+            tree: Arc::from(tree.as_ref()),
+            key: key.as_ref().to_vec(),
+            operand: operand.as_ref().to_vec(),
+        });
+    }
+
     /// Removes `key` from `tree` (no effect if absent).
     pub fn remove(&mut self, tree: impl AsRef<str>, key: impl AsRef<[u8]>) {
         self.ops.push(Op::Remove {

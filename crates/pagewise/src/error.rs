@@ -61,6 +61,8 @@ pub enum Error {
         found: crate::TreeKind,
         wanted: crate::TreeKind,
     },
+    #[error("tree {tree:?} holds upserts but no merge operator is registered; open the Db with Options::merge_operator set to the operator it was written with")]
+    NoMergeOperator { tree: String },
     #[error("not supported: {what}")]
     Unsupported { what: String },
     #[error("the database refuses writes after an earlier failure ({reason}); reopen it to recover from the log")]

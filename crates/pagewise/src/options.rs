@@ -52,6 +52,31 @@ pub struct Options {
     pub read_only: bool,
     /// Where files come from: the real filesystem, or a simulated one in tests.
     pub fs: Arc<dyn Fs>,
+    /// How `Tree::upsert` operands combine with a value (B-epsilon trees);
+    /// register the same operator every time a Db holding upserts is opened
+    /// (docs/design.md, "B-epsilon nodes", merge operator).
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+}
+
+/// Combines upsert operands with a key's value, like RocksDB's merge
+/// operator without partial merges.
+///
+/// Contract: `full_merge(key, existing, operands)` gets the value before the
+/// first operand (`None` when the key is absent or was deleted) and the
+/// operands in the order they were committed (oldest first), and returns the
+/// new value. It is always called with operands in commit order, so it need
+/// not be associative; it must be deterministic (replay calls it again) and
+/// must not panic on operands it did not expect (return something instead).
+pub trait MergeOperator: Send + Sync + 'static {
+    /// A name for messages and stats.
+    fn name(&self) -> &str;
+    fn full_merge(&self, key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8>;
+}
+
+impl std::fmt::Debug for dyn MergeOperator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MergeOperator({:?})", self.name())
+    }
 }
 
 impl Default for Options {
@@ -67,6 +92,7 @@ impl Default for Options {
             delta_flush: None,
             read_only: false,
             fs: Arc::new(RealFs),
+            merge_operator: None,
         }
     }
 }
@@ -154,6 +180,10 @@ impl Options {
     }
     pub fn fs(mut self, fs: Arc<dyn Fs>) -> Self {
         self.fs = fs;
+        self
+    }
+    pub fn merge_operator(mut self, op: Arc<dyn MergeOperator>) -> Self {
+        self.merge_operator = Some(op);
         self
     }
 

@@ -18,6 +18,8 @@ pub struct TreeStats {
     pub overflow_pages: u64,
     /// Encoded leaf entry bytes / (leaf pages x usable bytes per page).
     pub avg_leaf_fill: f64,
+    /// Nodes of a B-epsilon tree (each one extent); 0 for B+trees.
+    pub nodes: u64,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -71,7 +73,22 @@ pub struct Stats {
 }
 
 fn tree_stats(name: &str, desc: &Desc, page_size: usize) -> TreeStats {
-    let Desc::BTree(t) = desc;
+    let t = match desc {
+        Desc::BTree(t) => t,
+        Desc::BEpsilon(m) => {
+            return TreeStats {
+                name: name.to_string(),
+                kind: desc.kind(),
+                entries: m.entries,
+                height: m.height,
+                leaf_pages: 0,
+                branch_pages: 0,
+                overflow_pages: 0,
+                avg_leaf_fill: 0.0,
+                nodes: m.nodes,
+            }
+        }
+    };
     TreeStats {
         name: name.to_string(),
         kind: desc.kind(),
@@ -85,6 +102,7 @@ fn tree_stats(name: &str, desc: &Desc, page_size: usize) -> TreeStats {
         } else {
             t.leaf_bytes as f64 / (t.leaf_pages as f64 * capacity(page_size) as f64)
         },
+        nodes: 0,
     }
 }
 

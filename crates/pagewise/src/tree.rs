@@ -3,7 +3,7 @@
 
 use crate::db::Inner;
 use crate::error::Result;
-use crate::index::btree::iter::Cursor;
+use crate::index::Cursor;
 use crate::log::Op;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -55,6 +55,17 @@ impl Tree {
         }])
     }
 
+    /// Merges `operand` into the value of `key` with the Db's merge operator
+    /// (`Options::merge_operator`), without reading it: B-epsilon trees only
+    /// (docs/design.md, "B-epsilon nodes", merge operator).
+    pub fn upsert(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.inner.commit(vec![Op::Upsert {
+            tree: self.name.clone(),
+            key: key.as_ref().to_vec(),
+            operand: operand.as_ref().to_vec(),
+        }])
+    }
+
     /// Removes `key` if present.
     pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.inner.commit(vec![Op::Remove {
@@ -63,10 +74,21 @@ impl Tree {
         }])
     }
 
-    /// Number of entries (0 once the Db is closed).
+    /// Number of entries (0 once the Db is closed). A B-epsilon tree counts
+    /// them by iterating (messages above its leaves may add or remove keys),
+    /// stopping at the first read error.
     pub fn len(&self) -> u64 {
-        let st = self.inner.ix.store.state.read();
-        st.trees.get(&self.name).map_or(0, |d| d.entries())
+        let (entries, counted) = {
+            let st = self.inner.ix.store.state.read();
+            match st.trees.get(&self.name) {
+                Some(crate::index::Desc::BEpsilon(_)) => (0, true),
+                d => (d.map_or(0, |d| d.entries()), false),
+            }
+        };
+        if !counted || self.inner.check_open().is_err() {
+            return entries;
+        }
+        self.iter().map_while(|r| r.ok()).count() as u64
     }
 
     pub fn is_empty(&self) -> bool {
@@ -145,8 +167,8 @@ pub struct Iter {
 impl Iter {
     fn new(inner: Arc<Inner>, tree: Arc<str>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Self {
         Self {
+            cursor: Cursor::new(&inner.ix, tree, lo, hi),
             inner,
-            cursor: Cursor::new(tree, lo, hi),
             failed: false,
         }
     }

@@ -12,8 +12,13 @@
 //! PAGEWISE_CRASH_ITERS cases (default 1,020: over 2,000 crashes), split
 //! between Sync and Buffered mode; 100000 for a long run. A failure prints the
 //! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
+//! Tree t0 is a B+tree; t1 is a B-epsilon tree with tiny nodes (so flushes,
+//! splits and merges happen) in three cases of four, taking upserts too, so
+//! batches span both kinds.
 
-use pagewise::{Batch, Db, DeltaFlush, Durability, Options};
+use pagewise::{
+    BEpsOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, TreeKind,
+};
 use pagewise_io::{CrashMode, FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -37,11 +42,43 @@ fn base_seed() -> u64 {
         .unwrap_or(1)
 }
 
-fn random_batch(rng: &mut SmallRng, id: usize, ps: usize) -> Writes {
+/// Upsert operands are appended: order and loss both show.
+struct Append;
+
+impl MergeOperator for Append {
+    fn name(&self) -> &str {
+        "append"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
+        let mut v = existing.unwrap_or(b"^").to_vec();
+        operands.iter().for_each(|o| v.extend_from_slice(o));
+        v
+    }
+}
+
+/// Whether case `seed` makes t1 a B-epsilon tree, and its options.
+fn bepsilon(seed: u64) -> Option<TreeKind> {
+    (seed / 2 % 4 != 3).then(|| {
+        TreeKind::BEpsilon(
+            BEpsOptions::default()
+                .node_bytes([512, 1024, 2048][(seed / 4 % 3) as usize])
+                .basement_bytes(128)
+                .fanout(4),
+        )
+    })
+}
+
+/// An upsert in a `Writes` entry: its value is `+` and the operand.
+const UPSERT: u8 = b'+';
+
+fn random_batch(rng: &mut SmallRng, id: usize, ps: usize, beps: bool) -> Writes {
     (0..rng.gen_range(1..6))
         .map(|_| {
             let t = rng.gen_range(0..2u8);
             let k = format!("k{:03}", rng.gen_range(0..150)).into_bytes();
+            if beps && t == 1 && rng.gen_bool(0.2) {
+                return (t, k, Some(vec![UPSERT, b'a' + (id % 26) as u8]));
+            }
             let v = if rng.gen_bool(0.25) {
                 None
             } else {
@@ -68,8 +105,18 @@ fn random_batch(rng: &mut SmallRng, id: usize, ps: usize) -> Writes {
 fn apply(state: &mut State, batch: &Writes) {
     for (t, k, v) in batch {
         match v {
-            Some(v) => state.insert((*t, k.clone()), v.clone()),
-            None => state.remove(&(*t, k.clone())),
+            Some(v) if v[0] == UPSERT => {
+                let old = state
+                    .entry((*t, k.clone()))
+                    .or_insert_with(|| b"^".to_vec());
+                old.push(v[1]);
+            }
+            Some(v) => {
+                state.insert((*t, k.clone()), v.clone());
+            }
+            None => {
+                state.remove(&(*t, k.clone()));
+            }
         };
     }
 }
@@ -98,6 +145,7 @@ struct Tally {
     delta_rounds: u64,
     delta_nodes: u64,
     delta_consolidations: u64,
+    bepsilon_rounds: u64,
 }
 
 struct Run {
@@ -120,6 +168,7 @@ fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Option
         .wal_limit(16 * 1024)
         .sparse_log(seed / 5 % 2 == 1)
         .delta_flush(delta_for(seed, ps))
+        .merge_operator(Arc::new(Append))
         .fs(fs)
 }
 
@@ -179,6 +228,10 @@ fn workload(
             .map_err(|e| e.to_string())?;
         let db =
             Db::create(PATH, opts(seed, ps, durability, fs)).map_err(|e| format!("create: {e}"))?;
+        if let Some(kind) = bepsilon(seed) {
+            db.tree_with("t1", kind)
+                .map_err(|e| format!("create t1: {e}"))?;
+        }
         if fail_at > 0 {
             injector.arm(fail_at);
         }
@@ -202,10 +255,16 @@ fn workload(
     let mut durable = 0;
     let mut failed_batch = None;
     for id in 1..=40 {
-        let batch = random_batch(&mut rng, id + 100 * round as usize, ps);
+        let batch = random_batch(
+            &mut rng,
+            id + 100 * round as usize,
+            ps,
+            bepsilon(seed).is_some(),
+        );
         let mut b = Batch::new();
         for (t, k, v) in &batch {
             match v {
+                Some(v) if v[0] == UPSERT => b.upsert(format!("t{t}"), k, &v[1..]),
                 Some(v) => b.insert(format!("t{t}"), k, v),
                 None => b.remove(format!("t{t}"), k),
             }
@@ -293,6 +352,7 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
             tally.delta_nodes += run.delta_events.0;
             tally.delta_consolidations += run.delta_events.1;
         }
+        tally.bepsilon_rounds += bepsilon(seed).is_some() as u64;
         drop(run.db);
         let db = Db::open(PATH, opts(seed, ps, durability, Arc::new(img.clone())))
             .map_err(|e| format!("{where_}: reopen: {e}"))?;
@@ -350,14 +410,19 @@ fn run(durability: Durability, salt: u64) {
         }
     }
     eprintln!(
-        "{n} cases, {} simulated crashes ({durability:?}), {} cases failed; {tally:?}",
+        "{n} cases, {} simulated crashes ({durability:?}), {} with a B-epsilon tree, {} cases failed; {tally:?}",
         tally.rounds,
+        tally.bepsilon_rounds,
         failures.len()
     );
     // The test is only worth something if most crashes cut into real work.
     assert!(
         tally.injected * 10 >= tally.rounds * 7,
         "too few crashes hit I/O: {tally:?}"
+    );
+    assert!(
+        tally.bepsilon_rounds * 2 >= tally.rounds,
+        "too few crashes with a B-epsilon tree: {tally:?}"
     );
     assert!(
         tally.pending > n && tally.torn > 0,

@@ -2,7 +2,7 @@
 //! database refuses further writes after a failed write or sync, nothing on
 //! disk is corrupted, and reopening recovers every acknowledged write.
 
-use pagewise::{Db, Durability, Error, Options};
+use pagewise::{BEpsOptions, Db, Durability, Error, Options, TreeKind};
 use pagewise_io::{FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -40,6 +40,20 @@ fn until_error(db: &Db, n: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Option<Error>) {
 
 #[test]
 fn nth_io_fails_error_reaches_caller_and_reopen_recovers() {
+    nth_io_fails(TreeKind::BTree);
+}
+
+#[test]
+fn nth_io_fails_on_a_bepsilon_tree() {
+    let o = BEpsOptions::default()
+        .node_bytes(512)
+        .basement_bytes(128)
+        .fanout(4);
+    nth_io_fails(TreeKind::BEpsilon(o));
+}
+
+/// Every 7th I/O of a run of inserts and gets on a tree of `kind` fails.
+fn nth_io_fails(kind: TreeKind) {
     let mut hit = 0;
     for n in (1..600).step_by(7) {
         let sim = SimFs::with_alignment(512);
@@ -47,6 +61,7 @@ fn nth_io_fails_error_reaches_caller_and_reopen_recovers() {
         let inj = FaultInjector::new(FaultKinds::ALL, 0);
         let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), inj.clone()));
         let db = Db::create("/d/db", opts(fs)).unwrap();
+        db.tree_with("t", kind).unwrap();
         inj.arm(n);
         let (model, err) = until_error(&db, n);
         let Some(err) = err else {

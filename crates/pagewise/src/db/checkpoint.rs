@@ -66,11 +66,13 @@ impl Inner {
     fn write_checkpoint(&self, cs: &mut CommitState) -> Result<()> {
         let store = &self.ix.store;
         let ps = store.page_size();
+        let gen = cs.gen + 1;
+        // Variable-size nodes first: they leave the dirty set for extents.
+        self.ix.place_extents(gen)?;
         let (nodes, trees) = {
             let st = store.state.read();
             (st.dirty.sorted(), st.trees.to_catalog())
         };
-        let gen = cs.gen + 1;
         store.pager.write_nodes(&nodes, gen)?;
         let (catalog, bytes, count_pages) = self.place_catalog(
             cs,

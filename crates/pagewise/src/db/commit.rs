@@ -79,15 +79,70 @@ impl Inner {
                 (Op::Remove { .. }, None) => TreeKind::BTree,
             };
             check_tree_name(op.tree())?;
-            total_bytes += check_op(op, kind, ps)?;
+            total_bytes += self.check_op(op, kind, ps)?;
         }
         if !all_exist {
-            total_bytes = insert_creates(&st.trees, ops, ps)?;
+            total_bytes = self.insert_creates(&st.trees, ops, ps)?;
         }
         if total_bytes > u32::MAX as usize / 2 {
             return Err(Error::ValueTooLarge {
                 len: total_bytes,
                 max: u32::MAX as usize / 2,
+            });
+        }
+        Ok(())
+    }
+
+    /// Validates the sizes in `op` on a tree of `kind`; returns the bytes it
+    /// adds to the batch's record.
+    fn check_op(&self, op: &Op, kind: TreeKind, page_size: usize) -> Result<usize> {
+        validate(op, kind, page_size)?;
+        if let Op::Upsert { tree, .. } = op {
+            self.check_upsert(tree, kind)?;
+        }
+        Ok(op.user_bytes() + op.tree().len() + 16)
+    }
+
+    /// Rebuilds `ops` with a create-tree op before the first put or upsert on
+    /// each tree that does not exist yet; returns the batch's record bytes.
+    fn insert_creates(&self, trees: &Trees, ops: &mut Vec<Op>, page_size: usize) -> Result<usize> {
+        let mut created: Vec<(Arc<str>, TreeKind)> = Vec::new();
+        let mut out = Vec::with_capacity(ops.len() + 1);
+        let mut total_bytes = 0usize;
+        for op in ops.drain(..) {
+            check_tree_name(op.tree())?;
+            let kind = kind_of(trees, &created, &op)?;
+            total_bytes += self.check_op(&op, kind, page_size)?;
+            let exists = trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
+            match &op {
+                Op::CreateTree { tree, .. } => created.push((tree.clone(), kind)),
+                Op::Put { tree, .. } | Op::Upsert { tree, .. } if !exists => {
+                    out.push(Op::CreateTree {
+                        tree: tree.clone(),
+                        kind: kind.code(),
+                        params: kind.params(),
+                    });
+                    created.push((tree.clone(), kind));
+                }
+                _ => {}
+            }
+            out.push(op);
+        }
+        assert!(out.len() >= created.len());
+        *ops = out;
+        Ok(total_bytes)
+    }
+
+    /// An upsert needs a B-epsilon tree and a registered merge operator.
+    fn check_upsert(&self, tree: &str, kind: TreeKind) -> Result<()> {
+        if !matches!(kind, TreeKind::BEpsilon(_)) {
+            return Err(Error::Unsupported {
+                what: format!("upsert on {} tree {tree:?}: only B-epsilon trees take upserts (create it with Db::tree_with)", kind.name()),
+            });
+        }
+        if self.ix.merge.is_none() {
+            return Err(Error::Unsupported {
+                what: format!("upsert on tree {tree:?}: no merge operator is registered (Options::merge_operator)"),
             });
         }
         Ok(())
@@ -148,10 +203,13 @@ impl Inner {
     /// is safe). One entry per op.
     fn place_values(&self, ops: &[Op]) -> Result<Vec<Option<Extent>>> {
         let ps = self.ix.store.page_size();
+        let inline = self.ix.bepsilon_trees(ops);
         ops.iter()
             .map(|op| match op {
-                Op::Put { key, value, .. }
-                    if !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
+                Op::Put {
+                    tree, key, value, ..
+                } if !inline.contains(tree)
+                    && !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
                 {
                     self.ix.store.write_value_extent(value).map(Some)
                 }
@@ -178,43 +236,6 @@ impl Inner {
     }
 }
 
-/// Validates the sizes in `op` on a tree of `kind`; returns the bytes it
-/// adds to the batch's record.
-fn check_op(op: &Op, kind: TreeKind, page_size: usize) -> Result<usize> {
-    validate(op, kind, page_size)?;
-    Ok(op.user_bytes() + op.tree().len() + 16)
-}
-
-/// Rebuilds `ops` with a create-tree op before the first put or upsert on
-/// each tree that does not exist yet; returns the batch's record bytes.
-fn insert_creates(trees: &Trees, ops: &mut Vec<Op>, page_size: usize) -> Result<usize> {
-    let mut created: Vec<(Arc<str>, TreeKind)> = Vec::new();
-    let mut out = Vec::with_capacity(ops.len() + 1);
-    let mut total_bytes = 0usize;
-    for op in ops.drain(..) {
-        check_tree_name(op.tree())?;
-        let kind = kind_of(trees, &created, &op)?;
-        total_bytes += check_op(&op, kind, page_size)?;
-        let exists = trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
-        match &op {
-            Op::CreateTree { tree, .. } => created.push((tree.clone(), kind)),
-            Op::Put { tree, .. } | Op::Upsert { tree, .. } if !exists => {
-                out.push(Op::CreateTree {
-                    tree: tree.clone(),
-                    kind: kind.code(),
-                    params: Vec::new(),
-                });
-                created.push((tree.clone(), kind));
-            }
-            _ => {}
-        }
-        out.push(op);
-    }
-    assert!(out.len() >= created.len());
-    *ops = out;
-    Ok(total_bytes)
-}
-
 /// The kind `op`'s tree has or will have (a create-tree op earlier in the
 /// batch, else B+tree for a tree that does not exist yet).
 fn kind_of(trees: &Trees, created: &[(Arc<str>, TreeKind)], op: &Op) -> Result<TreeKind> {
@@ -230,10 +251,16 @@ fn kind_of(trees: &Trees, created: &[(Arc<str>, TreeKind)], op: &Op) -> Result<T
                 wanted: TreeKind::from_code(*kind).unwrap_or(found),
             })
         }
-        (Op::CreateTree { kind, .. }, _) => {
-            TreeKind::from_code(*kind).ok_or_else(|| Error::Unsupported {
+        (Op::CreateTree { kind, params, .. }, _) => {
+            let k = TreeKind::from_code(*kind).ok_or_else(|| Error::Unsupported {
                 what: format!("tree kind {kind}"),
-            })
+            })?;
+            match k {
+                TreeKind::BEpsilon(_) => crate::index::bepsilon::BEpsOptions::decode(params)
+                    .map(TreeKind::BEpsilon)
+                    .map_err(Error::Options),
+                k => Ok(k),
+            }
         }
         (_, Some(k)) => Ok(k),
         (_, None) => Ok(TreeKind::BTree),

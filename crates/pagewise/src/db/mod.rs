@@ -119,9 +119,10 @@ impl Db {
     /// another kind.
     pub fn tree_with(&self, name: &str, kind: TreeKind) -> Result<Tree> {
         let t = self.tree(name)?;
+        kind.validate()?;
         let found = self.tree_kind(name);
         match found {
-            Some(k) if k == kind => Ok(t),
+            Some(k) if k.code() == kind.code() => Ok(t),
             Some(k) => Err(Error::TreeKind {
                 name: name.to_string(),
                 found: k,
@@ -131,7 +132,7 @@ impl Db {
                 let op = Op::CreateTree {
                     tree: Arc::from(name),
                     kind: kind.code(),
-                    params: Vec::new(),
+                    params: kind.params(),
                 };
                 self.inner.commit(vec![op])?;
                 Ok(t)

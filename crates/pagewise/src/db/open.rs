@@ -130,7 +130,7 @@ fn read_catalog(
     }
     let b = probe_pager(file, ps).read_extent(&sb.catalog, Kind::Blob)?;
     let c = Catalog::decode(&b).map_err(corrupt)?;
-    Trees::from_catalog(c.trees.clone()).map_err(corrupt)?;
+    Trees::from_catalog(c.trees.clone(), ps).map_err(corrupt)?;
     Ok(c)
 }
 
@@ -274,7 +274,7 @@ fn start(
         sb.db_id,
         opts.sparse_log,
     );
-    let trees = Trees::from_catalog(catalog.trees).expect("validated by read_catalog");
+    let trees = Trees::from_catalog(catalog.trees, ps).expect("validated by read_catalog");
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps);
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
     let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);
@@ -290,6 +290,7 @@ fn start(
             counters: Default::default(),
             read_ahead_pages: opts.read_ahead,
             delta: opts.delta_flush,
+            merge: opts.merge_operator.clone(),
         },
         commit: Mutex::new(CommitState {
             wal,

@@ -1,14 +1,15 @@
 //! The index layer: the tree kinds over the node store, behind one set of
 //! operations (apply a logged op, get, iterate both ways, prefetch, check,
 //! stats) that `db` calls without knowing any kind. One folder per kind;
-//! today the B+tree ([`btree`]).
+//! the B+tree ([`btree`]) and the B-epsilon tree ([`bepsilon`]).
 
+pub mod bepsilon;
 pub mod btree;
 
 use crate::error::{Error, Result};
 use crate::log::Op;
 use crate::store::alloc::Alloc;
-use crate::store::catalog::{CatalogEntry, KIND_BTREE};
+use crate::store::catalog::{CatalogEntry, KIND_BEPSILON, KIND_BTREE};
 use crate::store::claims::Claims;
 use crate::store::extent::Extent;
 use crate::store::image::{Image, NodeCodec};
@@ -25,6 +26,10 @@ use std::sync::Arc;
 pub enum TreeKind {
     /// A B+tree of fixed-size pages (the database's page size).
     BTree,
+    /// A B-epsilon (fractal) tree of large, compressed, variable-size nodes
+    /// with message buffers (docs/design.md, "B-epsilon nodes"). The options
+    /// of an existing tree are the ones it was created with.
+    BEpsilon(bepsilon::BEpsOptions),
 }
 
 impl TreeKind {
@@ -32,12 +37,16 @@ impl TreeKind {
     pub fn code(self) -> u8 {
         match self {
             TreeKind::BTree => KIND_BTREE,
+            TreeKind::BEpsilon(_) => KIND_BEPSILON,
         }
     }
 
+    /// The kind of a code (a B-epsilon tree with default options: the
+    /// parameters travel separately, see [`TreeKind::params`]).
     pub fn from_code(code: u8) -> Option<TreeKind> {
         match code {
             KIND_BTREE => Some(TreeKind::BTree),
+            KIND_BEPSILON => Some(TreeKind::BEpsilon(Default::default())),
             _ => None,
         }
     }
@@ -45,6 +54,23 @@ impl TreeKind {
     pub fn name(self) -> &'static str {
         match self {
             TreeKind::BTree => "btree",
+            TreeKind::BEpsilon(_) => "bepsilon",
+        }
+    }
+
+    /// The creation parameters logged and stored in the catalog.
+    pub fn params(self) -> Vec<u8> {
+        match self {
+            TreeKind::BTree => Vec::new(),
+            TreeKind::BEpsilon(o) => o.encode(),
+        }
+    }
+
+    /// Whether the options are usable (an `Error::Options` otherwise).
+    pub fn validate(self) -> Result<()> {
+        match self {
+            TreeKind::BTree => Ok(()),
+            TreeKind::BEpsilon(o) => o.validate().map_err(Error::Options),
         }
     }
 }
@@ -53,12 +79,14 @@ impl TreeKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Desc {
     BTree(btree::Meta),
+    BEpsilon(bepsilon::Meta),
 }
 
 impl Desc {
     pub fn kind(&self) -> TreeKind {
         match self {
             Desc::BTree(_) => TreeKind::BTree,
+            Desc::BEpsilon(m) => TreeKind::BEpsilon(m.opts),
         }
     }
 
@@ -66,13 +94,16 @@ impl Desc {
     pub fn root_page(&self) -> u64 {
         match self {
             Desc::BTree(m) => m.root,
+            Desc::BEpsilon(m) => m.root_page(),
         }
     }
 
-    /// Entries in the tree.
+    /// Entries in the tree (B-epsilon: in its basements, without the
+    /// messages still buffered above them).
     pub fn entries(&self) -> u64 {
         match self {
             Desc::BTree(m) => m.entries,
+            Desc::BEpsilon(m) => m.entries,
         }
     }
 }
@@ -90,16 +121,32 @@ impl Trees {
     pub fn btree(&self, name: &str) -> Option<&btree::Meta> {
         match self.0.get(name)? {
             Desc::BTree(m) => Some(m),
+            Desc::BEpsilon(_) => None,
+        }
+    }
+
+    /// The state of `name` if it is a B-epsilon tree.
+    pub fn bepsilon(&self, name: &str) -> Option<&bepsilon::Meta> {
+        match self.0.get(name)? {
+            Desc::BEpsilon(m) => Some(m),
+            Desc::BTree(_) => None,
         }
     }
 
     /// From the catalog's entries; an unknown kind or a bad descriptor is
     /// corruption (described, for the caller to wrap with the file).
-    pub fn from_catalog(entries: Vec<CatalogEntry>) -> std::result::Result<Trees, String> {
+    pub fn from_catalog(
+        entries: Vec<CatalogEntry>,
+        page_size: usize,
+    ) -> std::result::Result<Trees, String> {
         let mut trees = BTreeMap::new();
         for e in entries {
             let desc = match TreeKind::from_code(e.kind) {
                 Some(TreeKind::BTree) => Desc::BTree(btree::Meta::decode(&e.root)?),
+                Some(TreeKind::BEpsilon(_)) => {
+                    let m = bepsilon::Meta::decode(&e.params, &e.root, page_size);
+                    Desc::BEpsilon(m.map_err(|w| format!("tree {:?}: {w}", e.name))?)
+                }
                 None => return Err(format!("tree {:?} has unknown kind {}", e.name, e.kind)),
             };
             if trees.insert(Arc::from(e.name.as_str()), desc).is_some() {
@@ -115,9 +162,10 @@ impl Trees {
             .map(|(name, d)| CatalogEntry {
                 name: name.to_string(),
                 kind: d.kind().code(),
-                params: Vec::new(),
+                params: d.kind().params(),
                 root: match d {
                     Desc::BTree(m) => m.encode(),
+                    Desc::BEpsilon(m) => m.encode(),
                 },
             })
             .collect()
@@ -149,6 +197,8 @@ pub struct Index {
     pub read_ahead_pages: usize,
     /// `Options::delta_flush`: B+tree nodes flushed as delta blocks.
     pub delta: Option<crate::options::DeltaFlush>,
+    /// `Options::merge_operator`: resolves B-epsilon upserts.
+    pub merge: Option<Arc<dyn crate::options::MergeOperator>>,
 }
 
 /// How the store decodes node pages of every kind.
@@ -171,6 +221,7 @@ fn decode_page(
 pub fn max_key_bytes(kind: TreeKind, page_size: usize) -> usize {
     match kind {
         TreeKind::BTree => btree::node::max_key(page_size),
+        TreeKind::BEpsilon(_) => bepsilon::MAX_KEY_BYTES,
     }
 }
 
@@ -178,6 +229,7 @@ pub fn max_key_bytes(kind: TreeKind, page_size: usize) -> usize {
 pub fn fits_inline(kind: TreeKind, page_size: usize, key_bytes: usize, value_bytes: usize) -> bool {
     match kind {
         TreeKind::BTree => btree::node::fits_inline(page_size, key_bytes, value_bytes),
+        TreeKind::BEpsilon(_) => true,
     }
 }
 
@@ -206,7 +258,26 @@ impl Index {
                 None => return Ok(()),
             },
         };
-        let Desc::BTree(tm) = desc;
+        let tm = match desc {
+            Desc::BTree(tm) => tm,
+            Desc::BEpsilon(m) => {
+                let mut w = bepsilon::write::Writer {
+                    dirty,
+                    pager: &self.store.pager,
+                    cache: &self.store.cache,
+                    alloc,
+                    merge: self.merge.as_deref(),
+                    tree,
+                };
+                let msg = match op {
+                    Op::Put { value, .. } => bepsilon::write::Msg::Put(value),
+                    Op::Upsert { operand, .. } => bepsilon::write::Msg::Upsert(operand),
+                    _ => bepsilon::write::Msg::Delete,
+                };
+                let key = op.key().expect("a keyed op");
+                return w.apply(m, key, msg);
+            }
+        };
         let mut w = btree::write::Writer {
             dirty,
             pager: &self.store.pager,
@@ -239,10 +310,37 @@ impl Index {
     }
 
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if self.is_bepsilon(tree) {
+            return bepsilon::read::get(self, tree, key);
+        }
         btree::read::get(self, tree, key)
     }
 
+    fn is_bepsilon(&self, tree: &str) -> bool {
+        self.store.state.read().trees.bepsilon(tree).is_some()
+    }
+
+    /// Names of the trees of `ops` that are (or are created in `ops` as)
+    /// B-epsilon trees: their values are always stored inline.
+    pub fn bepsilon_trees(&self, ops: &[Op]) -> Vec<Arc<str>> {
+        let st = self.store.state.read();
+        let mut out: Vec<Arc<str>> = Vec::new();
+        for op in ops {
+            let named = match op {
+                Op::CreateTree { tree, kind, .. } => *kind == KIND_BEPSILON && !out.contains(tree),
+                _ => st.trees.bepsilon(op.tree()).is_some() && !out.contains(op.tree()),
+            };
+            if named {
+                out.push(op.tree().clone());
+            }
+        }
+        out
+    }
+
     pub fn contains(&self, tree: &str, key: &[u8]) -> Result<bool> {
+        if self.is_bepsilon(tree) {
+            return Ok(bepsilon::read::get(self, tree, key)?.is_some());
+        }
         self.store.read(|v| match v.trees().btree(tree) {
             Some(tm) => btree::read::contains_step(v, tm, key),
             None => crate::store::read::Step::Done(false),
@@ -260,6 +358,38 @@ impl Index {
                     w.overflow_pages_checked,
                 )
             }
+            Desc::BEpsilon(m) => {
+                let w = bepsilon::check::walk(self, claims, m);
+                (Desc::BEpsilon(w.counted), w.pages_checked, 0)
+            }
+        }
+    }
+}
+
+/// An iterator's position in a tree of either kind.
+pub enum Cursor {
+    BTree(btree::iter::Cursor),
+    BEpsilon(bepsilon::iter::Cursor),
+}
+
+impl Cursor {
+    pub fn new(
+        ix: &Index,
+        tree: Arc<str>,
+        lo: std::ops::Bound<Vec<u8>>,
+        hi: std::ops::Bound<Vec<u8>>,
+    ) -> Self {
+        if ix.is_bepsilon(&tree) {
+            Cursor::BEpsilon(bepsilon::iter::Cursor::new(tree, lo, hi))
+        } else {
+            Cursor::BTree(btree::iter::Cursor::new(tree, lo, hi))
+        }
+    }
+
+    pub fn step(&mut self, ix: &Index, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        match self {
+            Cursor::BTree(c) => c.step(ix, forward),
+            Cursor::BEpsilon(c) => c.step(ix, forward),
         }
     }
 }
@@ -272,22 +402,29 @@ fn create(trees: &mut Trees, name: &Arc<str>, kind: u8, params: &[u8]) -> Result
             what: format!("tree {name:?} of kind {kind}: this build does not know that kind"),
         });
     };
-    if !params.is_empty() {
-        return Err(Error::Unsupported {
-            what: format!("tree {name:?}: B+trees take no creation parameters in this build"),
-        });
-    }
+    let desc = match kind {
+        TreeKind::BTree if params.is_empty() => Desc::BTree(btree::Meta::default()),
+        TreeKind::BTree => {
+            return Err(Error::Unsupported {
+                what: format!("tree {name:?}: B+trees take no creation parameters in this build"),
+            })
+        }
+        TreeKind::BEpsilon(_) => {
+            let o = bepsilon::BEpsOptions::decode(params).map_err(|w| Error::Unsupported {
+                what: format!("tree {name:?}: B-epsilon parameters: {w}"),
+            })?;
+            Desc::BEpsilon(bepsilon::Meta::new(o))
+        }
+    };
     match trees.0.get(name) {
-        Some(d) if d.kind() == kind => Ok(()),
+        Some(d) if d.kind().code() == kind.code() => Ok(()),
         Some(d) => Err(Error::TreeKind {
             name: name.to_string(),
             found: d.kind(),
             wanted: kind,
         }),
         None => {
-            trees
-                .0
-                .insert(name.clone(), Desc::BTree(btree::Meta::default()));
+            trees.0.insert(name.clone(), desc);
             Ok(())
         }
     }

@@ -9,6 +9,8 @@ const MAGIC_V1: u32 = 0x5443_5750; // "PWCT"
 const MAGIC_V2: u32 = 0x3243_5750; // "PWC2"
 /// Tree kind byte of B+trees, the only kind version 1 knew.
 pub const KIND_BTREE: u8 = 1;
+/// Tree kind byte of B-epsilon trees.
+pub const KIND_BEPSILON: u8 = 2;
 /// A version-1 entry's fixed part after the name: root u64, height u32 and
 /// five u64 counters, which is also the B+tree root descriptor of version 2.
 const V1_DESC_BYTES: usize = 52;

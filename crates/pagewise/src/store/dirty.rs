@@ -10,6 +10,9 @@ pub struct Dirty {
     map: PidMap<Image>,
     /// Pages the dirty images occupy (one each today), for the byte budget.
     count_pages: u64,
+    /// Bytes of dirty images that are not one page each (B-epsilon nodes,
+    /// kept by their tree kind), added to the page bytes.
+    pub extra_bytes: u64,
 }
 
 impl Dirty {
@@ -49,7 +52,7 @@ impl Dirty {
     /// Bytes the checkpoint will write for the dirty set.
     pub fn bytes(&self, page_size: usize) -> u64 {
         debug_assert_eq!(self.count_pages, self.map.len() as u64);
-        self.count_pages * page_size as u64
+        self.count_pages * page_size as u64 + self.extra_bytes
     }
 
     /// The images, sorted by page id (so consecutive pages coalesce).

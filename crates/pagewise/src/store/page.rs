@@ -27,6 +27,8 @@ pub enum Kind {
     /// A B+tree node's changes since its base page (docs/design.md, "Delta
     /// blocks for B+tree pages"): only its first `aux` bytes are written.
     Delta = 6,
+    /// A page of a B-epsilon node extent.
+    BEps = 7,
 }
 
 impl Kind {
@@ -38,6 +40,7 @@ impl Kind {
             4 => Kind::Overflow,
             5 => Kind::Blob,
             6 => Kind::Delta,
+            7 => Kind::BEps,
             _ => return None,
         })
     }

@@ -1,0 +1,118 @@
+//! `Db::check` for B-epsilon trees: reads every node extent from disk,
+//! verifies pages, partition checksums, key order and ranges (messages and
+//! basement entries inside the range their ancestors assign), levels, and
+//! recounts the descriptor's counters.
+
+use super::node::{Node, Part};
+use super::{format, Child, Meta};
+use crate::index::Index;
+use crate::store::claims::{Claims, Owner};
+use crate::store::extent::Extent;
+use crate::store::page::Kind;
+
+pub struct Walk {
+    pub counted: Meta,
+    pub pages_checked: u64,
+}
+
+pub fn walk(ix: &Index, claims: &mut Claims, m: &Meta) -> Walk {
+    let mut w = Walk {
+        counted: Meta {
+            entries: 0,
+            nodes: 0,
+            ..*m
+        },
+        pages_checked: 0,
+    };
+    match m.root {
+        Some(Child::Clean(ext)) => visit(ix, claims, &mut w, &ext, m.height, (None, None)),
+        Some(Child::Dirty(_)) => claims.problem(0, "root not placed at check time".into()),
+        None => {}
+    }
+    w
+}
+
+fn visit(
+    ix: &Index,
+    claims: &mut Claims,
+    w: &mut Walk,
+    ext: &Extent,
+    height: u32,
+    range: (Option<&[u8]>, Option<&[u8]>),
+) {
+    if !claims.claim(
+        ext.first_page,
+        ext.count_pages,
+        Owner::Used,
+        "B-epsilon node",
+    ) {
+        return;
+    }
+    w.pages_checked += ext.count_pages;
+    let node = match ix.store.pager.read_extent(ext, Kind::BEps).and_then(|b| {
+        format::decode_full(&b, ix.store.pager.ps).map_err(|e| {
+            ix.store
+                .pager
+                .corrupt(ext.first_page, format!("B-epsilon node: {e}"))
+        })
+    }) {
+        Ok(n) => n,
+        Err(e) => return claims.problem(ext.first_page, e.to_string()),
+    };
+    w.counted.nodes += 1;
+    if node.height != height {
+        let what = format!("node at height {} where {height} was expected", node.height);
+        return claims.problem(ext.first_page, what);
+    }
+    if let Some(bad) = out_of_range(&node, range) {
+        return claims.problem(ext.first_page, bad);
+    }
+    for (i, p) in node.parts.iter().enumerate() {
+        match p.as_deref() {
+            Some(Part::Base(b)) => w.counted.entries += b.len() as u64,
+            Some(Part::Buf(_)) => {
+                let lo = if i == 0 {
+                    range.0
+                } else {
+                    Some(node.pivots[i - 1].as_slice())
+                };
+                let hi = node.pivots.get(i).map(Vec::as_slice).or(range.1);
+                let Child::Clean(c) = node.children[i] else {
+                    unreachable!("decoded children are extents")
+                };
+                visit(ix, claims, w, &c, height - 1, (lo, hi));
+            }
+            None => unreachable!("decode_full loads every partition"),
+        }
+    }
+}
+
+/// A key of `node` (pivot, message or entry) outside `range`, described.
+fn out_of_range(node: &Node, range: (Option<&[u8]>, Option<&[u8]>)) -> Option<String> {
+    let inside = |k: &[u8]| range.0.is_none_or(|l| k >= l) && range.1.is_none_or(|h| k < h);
+    let mut keys: Vec<&[u8]> = node.pivots.iter().map(Vec::as_slice).collect();
+    if let Some(Some(p)) = node.parts.first() {
+        keys.extend(first_key(p));
+    }
+    if let Some(Some(p)) = node.parts.last() {
+        keys.extend(last_key(p));
+    }
+    let bad = keys.into_iter().find(|k| !inside(k))?;
+    Some(format!(
+        "key {bad:?} outside the range {range:?} its ancestors assign"
+    ))
+}
+
+fn first_key(p: &Part) -> Option<&[u8]> {
+    match p {
+        Part::Buf(b) => b.keys().next().map(Vec::as_slice),
+        Part::Base(b) => b.keys().next().map(Vec::as_slice),
+    }
+}
+
+fn last_key(p: &Part) -> Option<&[u8]> {
+    match p {
+        Part::Buf(b) => b.keys().next_back().map(Vec::as_slice),
+        Part::Base(b) => b.keys().next_back().map(Vec::as_slice),
+    }
+}

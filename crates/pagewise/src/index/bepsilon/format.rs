@@ -1,0 +1,369 @@
+//! A node's stored bytes: header, partition directory, pivots, child
+//! references, then the compressed partitions (docs/design.md, "B-epsilon
+//! nodes": node header, partition directory, message entry, basement).
+//! Decoders return what is wrong as a string; the caller names the node's
+//! first page and wraps it as `Error::Corrupt`.
+
+use super::node::{
+    Base, Basement, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES,
+};
+use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
+use crate::store::extent::{Extent, EXTENT_REF_BYTES};
+use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use std::sync::Arc;
+
+pub const MAGIC: &[u8; 4] = b"PWBE";
+const TYPE_INTERNAL: u8 = 1;
+const TYPE_LEAF: u8 = 2;
+const MSG_PUT: u8 = 1;
+const MSG_DELETE: u8 = 2;
+const MSG_UPSERT: u8 = 3;
+
+/// Encodes `node`. Requires: every partition loaded and every child placed.
+pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
+    assert!(node.all_loaded() && node.parts.len() <= u16::MAX as usize);
+    let shell = node.shell_bytes();
+    let mut raws = Vec::with_capacity(node.parts.len());
+    let mut max_seq = 0;
+    for p in &node.parts {
+        let p = p.as_deref().expect("loaded");
+        let (raw, seq) = encode_part(p);
+        max_seq = max_seq.max(seq);
+        raws.push(raw);
+    }
+    let comps: Vec<Vec<u8>> = raws.iter().map(|r| compress(r, comp, level)).collect();
+    let total: usize = shell + comps.iter().map(Vec::len).sum::<usize>();
+    let mut out = vec![0u8; shell];
+    out.reserve(total - shell);
+    out[..4].copy_from_slice(MAGIC);
+    out[4] = if node.is_leaf() {
+        TYPE_LEAF
+    } else {
+        TYPE_INTERNAL
+    };
+    out[5] = comp.code();
+    put_u16(&mut out, 6, node.parts.len() as u16);
+    put_u32(&mut out, 8, node.height);
+    put_u32(&mut out, 12, shell as u32);
+    put_u64(&mut out, 16, max_seq);
+    put_u64(&mut out, 24, raws.iter().map(|r| r.len() as u64).sum());
+    let mut at = shell;
+    for (i, (raw, c)) in raws.iter().zip(&comps).enumerate() {
+        let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
+        put_u32(&mut out, d, at as u32);
+        put_u32(&mut out, d + 4, c.len() as u32);
+        put_u32(&mut out, d + 8, raw.len() as u32);
+        put_u32(&mut out, d + 12, crc32c::crc32c(c));
+        put_u32(
+            &mut out,
+            d + 16,
+            node.parts[i].as_ref().unwrap().entries() as u32,
+        );
+        at += c.len();
+    }
+    let mut w = HEADER_BYTES + node.parts.len() * DIR_ENTRY_BYTES;
+    for p in &node.pivots {
+        put_u16(&mut out, w, p.len() as u16);
+        out[w + 2..w + 2 + p.len()].copy_from_slice(p);
+        w += 2 + p.len();
+    }
+    for c in &node.children {
+        let Child::Clean(e) = c else {
+            panic!("child {c:?} encoded before it was placed")
+        };
+        e.encode(&mut out[w..w + EXTENT_REF_BYTES]);
+        w += EXTENT_REF_BYTES;
+    }
+    assert_eq!(w, shell);
+    for c in comps {
+        out.extend_from_slice(&c);
+    }
+    assert_eq!(out.len(), total);
+    out
+}
+
+/// The partition's raw bytes and its highest sequence number.
+fn encode_part(p: &Part) -> (Vec<u8>, u64) {
+    let mut out = Vec::with_capacity(p.bytes());
+    let mut max_seq = 0;
+    match p {
+        Part::Base(b) => {
+            for (k, v) in b {
+                out.extend_from_slice(&(k.len() as u16).to_le_bytes());
+                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                out.extend_from_slice(k);
+                out.extend_from_slice(v);
+            }
+        }
+        Part::Buf(b) => {
+            for (k, pend) in b {
+                max_seq = max_seq.max(pend.max_seq());
+                match &pend.base {
+                    Some(Base::Put(s, v)) => put_msg(&mut out, MSG_PUT, *s, k, v),
+                    Some(Base::Delete(s)) => put_msg(&mut out, MSG_DELETE, *s, k, &[]),
+                    None => {}
+                }
+                for (s, v) in &pend.ops {
+                    put_msg(&mut out, MSG_UPSERT, *s, k, v);
+                }
+            }
+        }
+    }
+    debug_assert_eq!(out.len(), p.bytes());
+    (out, max_seq)
+}
+
+fn put_msg(out: &mut Vec<u8>, ty: u8, seq: u64, k: &[u8], v: &[u8]) {
+    out.push(ty);
+    out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&(k.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    out.extend_from_slice(k);
+    out.extend_from_slice(v);
+}
+
+fn compress(raw: &[u8], comp: Compression, level: u8) -> Vec<u8> {
+    match comp {
+        Compression::None => raw.to_vec(),
+        Compression::Lz4 => lz4_flex::block::compress(raw),
+        Compression::Zstd => {
+            zstd::bulk::compress(raw, level as i32).expect("zstd compresses any input")
+        }
+    }
+}
+
+fn decompress(c: &[u8], comp: Compression, raw_bytes: usize) -> Result<Vec<u8>, String> {
+    let out = match comp {
+        Compression::None => c.to_vec(),
+        Compression::Lz4 => lz4_flex::block::decompress(c, raw_bytes).map_err(|e| e.to_string())?,
+        Compression::Zstd => zstd::bulk::decompress(c, raw_bytes).map_err(|e| e.to_string())?,
+    };
+    if out.len() != raw_bytes {
+        return Err(format!(
+            "{} bytes after decompression, expected {raw_bytes}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// Bytes of header + directory + pivots + references, from the header
+/// (at least `HEADER_BYTES` of `b`).
+pub fn shell_len(b: &[u8]) -> Result<usize, String> {
+    if b.len() < HEADER_BYTES || &b[..4] != MAGIC {
+        return Err("not a B-epsilon node (bad magic)".into());
+    }
+    Ok(get_u32(b, 12) as usize)
+}
+
+/// The shell of a stored node of `len_bytes` (no partition loaded).
+/// Requires: `b` holds at least `shell_len(b)` bytes.
+pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, String> {
+    let shell = shell_len(b)?;
+    let (ty, count, height) = (b[4], get_u16(b, 6) as usize, get_u32(b, 8));
+    Compression::from_code(b[5]).ok_or_else(|| format!("unknown compression {}", b[5]))?;
+    let leaf = ty == TYPE_LEAF;
+    if !(ty == TYPE_LEAF || ty == TYPE_INTERNAL) || leaf != (height == 0) || height > MAX_HEIGHT {
+        return Err(format!("node type {ty} at height {height}"));
+    }
+    if count == 0 || shell > b.len() || shell as u64 > len_bytes {
+        return Err(format!("{count} partitions in a shell of {shell} bytes"));
+    }
+    let mut dir = Vec::with_capacity(count);
+    for i in 0..count {
+        let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
+        if d + DIR_ENTRY_BYTES > shell {
+            return Err("directory overruns the shell".into());
+        }
+        let e = DirEntry {
+            offset: get_u32(b, d),
+            comp_bytes: get_u32(b, d + 4),
+            raw_bytes: get_u32(b, d + 8),
+            crc: get_u32(b, d + 12),
+            entries: get_u32(b, d + 16),
+        };
+        if (e.offset as usize) < shell || e.offset as u64 + e.comp_bytes as u64 > len_bytes {
+            return Err(format!(
+                "partition {i} at {}+{} lies outside the node",
+                e.offset, e.comp_bytes
+            ));
+        }
+        dir.push(e);
+    }
+    let mut r = HEADER_BYTES + count * DIR_ENTRY_BYTES;
+    let mut pivots: Vec<Vec<u8>> = Vec::with_capacity(count - 1);
+    for _ in 1..count {
+        let k = get_u16(b.get(r..r + 2).ok_or("pivots overrun the shell")?, 0) as usize;
+        let key = b.get(r + 2..r + 2 + k).ok_or("pivot overruns the shell")?;
+        if pivots.last().is_some_and(|l| l.as_slice() >= key) || k > MAX_KEY_BYTES {
+            return Err("pivots are not strictly increasing".into());
+        }
+        pivots.push(key.to_vec());
+        r += 2 + k;
+    }
+    let mut children = Vec::new();
+    for _ in 0..if leaf { 0 } else { count } {
+        let ref_bytes = b
+            .get(r..r + EXTENT_REF_BYTES)
+            .ok_or("child references overrun")?;
+        let e = Extent::decode(ref_bytes, page_size).ok_or("child extent out of range")?;
+        children.push(Child::Clean(e));
+        r += EXTENT_REF_BYTES;
+    }
+    if r != shell {
+        return Err(format!("shell holds {r} bytes, header says {shell}"));
+    }
+    Ok(Node {
+        height,
+        pivots,
+        children,
+        parts: vec![None; count],
+        part_bytes: dir.iter().map(|d| d.raw_bytes as usize).collect(),
+        dir,
+        comp: b[5],
+    })
+}
+
+/// Partition `i` of `node` from its stored (compressed) bytes `c`.
+pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
+    let d = node.dir[i];
+    let crc = crc32c::crc32c(c);
+    if crc != d.crc || c.len() != d.comp_bytes as usize {
+        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
+    }
+    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
+    let raw = decompress(c, comp, d.raw_bytes as usize)?;
+    let lo = if i == 0 {
+        None
+    } else {
+        Some(node.pivots[i - 1].as_slice())
+    };
+    let hi = node.pivots.get(i).map(Vec::as_slice);
+    let part = if node.is_leaf() {
+        Part::Base(decode_basement(&raw, lo, hi)?)
+    } else {
+        Part::Buf(decode_buffer(&raw, lo, hi)?)
+    };
+    if part.entries() != d.entries as usize {
+        return Err(format!(
+            "{} entries, directory says {}",
+            part.entries(),
+            d.entries
+        ));
+    }
+    Ok(part)
+}
+
+fn in_range(k: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+    lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h)
+}
+
+/// Reads `klen u16 | vlen u32 | key | value` at `r` (after `skip` bytes).
+fn take_kv<'a>(raw: &'a [u8], r: &mut usize, skip: usize) -> Result<(&'a [u8], &'a [u8]), String> {
+    let at = *r + skip;
+    let h = raw
+        .get(at..at + 6)
+        .ok_or("entry header overruns the partition")?;
+    let (k, v) = (get_u16(h, 0) as usize, get_u32(h, 2) as usize);
+    let key = raw
+        .get(at + 6..at + 6 + k)
+        .ok_or("key overruns the partition")?;
+    let val = raw
+        .get(at + 6 + k..at + 6 + k + v)
+        .ok_or("value overruns the partition")?;
+    *r = at + 6 + k + v;
+    Ok((key, val))
+}
+
+fn decode_basement(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Basement, String> {
+    let mut out = Basement::new();
+    let mut r = 0;
+    while r < raw.len() {
+        let (k, v) = take_kv(raw, &mut r, 0)?;
+        if !in_range(k, lo, hi) || out.keys().next_back().is_some_and(|l| l.as_slice() >= k) {
+            return Err("basement keys out of order or outside the pivots".into());
+        }
+        out.insert(k.to_vec(), v.to_vec());
+    }
+    Ok(out)
+}
+
+fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buffer, String> {
+    let mut out = Buffer::new();
+    let mut r = 0;
+    while r < raw.len() {
+        let (ty, seq) = (
+            raw[r],
+            get_u64(raw.get(r + 1..r + 9).ok_or("message overruns")?, 0),
+        );
+        let (k, v) = take_kv(raw, &mut r, 9)?;
+        let last = out.keys().next_back();
+        if !in_range(k, lo, hi) || last.is_some_and(|l| l.as_slice() > k) {
+            return Err("message keys out of order or outside the pivots".into());
+        }
+        let p = match ty {
+            MSG_PUT => Pending {
+                base: Some(Base::Put(seq, v.to_vec())),
+                ops: vec![],
+            },
+            MSG_DELETE => Pending {
+                base: Some(Base::Delete(seq)),
+                ops: vec![],
+            },
+            MSG_UPSERT => Pending {
+                base: None,
+                ops: vec![(seq, v.to_vec())],
+            },
+            _ => return Err(format!("message type {ty}")),
+        };
+        match out.get_mut(k) {
+            Some(old) if p.base.is_none() => old.absorb(p),
+            Some(_) => return Err("a put or delete after other messages of its key".into()),
+            None => {
+                out.insert(k.to_vec(), p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A whole stored node, every partition loaded.
+pub fn decode_full(b: &[u8], page_size: usize) -> Result<Node, String> {
+    let mut node = decode_shell(b, b.len() as u64, page_size)?;
+    for i in 0..node.parts.len() {
+        let d = node.dir[i];
+        let c = &b[d.offset as usize..(d.offset + d.comp_bytes) as usize];
+        let p = decode_part(&node, i, c).map_err(|e| format!("partition {i}: {e}"))?;
+        node.parts[i] = Some(Arc::new(p));
+    }
+    Ok(node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaf_round_trips_and_a_flipped_byte_is_caught() {
+        let mut n = Node::new_leaf();
+        for i in 0..200u32 {
+            n.base_set(format!("k{i:05}").as_bytes(), Some(vec![i as u8; 20]));
+        }
+        n.fix_basements(1000);
+        assert!(n.parts.len() > 3, "basements split: {}", n.parts.len());
+        for comp in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let b = encode(&n, comp, 3);
+            let d = decode_full(&b, 4096).unwrap();
+            assert_eq!(d.pivots, n.pivots);
+            assert_eq!(d.part_bytes, n.part_bytes);
+            let mut bad = b.clone();
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            let e = decode_full(&bad, 4096).unwrap_err();
+            assert!(
+                e.starts_with(&format!("partition {}", n.parts.len() - 1)),
+                "{e}"
+            );
+        }
+    }
+}

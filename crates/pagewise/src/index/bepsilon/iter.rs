@@ -1,0 +1,201 @@
+//! Ordered iteration both ways, one basement at a time: each step reads the
+//! basement holding the cursor position plus the ancestors' buffered
+//! messages for its key range, resolves them, and keeps the result. No lock
+//! is held between steps (not a snapshot, like B+tree iterators).
+
+use super::node::Part;
+use super::read::{read, Step, View};
+use super::write::resolve;
+use crate::error::Result;
+use crate::index::Index;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+
+type Kv = (Vec<u8>, Vec<u8>);
+
+pub struct Cursor {
+    tree: Arc<str>,
+    /// What is left to return: shrinks from either end as entries are returned.
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    /// Where the next unit is fetched from, per direction (None: the end).
+    fnext: Option<Bound<Vec<u8>>>,
+    bnext: Option<Bound<Vec<u8>>>,
+    front: VecDeque<Kv>,
+    back: VecDeque<Kv>,
+}
+
+/// One basement's resolved entries and the key range it covers.
+struct Unit {
+    entries: Vec<Kv>,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+}
+
+fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(h) => k <= h.as_slice(),
+        Bound::Excluded(h) => k < h.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+impl Cursor {
+    pub fn new(tree: Arc<str>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Self {
+        Self {
+            tree,
+            fnext: Some(lo.clone()),
+            bnext: Some(hi.clone()),
+            lo,
+            hi,
+            front: VecDeque::new(),
+            back: VecDeque::new(),
+        }
+    }
+
+    pub fn step(&mut self, ix: &Index, forward: bool) -> Option<Result<Kv>> {
+        for _ in 0..u32::MAX {
+            let got = if forward {
+                self.front.pop_front()
+            } else {
+                self.back.pop_back()
+            };
+            if let Some((k, v)) = got {
+                if !in_bounds(&k, &self.lo, &self.hi) {
+                    // The other end already returned it: everything is consumed.
+                    (self.fnext, self.bnext) = (None, None);
+                    (self.front, self.back) = (VecDeque::new(), VecDeque::new());
+                    return None;
+                }
+                if forward {
+                    self.lo = Bound::Excluded(k.clone());
+                } else {
+                    self.hi = Bound::Excluded(k.clone());
+                }
+                return Some(Ok((k, v)));
+            }
+            let pos = if forward {
+                self.fnext.clone()?
+            } else {
+                self.bnext.clone()?
+            };
+            let unit = match read(ix, |v| {
+                unit_step(v, &self.tree, &pos, forward, &self.lo, &self.hi)
+            }) {
+                Ok(Ok(u)) => u,
+                Ok(Err(e)) | Err(e) => return Some(Err(e)),
+            };
+            if forward {
+                self.fnext = unit.hi.map(Bound::Included);
+                self.front = unit.entries.into();
+            } else {
+                self.bnext = unit.lo.map(Bound::Excluded);
+                self.back = unit.entries.into();
+            }
+        }
+        None
+    }
+}
+
+/// The partition of `pivots` a cursor at `pos` moving `forward` reads next.
+fn pick(pivots: &[Vec<u8>], pos: &Bound<Vec<u8>>, forward: bool) -> usize {
+    match (pos, forward) {
+        (Bound::Unbounded, true) => 0,
+        (Bound::Unbounded, false) => pivots.len(),
+        (Bound::Included(k), _) | (Bound::Excluded(k), true) => pivots.partition_point(|p| p <= k),
+        (Bound::Excluded(k), false) => pivots.partition_point(|p| p < k),
+    }
+}
+
+fn unit_step(
+    v: &View,
+    tree: &str,
+    pos: &Bound<Vec<u8>>,
+    forward: bool,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+) -> Step<Result<Unit>> {
+    let empty = Unit {
+        entries: Vec::new(),
+        lo: None,
+        hi: None,
+    };
+    let Some(mut cur) = v.meta(tree).and_then(|m| m.root) else {
+        return Step::Done(Ok(empty));
+    };
+    let (mut ulo, mut uhi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    let mut bufs = Vec::new();
+    for _ in 0..=super::MAX_HEIGHT {
+        let n = match v.node(cur) {
+            Ok(n) => n,
+            Err(m) => return Step::Miss(m),
+        };
+        let i = pick(&n.pivots, pos, forward);
+        if i > 0 && ulo.as_ref().is_none_or(|l| l < &n.pivots[i - 1]) {
+            ulo = Some(n.pivots[i - 1].clone());
+        }
+        if let Some(p) = n.pivots.get(i) {
+            if uhi.as_ref().is_none_or(|h| h > p) {
+                uhi = Some(p.clone());
+            }
+        }
+        let part = match v.part(cur, &n, i) {
+            Ok(p) => p,
+            Err(m) => return Step::Miss(m),
+        };
+        if let Part::Base(_) = &*part {
+            let r = resolve_unit(v, tree, &part, &bufs, (&ulo, &uhi), (lo, hi));
+            return Step::Done(r.map(|entries| Unit {
+                entries,
+                lo: ulo,
+                hi: uhi,
+            }));
+        }
+        bufs.push(part);
+        cur = n.children[i];
+    }
+    Step::Done(Ok(empty))
+}
+
+/// The entries of basement `base` within the unit's range and the cursor's
+/// bounds, with the buffered messages (root first in `bufs`) applied.
+fn resolve_unit(
+    v: &View,
+    tree: &str,
+    base: &Part,
+    bufs: &[Arc<Part>],
+    unit: (&Option<Vec<u8>>, &Option<Vec<u8>>),
+    bounds: (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
+) -> Result<Vec<Kv>> {
+    let range = (
+        unit.0
+            .as_ref()
+            .map_or(Bound::Unbounded, |l| Bound::Included(l.clone())),
+        unit.1
+            .as_ref()
+            .map_or(Bound::Unbounded, |h| Bound::Excluded(h.clone())),
+    );
+    let keep = |k: &[u8]| in_bounds(k, bounds.0, bounds.1);
+    let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    if let Part::Base(b) = base {
+        for (k, val) in b.range(range.clone()).filter(|e| keep(e.0)) {
+            out.insert(k.clone(), Some(val.clone()));
+        }
+    }
+    for buf in bufs.iter().rev() {
+        let Part::Buf(b) = &**buf else { continue };
+        for (k, p) in b.range(range.clone()).filter(|e| keep(e.0)) {
+            let old = out.get(k).cloned().flatten();
+            let new = resolve(v.ix_merge(), tree, k, old, p)?;
+            out.insert(k.clone(), new);
+        }
+    }
+    Ok(out.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
+}

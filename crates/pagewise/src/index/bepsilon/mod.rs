@@ -1,0 +1,272 @@
+//! The B-epsilon (fractal) tree kind: large variable-size nodes whose
+//! internal nodes buffer messages per child and flush them down in batches.
+//! Formats: docs/design.md, "B-epsilon nodes" (parameters, root descriptor,
+//! node header, partition directory, message and basement entries, node
+//! placement, merge operator).
+
+pub mod check;
+pub mod format;
+pub mod iter;
+pub mod node;
+pub mod place;
+pub mod read;
+pub mod write;
+
+use crate::store::extent::{Extent, EXTENT_REF_BYTES};
+use crate::store::page::{get_u16, get_u32, get_u64};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Longest key of a B-epsilon tree.
+pub const MAX_KEY_BYTES: usize = 8192;
+/// Deepest tree accepted from disk (bounds every descent).
+pub const MAX_HEIGHT: u32 = 64;
+/// Bytes of the catalog parameters.
+pub const PARAMS_BYTES: usize = 12;
+/// Bytes of the root descriptor.
+pub const DESC_BYTES: usize = 44;
+/// Provisional ids of dirty nodes have this bit set: never a page id.
+pub const PROVISIONAL_BIT: u64 = 1 << 62;
+
+static NEXT_PROVISIONAL: AtomicU64 = AtomicU64::new(PROVISIONAL_BIT);
+
+/// A fresh provisional id (unique in this process).
+pub fn provisional_id() -> u64 {
+    let id = NEXT_PROVISIONAL.fetch_add(1, Ordering::Relaxed);
+    assert!(id & PROVISIONAL_BIT != 0);
+    id
+}
+
+/// How partitions are compressed on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    pub fn code(self) -> u8 {
+        match self {
+            Compression::None => 0,
+            Compression::Lz4 => 1,
+            Compression::Zstd => 2,
+        }
+    }
+
+    pub fn from_code(c: u8) -> Option<Self> {
+        Some(match c {
+            0 => Compression::None,
+            1 => Compression::Lz4,
+            2 => Compression::Zstd,
+            _ => return None,
+        })
+    }
+}
+
+/// Creation parameters of a B-epsilon tree (the catalog's parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct BEpsOptions {
+    /// Target node bytes before compression (a node above it flushes or splits).
+    pub node_bytes: u32,
+    /// Target bytes of one leaf basement before compression.
+    pub basement_bytes: u32,
+    /// Most children of an internal node.
+    pub fanout: u16,
+    pub compression: Compression,
+    /// zstd level (ignored by the others).
+    pub level: u8,
+}
+
+impl Default for BEpsOptions {
+    /// 1 MiB nodes of 64 KiB basements, fanout 16, lz4: at the dev VM's
+    /// half-bandwidth point (about 1 MiB per random read) a flush moves a
+    /// node's worth of messages per child read.
+    fn default() -> Self {
+        Self {
+            node_bytes: 1 << 20,
+            basement_bytes: 64 << 10,
+            fanout: 16,
+            compression: Compression::Lz4,
+            level: 3,
+        }
+    }
+}
+
+impl BEpsOptions {
+    pub fn node_bytes(mut self, n: u32) -> Self {
+        self.node_bytes = n;
+        self
+    }
+    pub fn basement_bytes(mut self, n: u32) -> Self {
+        self.basement_bytes = n;
+        self
+    }
+    pub fn fanout(mut self, n: u16) -> Self {
+        self.fanout = n;
+        self
+    }
+    pub fn compression(mut self, c: Compression) -> Self {
+        self.compression = c;
+        self
+    }
+
+    /// What is wrong with these options, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(256..=(64 << 20)).contains(&self.node_bytes) {
+            return Err(format!(
+                "node bytes {} must be between 256 and 64 MiB",
+                self.node_bytes
+            ));
+        }
+        if self.basement_bytes < 64 || self.basement_bytes > self.node_bytes / 2 {
+            return Err(format!(
+                "basement bytes {} must be between 64 and half the node bytes ({})",
+                self.basement_bytes,
+                self.node_bytes / 2
+            ));
+        }
+        if !(3..=1024).contains(&self.fanout) {
+            return Err(format!("fanout {} must be between 3 and 1024", self.fanout));
+        }
+        Ok(())
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(PARAMS_BYTES);
+        b.extend_from_slice(&self.node_bytes.to_le_bytes());
+        b.extend_from_slice(&self.basement_bytes.to_le_bytes());
+        b.extend_from_slice(&self.fanout.to_le_bytes());
+        b.push(self.compression.code());
+        b.push(self.level);
+        assert_eq!(b.len(), PARAMS_BYTES);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Self, String> {
+        if b.len() != PARAMS_BYTES {
+            return Err(format!("B-epsilon parameters of {} bytes", b.len()));
+        }
+        let o = Self {
+            node_bytes: get_u32(b, 0),
+            basement_bytes: get_u32(b, 4),
+            fanout: get_u16(b, 8),
+            compression: Compression::from_code(b[10])
+                .ok_or_else(|| format!("unknown compression {}", b[10]))?,
+            level: b[11],
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+/// Where a child (or the root) lives: on disk, or in the dirty set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Child {
+    Clean(Extent),
+    Dirty(u64),
+}
+
+/// Per-tree state, persisted as the root descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta {
+    pub opts: BEpsOptions,
+    /// None: empty tree.
+    pub root: Option<Child>,
+    /// Levels above the leaves of the root.
+    pub height: u32,
+    /// Entries in basements (not counting messages above them).
+    pub entries: u64,
+    pub nodes: u64,
+    pub next_seq: u64,
+}
+
+impl Meta {
+    pub fn new(opts: BEpsOptions) -> Self {
+        Self {
+            opts,
+            root: None,
+            height: 0,
+            entries: 0,
+            nodes: 0,
+            next_seq: 1,
+        }
+    }
+
+    /// The root's first page (0 when empty or not yet placed).
+    pub fn root_page(&self) -> u64 {
+        match self.root {
+            Some(Child::Clean(e)) => e.first_page,
+            _ => 0,
+        }
+    }
+
+    /// Requires: the root is placed (a checkpoint placed it before the
+    /// catalog is encoded).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; DESC_BYTES];
+        match self.root {
+            None => {}
+            Some(Child::Clean(e)) => e.encode(&mut b[..EXTENT_REF_BYTES]),
+            Some(Child::Dirty(id)) => panic!("root {id:#x} encoded before it was placed"),
+        }
+        b[16..20].copy_from_slice(&self.height.to_le_bytes());
+        b[20..28].copy_from_slice(&self.entries.to_le_bytes());
+        b[28..36].copy_from_slice(&self.nodes.to_le_bytes());
+        b[36..44].copy_from_slice(&self.next_seq.to_le_bytes());
+        b
+    }
+
+    pub fn decode(params: &[u8], b: &[u8], page_size: usize) -> Result<Self, String> {
+        let opts = BEpsOptions::decode(params)?;
+        if b.len() != DESC_BYTES {
+            return Err(format!("B-epsilon descriptor of {} bytes", b.len()));
+        }
+        let root = if b[..EXTENT_REF_BYTES].iter().all(|&x| x == 0) {
+            None
+        } else {
+            let e = Extent::decode(&b[..EXTENT_REF_BYTES], page_size)
+                .ok_or("B-epsilon root extent out of range")?;
+            Some(Child::Clean(e))
+        };
+        let m = Self {
+            opts,
+            root,
+            height: get_u32(b, 16),
+            entries: get_u64(b, 20),
+            nodes: get_u64(b, 28),
+            next_seq: get_u64(b, 36),
+        };
+        if m.height > MAX_HEIGHT || (m.root.is_none() && (m.nodes != 0 || m.entries != 0)) {
+            return Err(format!("B-epsilon descriptor {m:?} is inconsistent"));
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_and_descriptor_round_trip() {
+        let o = BEpsOptions::default().compression(Compression::Zstd);
+        assert_eq!(BEpsOptions::decode(&o.encode()).unwrap(), o);
+        let e = Extent::new(9, 5000, 4096);
+        let m = Meta {
+            root: Some(Child::Clean(e)),
+            height: 2,
+            entries: 77,
+            nodes: 5,
+            next_seq: 1234,
+            ..Meta::new(o)
+        };
+        assert_eq!(Meta::decode(&o.encode(), &m.encode(), 4096).unwrap(), m);
+        let empty = Meta::new(o);
+        assert_eq!(
+            Meta::decode(&o.encode(), &empty.encode(), 4096).unwrap(),
+            empty
+        );
+        assert!(BEpsOptions::decode(&o.basement_bytes(1 << 30).encode()).is_err());
+    }
+}

@@ -1,0 +1,211 @@
+//! Reads: the store's read protocol (docs/design.md, "Concurrency") with an
+//! extent-addressed miss. A traversal runs under the shared state lock; a
+//! missing node shell or partition is read with no lock held (only its
+//! pages, `Pager::read_range`), cached as a new image of that node with the
+//! partition loaded, and the traversal restarts. Pending messages on the path
+//! are applied to what the basement holds, without dirtying anything.
+
+use super::node::{Node, Part, Pending};
+use super::write::resolve;
+use super::{format, Child, Meta};
+use crate::error::{Error, Result};
+use crate::index::{Index, Trees};
+use crate::store::cache::PidMap;
+use crate::store::extent::Extent;
+use crate::store::image::{downcast, Image};
+use crate::store::page::Kind;
+use crate::store::pager::Pager;
+use crate::store::read::MAX_RESTARTS;
+use crate::store::Epoch;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// What a traversal is missing.
+pub enum Miss {
+    /// The node at this extent is not in memory.
+    Shell(Extent),
+    /// Partition `.1` of the node at this extent (whose image is `.2`).
+    Part(Extent, usize, Arc<Node>),
+}
+
+pub enum Step<T> {
+    Done(T),
+    Miss(Miss),
+}
+
+/// What a traversal sees: trees, dirty nodes, cached nodes and nodes it read.
+pub struct View<'a> {
+    epoch: &'a Epoch<Trees>,
+    ix: &'a Index,
+    pinned: &'a PidMap<Arc<Node>>,
+}
+
+impl View<'_> {
+    pub fn ix_merge(&self) -> Option<&dyn crate::options::MergeOperator> {
+        self.ix.merge.as_deref()
+    }
+
+    pub fn meta(&self, tree: &str) -> Option<&Meta> {
+        self.epoch.trees.bepsilon(tree)
+    }
+
+    /// The node behind `c`, or what to read.
+    pub fn node(&self, c: Child) -> std::result::Result<Arc<Node>, Miss> {
+        match c {
+            Child::Dirty(id) => {
+                let img = self
+                    .epoch
+                    .dirty
+                    .get(id)
+                    .expect("a dirty child is dirty")
+                    .clone();
+                Ok(downcast::<Node>(img).expect("a B-epsilon node"))
+            }
+            Child::Clean(ext) => {
+                if let Some(n) = self.pinned.get(&ext.first_page) {
+                    return Ok(n.clone());
+                }
+                let n = self.ix.store.cache.lookup(ext.first_page);
+                n.and_then(downcast::<Node>).ok_or(Miss::Shell(ext))
+            }
+        }
+    }
+
+    /// Partition `i` of `n` (reached through `c`), or what to read.
+    pub fn part(&self, c: Child, n: &Arc<Node>, i: usize) -> std::result::Result<Arc<Part>, Miss> {
+        match (&n.parts[i], c) {
+            (Some(p), _) => Ok(p.clone()),
+            (None, Child::Clean(ext)) => Err(Miss::Part(ext, i, n.clone())),
+            (None, Child::Dirty(id)) => panic!("dirty node {id:#x} with a partition not loaded"),
+        }
+    }
+}
+
+/// Runs `f` against consistent views until it finishes, reading what it
+/// misses between tries. `f` must be a pure function of the view.
+pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
+    let store = &ix.store;
+    let mut pinned: PidMap<Arc<Node>> = PidMap::default();
+    for _ in 0..MAX_RESTARTS {
+        let gen = store.reuse_gen.load(Ordering::Acquire);
+        let step = {
+            let epoch = store.state.read();
+            f(&View {
+                epoch: &epoch,
+                ix,
+                pinned: &pinned,
+            })
+        };
+        let miss = match step {
+            Step::Done(r) => return Ok(r),
+            Step::Miss(m) => m,
+        };
+        store.cache.count_miss();
+        let (ext, loaded) = match miss {
+            Miss::Shell(ext) => (ext, read_shell(&store.pager, &ext)),
+            Miss::Part(ext, i, n) => (
+                ext,
+                read_part(&store.pager, &ext, &n, i).map(|p| n.with_part(i, p)),
+            ),
+        };
+        let still = || store.reuse_gen.load(Ordering::Acquire) == gen;
+        match loaded {
+            Ok(n) if still() => {
+                let n = Arc::new(n);
+                store.cache.remove(ext.first_page);
+                store
+                    .cache
+                    .insert(ext.first_page, n.clone() as Image, still);
+                pinned.insert(ext.first_page, n);
+            }
+            // The extent was reused under us; its old content is gone. Retry.
+            _ if !still() => pinned.clear(),
+            Ok(_) => unreachable!(),
+            Err(e) => return Err(e),
+        }
+    }
+    panic!("a read restarted {MAX_RESTARTS} times: page reuse never settles");
+}
+
+fn corrupt(pager: &Pager, ext: &Extent, what: String) -> Error {
+    pager.corrupt(ext.first_page, format!("B-epsilon node: {what}"))
+}
+
+/// The shell (header, directory, pivots, child references) of the node at
+/// `ext`: its first page, plus the rest of the shell if it is longer.
+pub fn read_shell(pager: &Pager, ext: &Extent) -> Result<Node> {
+    let first = (pager.extent_cap() as u64).min(ext.len_bytes);
+    let mut b = pager.read_range(ext, Kind::BEps, 0, first)?;
+    let want = format::shell_len(&b).map_err(|w| corrupt(pager, ext, w))?;
+    if want as u64 > ext.len_bytes {
+        return Err(corrupt(
+            pager,
+            ext,
+            format!("shell of {want} bytes in a node of {}", ext.len_bytes),
+        ));
+    }
+    if want > b.len() {
+        b = pager.read_range(ext, Kind::BEps, 0, want as u64)?;
+    }
+    format::decode_shell(&b, ext.len_bytes, pager.ps).map_err(|w| corrupt(pager, ext, w))
+}
+
+/// Partition `i` of `n` (the node at `ext`), read alone and verified.
+pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part> {
+    let d = n.dir[i];
+    let c = if d.comp_bytes == 0 {
+        Vec::new()
+    } else {
+        pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?
+    };
+    format::decode_part(n, i, &c).map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
+}
+
+/// One descent toward `key`: the pending messages on the path (root first)
+/// and the leaf's value, or a miss.
+pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>>> {
+    let Some(m) = v.meta(tree) else {
+        return Step::Done(Ok(None));
+    };
+    let Some(mut cur) = m.root else {
+        return Step::Done(Ok(None));
+    };
+    let mut path: Vec<Pending> = Vec::new();
+    for _ in 0..=super::MAX_HEIGHT {
+        let n = match v.node(cur) {
+            Ok(n) => n,
+            Err(miss) => return Step::Miss(miss),
+        };
+        let i = n.find(key);
+        let p = match v.part(cur, &n, i) {
+            Ok(p) => p,
+            Err(miss) => return Step::Miss(miss),
+        };
+        match &*p {
+            Part::Buf(b) => {
+                if let Some(pend) = b.get(key) {
+                    path.push(pend.clone());
+                }
+                cur = n.children[i];
+            }
+            Part::Base(b) => {
+                let mut val = b.get(key).cloned();
+                for pend in path.iter().rev() {
+                    match resolve(v.ix.merge.as_deref(), tree, key, val, pend) {
+                        Ok(x) => val = x,
+                        Err(e) => return Step::Done(Err(e)),
+                    }
+                }
+                return Step::Done(Ok(val));
+            }
+        }
+    }
+    Step::Done(Err(v.ix.store.pager.corrupt(
+        m.root_page(),
+        format!("B-epsilon tree {tree:?} deeper than {}", super::MAX_HEIGHT),
+    )))
+}
+
+pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    read(ix, |v| get_step(v, tree, key))?
+}

@@ -1,0 +1,426 @@
+//! The write path: messages enter the root's buffers; a node over its budget
+//! flushes the child with the most buffered bytes one level down in one
+//! batch; nodes split and merge by serialized size (docs/design.md,
+//! "B-epsilon nodes"). Dirty nodes live in the store's dirty set under
+//! provisional ids, charged by their serialized bytes.
+
+use super::node::{Base, Buffer, Node, Part, Pending};
+use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
+use crate::error::{Error, Result};
+use crate::options::MergeOperator;
+use crate::store::alloc::Alloc;
+use crate::store::cache::Cache;
+use crate::store::dirty::Dirty;
+use crate::store::extent::Extent;
+use crate::store::image::{downcast, Image};
+use crate::store::page::Kind;
+use crate::store::pager::Pager;
+use std::sync::Arc;
+
+/// One logged operation on a B-epsilon tree.
+pub enum Msg<'a> {
+    Put(&'a [u8]),
+    Delete,
+    Upsert(&'a [u8]),
+}
+
+pub struct Writer<'a> {
+    pub dirty: &'a mut Dirty,
+    pub pager: &'a Pager,
+    pub cache: &'a Cache,
+    pub alloc: &'a mut Alloc,
+    pub merge: Option<&'a dyn MergeOperator>,
+    pub tree: &'a str,
+}
+
+/// The value of `key` after `p`, given the value before it. Errors when `p`
+/// holds operands and no merge operator is registered.
+pub fn resolve(
+    merge: Option<&dyn MergeOperator>,
+    tree: &str,
+    key: &[u8],
+    existing: Option<Vec<u8>>,
+    p: &Pending,
+) -> Result<Option<Vec<u8>>> {
+    let base = match &p.base {
+        Some(Base::Put(_, v)) => Some(v.clone()),
+        Some(Base::Delete(_)) => None,
+        None => existing,
+    };
+    if p.ops.is_empty() {
+        return Ok(base);
+    }
+    let Some(op) = merge else {
+        return Err(Error::NoMergeOperator {
+            tree: tree.to_string(),
+        });
+    };
+    let operands: Vec<&[u8]> = p.ops.iter().map(|o| o.1.as_slice()).collect();
+    Ok(Some(op.full_merge(key, base.as_deref(), &operands)))
+}
+
+impl Writer<'_> {
+    /// Applies one message. Requires: the state write lock and the
+    /// allocator (held by the caller's borrows). Effect: in memory only.
+    pub fn apply(&mut self, m: &mut Meta, key: &[u8], msg: Msg) -> Result<()> {
+        if matches!(msg, Msg::Upsert(_)) && self.merge.is_none() {
+            return Err(Error::NoMergeOperator {
+                tree: self.tree.to_string(),
+            });
+        }
+        let seq = m.next_seq;
+        m.next_seq += 1;
+        let p = match msg {
+            Msg::Put(v) => Pending {
+                base: Some(Base::Put(seq, v.to_vec())),
+                ops: Vec::new(),
+            },
+            Msg::Delete => Pending {
+                base: Some(Base::Delete(seq)),
+                ops: Vec::new(),
+            },
+            Msg::Upsert(v) => Pending {
+                base: None,
+                ops: vec![(seq, v.to_vec())],
+            },
+        };
+        let root_id = match m.root {
+            None => {
+                let id = provisional_id();
+                self.put(id, Node::new_leaf());
+                (m.nodes, m.height) = (1, 0);
+                id
+            }
+            Some(c) => self.make_dirty(c)?,
+        };
+        m.root = Some(Child::Dirty(root_id));
+        let mut root = self.take(root_id);
+        let r = if root.is_leaf() {
+            let r = self.leaf_apply(m, &mut root, key, &p);
+            root.fix_basements(m.opts.basement_bytes as usize);
+            r
+        } else {
+            let i = root.find(key);
+            root.buf_add(i, key.to_vec(), p);
+            self.flush_until_fits(m, &mut root)
+        };
+        self.put(root_id, root);
+        r?;
+        self.rebalance_root(m)
+    }
+
+    /// Splits an oversized root under a new root, or collapses a root with
+    /// one child; bounded by the height.
+    fn rebalance_root(&mut self, m: &mut Meta) -> Result<()> {
+        for _ in 0..2 * MAX_HEIGHT + 2 {
+            let Some(Child::Dirty(id)) = m.root else {
+                return Ok(());
+            };
+            let root = self.take(id);
+            let height = root.height;
+            let mut pieces = split(root, &m.opts, &mut m.nodes);
+            if pieces.len() > 1 {
+                let top = self.adopt(height + 1, pieces);
+                m.nodes += 1;
+                m.height = height + 1;
+                let tid = provisional_id();
+                self.put(tid, top);
+                m.root = Some(Child::Dirty(tid));
+                continue;
+            }
+            let mut root = pieces.pop().expect("one piece").1;
+            if root.is_leaf() || root.children.len() > 1 {
+                self.put(id, root);
+                return Ok(());
+            }
+            if root.part_bytes[0] > 0 {
+                let r = self.flush_child(m, &mut root, 0);
+                self.put(id, root);
+                r?;
+                continue;
+            }
+            m.root = Some(root.children[0]);
+            m.nodes -= 1;
+            m.height = height - 1;
+        }
+        panic!("rebalancing the root did not settle");
+    }
+
+    /// A new internal node over `pieces` (with empty buffers).
+    fn adopt(&mut self, height: u32, pieces: Vec<(Option<Vec<u8>>, Node)>) -> Node {
+        assert!(pieces.len() >= 2 && height >= 1);
+        let mut top = Node {
+            height,
+            pivots: Vec::new(),
+            children: Vec::new(),
+            parts: Vec::new(),
+            part_bytes: Vec::new(),
+            dir: Vec::new(),
+            comp: 0,
+        };
+        for (sep, n) in pieces {
+            let id = provisional_id();
+            self.put(id, n);
+            if let Some(s) = sep {
+                top.pivots.push(s);
+            }
+            top.children.push(Child::Dirty(id));
+            top.parts.push(Some(Arc::new(Part::Buf(Buffer::new()))));
+            top.part_bytes.push(0);
+        }
+        assert_eq!(top.pivots.len() + 1, top.children.len());
+        top
+    }
+
+    /// Flushes the heaviest buffer while `node` is over its budget.
+    fn flush_until_fits(&mut self, m: &mut Meta, node: &mut Node) -> Result<()> {
+        assert!(!node.is_leaf());
+        let bound = 4 * m.opts.fanout as usize + 8;
+        for _ in 0..bound {
+            if node.bytes() <= m.opts.node_bytes as usize {
+                break;
+            }
+            let (c, &heaviest) = node
+                .part_bytes
+                .iter()
+                .enumerate()
+                .max_by_key(|e| *e.1)
+                .expect("an internal node has children");
+            if heaviest == 0 {
+                break;
+            }
+            self.flush_child(m, node, c)?;
+        }
+        Ok(())
+    }
+
+    /// Moves every message of buffer `c` into child `c` (one batch), then
+    /// splits the child or merges it with a sibling as its size requires.
+    fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
+        let has_ops = matches!(parent.parts[c].as_deref(), Some(Part::Buf(b)) if b.values().any(|p| !p.ops.is_empty()));
+        if has_ops && self.merge.is_none() {
+            return Err(Error::NoMergeOperator {
+                tree: self.tree.to_string(),
+            });
+        }
+        let id = self.make_dirty(parent.children[c])?;
+        parent.children[c] = Child::Dirty(id);
+        let msgs = parent.take_buf(c);
+        let mut child = self.take(id);
+        if child.height + 1 != parent.height {
+            self.put(id, child);
+            return Err(self.corrupt_level(parent.height));
+        }
+        let r = self.push_down(m, &mut child, msgs);
+        if let Err(e) = r {
+            self.put(id, child);
+            return Err(e);
+        }
+        let mut pieces = split(child, &m.opts, &mut m.nodes).into_iter();
+        self.put(id, pieces.next().expect("one piece").1);
+        let single = pieces.len() == 0;
+        for (at, (sep, n)) in (c + 1..).zip(pieces) {
+            let nid = provisional_id();
+            self.put(nid, n);
+            parent.pivots.insert(at - 1, sep.expect("a separator"));
+            parent.children.insert(at, Child::Dirty(nid));
+            parent
+                .parts
+                .insert(at, Some(Arc::new(Part::Buf(Buffer::new()))));
+            parent.part_bytes.insert(at, 0);
+        }
+        if single {
+            self.maybe_merge(m, parent, c)?;
+        }
+        Ok(())
+    }
+
+    fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
+        if child.is_leaf() {
+            for (k, p) in &msgs {
+                self.leaf_apply(m, child, k, p)?;
+            }
+            child.fix_basements(m.opts.basement_bytes as usize);
+            return Ok(());
+        }
+        for (k, p) in msgs {
+            let i = child.find(&k);
+            child.buf_add(i, k, p);
+        }
+        self.flush_until_fits(m, child)
+    }
+
+    fn leaf_apply(&mut self, m: &mut Meta, leaf: &mut Node, key: &[u8], p: &Pending) -> Result<()> {
+        let existing = if p.ops.is_empty() {
+            None
+        } else {
+            match leaf.parts[leaf.find(key)].as_deref() {
+                Some(Part::Base(b)) => b.get(key).cloned(),
+                _ => panic!("dirty leaf partitions are loaded basements"),
+            }
+        };
+        let v = resolve(self.merge, self.tree, key, existing, p)?;
+        let d = leaf.base_set(key, v);
+        m.entries = m.entries.checked_add_signed(d).expect("entry count");
+        Ok(())
+    }
+
+    /// Joins child `c` with a neighbour when it fell below a quarter of the
+    /// budget and the pair fits one node.
+    fn maybe_merge(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
+        let n = parent.children.len();
+        let budget = m.opts.node_bytes as usize;
+        if n < 2 {
+            return Ok(());
+        }
+        let me = self.shell_of(parent.children[c])?;
+        if me.bytes() >= budget / 4 {
+            return Ok(());
+        }
+        let (l, r) = if c + 1 < n { (c, c + 1) } else { (c - 1, c) };
+        let other = self.shell_of(parent.children[if l == c { r } else { l }])?;
+        let fan = me.children.len() + other.children.len();
+        if me.bytes() + other.bytes() > budget || fan > m.opts.fanout as usize {
+            return Ok(());
+        }
+        let lid = self.make_dirty(parent.children[l])?;
+        let rid = self.make_dirty(parent.children[r])?;
+        let (left, right) = (self.take(lid), self.take(rid));
+        let sep = parent.pivots.remove(l);
+        parent.children.remove(r);
+        let rbuf = parent.take_buf(r);
+        parent.parts.remove(r);
+        parent.part_bytes.remove(r);
+        for (k, p) in rbuf {
+            parent.buf_add(l, k, p);
+        }
+        let mut joined = Node::concat(left, sep, right);
+        if joined.is_leaf() {
+            joined.fix_basements(m.opts.basement_bytes as usize);
+        }
+        m.nodes -= 1;
+        parent.children[l] = Child::Dirty(lid);
+        self.put(lid, joined);
+        Ok(())
+    }
+
+    /// The node behind `c` (its shell at least) for its size and fanout.
+    fn shell_of(&mut self, c: Child) -> Result<Arc<Node>> {
+        match c {
+            Child::Dirty(id) => Ok(self.dirty_node(id)),
+            Child::Clean(ext) => {
+                if let Some(n) = self.cache.lookup(ext.first_page).and_then(downcast::<Node>) {
+                    return Ok(n);
+                }
+                let n = Arc::new(super::read::read_shell(self.pager, &ext)?);
+                self.cache
+                    .insert(ext.first_page, n.clone() as Image, || true);
+                Ok(n)
+            }
+        }
+    }
+
+    fn dirty_node(&self, id: u64) -> Arc<Node> {
+        let img = self.dirty.get(id).expect("dirty node").clone();
+        downcast::<Node>(img).expect("a B-epsilon node")
+    }
+
+    /// The provisional id of `c`, copying a clean node into the dirty set
+    /// (its extent is freed once the next checkpoint is durable).
+    fn make_dirty(&mut self, c: Child) -> Result<u64> {
+        let ext = match c {
+            Child::Dirty(id) => return Ok(id),
+            Child::Clean(ext) => ext,
+        };
+        let mut node = self.load_full(&ext)?;
+        node.dir.clear();
+        self.alloc.free_later(ext.first_page, ext.count_pages);
+        let id = provisional_id();
+        self.put(id, node);
+        Ok(id)
+    }
+
+    fn load_full(&self, ext: &Extent) -> Result<Node> {
+        if let Some(n) = self.cache.lookup(ext.first_page).and_then(downcast::<Node>) {
+            if n.all_loaded() {
+                return Ok((*n).clone());
+            }
+        }
+        let b = self.pager.read_extent(ext, Kind::BEps)?;
+        format::decode_full(&b, self.pager.ps).map_err(|w| {
+            self.pager
+                .corrupt(ext.first_page, format!("B-epsilon node: {w}"))
+        })
+    }
+
+    fn corrupt_level(&self, height: u32) -> Error {
+        let what = format!(
+            "B-epsilon tree {:?}: a child of a node at height {height} is not one level below",
+            self.tree
+        );
+        self.pager.corrupt(0, what)
+    }
+
+    /// Removes dirty node `id` for changing; `put` returns it.
+    fn take(&mut self, id: u64) -> Node {
+        let img = self.dirty.remove(id).expect("dirty node");
+        let n = downcast::<Node>(img).expect("a B-epsilon node");
+        let n = Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone());
+        self.dirty.extra_bytes -= n.bytes() as u64;
+        n
+    }
+
+    fn put(&mut self, id: u64, n: Node) {
+        debug_assert!(n.all_loaded() && n.pivots.len() + 1 == n.parts.len());
+        self.dirty.extra_bytes += n.bytes() as u64;
+        self.dirty.insert(id, Arc::new(n) as Image);
+    }
+}
+
+/// Whether `n` must split: over the byte budget (and divisible) or over
+/// the fanout.
+fn needs_split(n: &Node, o: &BEpsOptions) -> bool {
+    let over_fan = !n.is_leaf() && n.children.len() > o.fanout as usize;
+    n.parts.len() >= 2 && (n.bytes() > o.node_bytes as usize || over_fan)
+}
+
+/// Splits `n` into pieces that fit (each with the separator before it),
+/// counting the new nodes in `nodes`.
+pub fn split(n: Node, o: &BEpsOptions, nodes: &mut u64) -> Vec<(Option<Vec<u8>>, Node)> {
+    let mut todo = vec![(None, n)];
+    let mut out = Vec::new();
+    for _ in 0..1 << 20 {
+        let Some((sep, n)) = todo.pop() else {
+            return out;
+        };
+        if !needs_split(&n, o) {
+            out.push((sep, n));
+            continue;
+        }
+        let at = split_point(&n, o);
+        let (l, s, r) = n.split_at(at);
+        *nodes += 1;
+        todo.push((Some(s), r));
+        todo.push((sep, l));
+    }
+    panic!("a split did not settle");
+}
+
+/// The partition index to split before: the byte midpoint, or the middle
+/// child when only the fanout is exceeded.
+fn split_point(n: &Node, o: &BEpsOptions) -> usize {
+    let count = n.parts.len();
+    if n.bytes() <= o.node_bytes as usize {
+        return count / 2;
+    }
+    let total: usize =
+        n.part_bytes.iter().sum::<usize>() + n.pivots.iter().map(Vec::len).sum::<usize>();
+    let mut acc = 0;
+    for i in 0..count {
+        acc += n.part_bytes[i] + n.pivots.get(i).map_or(0, Vec::len);
+        if acc >= total / 2 {
+            return (i + 1).clamp(1, count - 1);
+        }
+    }
+    count - 1
+}

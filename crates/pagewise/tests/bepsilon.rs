@@ -1,0 +1,362 @@
+//! B-epsilon trees against a BTreeMap model: random puts, removes, upserts
+//! (an order-sensitive append operator), batches spanning both tree kinds,
+//! ranges both ways with every bound kind, checkpoints and reopens, with
+//! nodes and basements so small that flushes, splits and merges happen in
+//! every case. Plus the typed errors: no merge operator, corrupt partition.
+
+use pagewise::{BEpsOptions, Batch, Compression, Db, Durability, MergeOperator, Options, TreeKind};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// existing ++ operands, in order: wrong order or a lost operand shows.
+pub struct Append;
+
+impl MergeOperator for Append {
+    fn name(&self) -> &str {
+        "append"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
+        let mut v = existing.unwrap_or(b"^").to_vec();
+        for o in operands {
+            v.extend_from_slice(o);
+        }
+        v
+    }
+}
+
+type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, Vec<u8>, usize),
+    Del(u8, Vec<u8>),
+    Up(u8, Vec<u8>, u8),
+    Batch(Vec<(u8, Vec<u8>, u8)>),
+    Range(u8, Vec<u8>, Vec<u8>, u8, bool),
+    Reopen,
+    Checkpoint,
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), 0u8..=255], 0..6)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => (0u8..3, key(), prop_oneof![4 => 0usize..40, 1 => 40usize..400]).prop_map(|(t, k, v)| Op::Put(t, k, v)),
+        4 => (0u8..3, key()).prop_map(|(t, k)| Op::Del(t, k)),
+        5 => (0u8..2, key(), any::<u8>()).prop_map(|(t, k, b)| Op::Up(t, k, b)),
+        2 => prop::collection::vec((0u8..3, key(), any::<u8>()), 1..30).prop_map(Op::Batch),
+        2 => (0u8..3, key(), key(), 0u8..9, any::<bool>()).prop_map(|(t, a, b, k, r)| Op::Range(t, a, b, k, r)),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Checkpoint),
+    ]
+}
+
+/// Trees 0 and 1 are B-epsilon (tiny nodes), tree 2 a B+tree.
+fn name(t: u8) -> String {
+    format!("tree{t}")
+}
+
+fn beps(comp: Compression) -> TreeKind {
+    TreeKind::BEpsilon(
+        BEpsOptions::default()
+            .node_bytes(512)
+            .basement_bytes(128)
+            .fanout(4)
+            .compression(comp),
+    )
+}
+
+fn value(k: &[u8], len: usize, salt: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i + salt * 31 + k.len() * 7) as u8)
+        .collect()
+}
+
+fn opts() -> Options {
+    Options::default()
+        .page_size(512)
+        .cache_bytes(32 * 1024)
+        .durability(Durability::Buffered)
+        .direct_io(false)
+        .wal_limit(16 * 1024)
+        .merge_operator(Arc::new(Append))
+}
+
+fn bound(k: &[u8], kind: u8) -> Bound<Vec<u8>> {
+    match kind % 3 {
+        0 => Bound::Included(k.to_vec()),
+        1 => Bound::Excluded(k.to_vec()),
+        _ => Bound::Unbounded,
+    }
+}
+
+fn check_range(
+    db: &Db,
+    m: &BTreeMap<Vec<u8>, Vec<u8>>,
+    t: u8,
+    a: &[u8],
+    b: &[u8],
+    k: u8,
+    rev: bool,
+) {
+    let (lo, hi) = (bound(a, k), bound(b, k / 3));
+    let valid = match (&lo, &hi) {
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => x < y,
+        _ => true,
+    };
+    if !valid {
+        return;
+    }
+    let tree = db.tree(&name(t)).unwrap();
+    let it = tree.range::<Vec<u8>, _>((lo.clone(), hi.clone()));
+    let got: Vec<_> = if rev {
+        it.rev().map(Result::unwrap).collect()
+    } else {
+        it.map(Result::unwrap).collect()
+    };
+    let mut want: Vec<_> = m
+        .range((lo, hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if rev {
+        want.reverse();
+    }
+    assert_eq!(got, want, "tree{t} range {a:?}..{b:?} kinds {k} rev {rev}");
+}
+
+fn verify_all(db: &Db, model: &Model) {
+    for t in 0..3u8 {
+        let tree = db.tree(&name(t)).unwrap();
+        let empty = BTreeMap::new();
+        let m = model.get(&name(t)).unwrap_or(&empty);
+        let got: Vec<_> = tree.iter().map(Result::unwrap).collect();
+        let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(got, want, "tree{t} contents");
+        let back: Vec<_> = tree.iter().rev().map(Result::unwrap).collect();
+        assert_eq!(back.len(), want.len(), "tree{t} backwards");
+        assert_eq!(tree.len(), m.len() as u64);
+        for (k, v) in m.iter().take(50) {
+            assert_eq!(tree.get(k).unwrap().as_ref(), Some(v), "tree{t} get {k:?}");
+        }
+        assert_eq!(tree.first().unwrap(), want.first().cloned());
+        assert_eq!(tree.last().unwrap(), want.last().cloned());
+    }
+}
+
+fn apply_model(model: &mut Model, t: u8, k: &[u8], what: Option<Result<Vec<u8>, u8>>) {
+    let m = model.entry(name(t)).or_default();
+    match what {
+        Some(Ok(v)) => {
+            m.insert(k.to_vec(), v);
+        }
+        Some(Err(b)) => {
+            let v = m.entry(k.to_vec()).or_insert_with(|| b"^".to_vec());
+            v.push(b);
+        }
+        None => {
+            m.remove(k);
+        }
+    }
+}
+
+fn run(ops: Vec<Op>, comp: Compression) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut db = Db::create(&path, opts()).unwrap();
+    for t in 0..2 {
+        db.tree_with(&name(t), beps(comp)).unwrap();
+    }
+    let mut model = Model::new();
+    for (salt, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Put(t, k, n) => {
+                let v = value(&k, n, salt);
+                db.tree(&name(t)).unwrap().insert(&k, &v).unwrap();
+                apply_model(&mut model, t, &k, Some(Ok(v)));
+            }
+            Op::Del(t, k) => {
+                db.tree(&name(t)).unwrap().remove(&k).unwrap();
+                apply_model(&mut model, t, &k, None);
+            }
+            Op::Up(t, k, b) => {
+                db.tree(&name(t)).unwrap().upsert(&k, [b]).unwrap();
+                apply_model(&mut model, t, &k, Some(Err(b)));
+            }
+            Op::Batch(items) => {
+                let mut batch = Batch::new();
+                for (t, k, b) in &items {
+                    match b % 4 {
+                        0 => {
+                            batch.remove(name(*t), k);
+                            apply_model(&mut model, *t, k, None);
+                        }
+                        1 if *t < 2 => {
+                            batch.upsert(name(*t), k, [*b]);
+                            apply_model(&mut model, *t, k, Some(Err(*b)));
+                        }
+                        _ => {
+                            let v = value(k, *b as usize % 50, salt);
+                            batch.insert(name(*t), k, &v);
+                            apply_model(&mut model, *t, k, Some(Ok(v)));
+                        }
+                    }
+                }
+                db.apply(batch).unwrap();
+            }
+            Op::Range(t, a, b, k, rev) => {
+                let empty = BTreeMap::new();
+                check_range(
+                    &db,
+                    model.get(&name(t)).unwrap_or(&empty),
+                    t,
+                    &a,
+                    &b,
+                    k,
+                    rev,
+                );
+            }
+            Op::Reopen => {
+                drop(db);
+                db = Db::open(&path, opts()).unwrap();
+            }
+            Op::Checkpoint => db.checkpoint().unwrap(),
+        }
+    }
+    verify_all(&db, &model);
+    let rep = db.check().unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    drop(db);
+    let db = Db::open(&path, opts()).unwrap();
+    verify_all(&db, &model);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn bepsilon_matches_model(ops in prop::collection::vec(op(), 1..300), c in 0u8..3) {
+        let comp = [Compression::None, Compression::Lz4, Compression::Zstd][c as usize];
+        run(ops, comp);
+    }
+}
+
+#[test]
+fn many_keys_grow_and_shrink_the_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, opts()).unwrap();
+    let t = db.tree_with("t", beps(Compression::Lz4)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..3000u32 {
+        let k = format!("{:08}", (i * 7919) % 3000).into_bytes();
+        if i % 3 == 0 {
+            t.upsert(&k, [i as u8]).unwrap();
+            model
+                .entry(k)
+                .or_insert_with(|| b"^".to_vec())
+                .push(i as u8);
+        } else {
+            t.insert(&k, i.to_le_bytes()).unwrap();
+            model.insert(k, i.to_le_bytes().to_vec());
+        }
+    }
+    let (height, grown) = (db.stats().trees[0].height, db.stats().trees[0].nodes);
+    assert!(height >= 2, "tiny nodes make a tall tree: {height}");
+    for i in 0..3000u32 {
+        if i % 5 != 0 {
+            let k = format!("{i:08}").into_bytes();
+            t.remove(&k).unwrap();
+            model.remove(&k);
+        }
+    }
+    let got: Vec<_> = t.iter().map(Result::unwrap).collect();
+    assert_eq!(got, model.into_iter().collect::<Vec<_>>());
+    let rep = db.check().unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    let shrunk = db.stats().trees[0].nodes;
+    assert!(shrunk < grown, "merges: {grown} nodes, then {shrunk}");
+}
+
+#[test]
+fn upsert_needs_an_operator_and_a_bepsilon_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, opts()).unwrap();
+    let e = db.tree("plain").unwrap().upsert(b"k", b"1").unwrap_err();
+    assert!(matches!(e, pagewise::Error::Unsupported { .. }), "{e}");
+    let t = db.tree_with("b", beps(Compression::Lz4)).unwrap();
+    t.upsert(b"k", b"1").unwrap();
+    t.upsert(b"k", b"2").unwrap();
+    db.sync().unwrap();
+    // Crash-like: no close, so the log still holds the upserts.
+    std::mem::forget(db);
+    let mut no_op = opts();
+    no_op.merge_operator = None;
+    std::fs::remove_file(pagewise::lock_path(&path)).ok();
+    match Db::open(&path, no_op.clone()) {
+        Err(pagewise::Error::NoMergeOperator { tree }) => assert_eq!(tree, "b"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("replay without the operator must fail"),
+    }
+}
+
+/// Flips one byte inside partition 1 of a stored leaf and reseals the page
+/// (so the page checksum passes): reads must report the node's first page
+/// and the partition, never panic or return wrong data.
+#[test]
+fn corrupt_partition_is_a_typed_error_naming_node_and_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = || opts().durability(Durability::Sync);
+    let db = Db::create(&path, o()).unwrap();
+    let kind = TreeKind::BEpsilon(
+        BEpsOptions::default()
+            .node_bytes(4096)
+            .basement_bytes(256)
+            .compression(Compression::None),
+    );
+    let t = db.tree_with("t", kind).unwrap();
+    for i in 0..400u32 {
+        t.insert(format!("key{i:05}"), [b'v'; 20]).unwrap();
+    }
+    db.close().unwrap();
+    let (ps, cap) = (512usize, 480usize);
+    let mut file = std::fs::read(&path).unwrap();
+    let mut target = None;
+    for pid in 2..file.len() / ps {
+        let page = &file[pid * ps..(pid + 1) * ps];
+        let payload = &page[32..];
+        let first_of_leaf = page[4] == 7 && page[28..32] == [0; 4] && &payload[..4] == b"PWBE";
+        if first_of_leaf && payload[4] == 2 && u16::from_le_bytes([payload[6], payload[7]]) >= 2 {
+            let d = 64 + 24; // directory entry of partition 1
+            let off = u32::from_le_bytes(payload[d..d + 4].try_into().unwrap()) as usize;
+            target = Some((pid, off + 3));
+            break;
+        }
+    }
+    let (first, off) = target.expect("a stored leaf with two basements");
+    let pid = first + off / cap;
+    let at = pid * ps + 32 + off % cap;
+    file[at] ^= 0x40;
+    let crc = crc32c::crc32c(&file[pid * ps + 4..(pid + 1) * ps]);
+    file[pid * ps..pid * ps + 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &file).unwrap();
+    let db = Db::open(&path, o()).unwrap();
+    let t = db.tree("t").unwrap();
+    let err = t
+        .iter()
+        .find_map(Result::err)
+        .expect("the scan meets the bad partition");
+    match &err {
+        pagewise::Error::Corrupt { page, what, .. } => {
+            assert_eq!(*page, first as u64, "names the node's first page: {err}");
+            assert!(what.contains("partition 1"), "names the partition: {err}");
+        }
+        e => panic!("expected Error::Corrupt, got {e}"),
+    }
+    let rep = db.check().unwrap();
+    assert!(!rep.is_ok(), "check reports it");
+}
