@@ -171,7 +171,13 @@ fn an_lmdb_engine_dropped_without_close_releases_its_files() {
         value: vec![7; 100],
     };
     e.write_batch(&[op]).unwrap();
-    assert!(!open_files_under(dir.path()).is_empty(), "open while in use");
+    assert!(
+        !open_files_under(dir.path()).is_empty(),
+        "open while in use"
+    );
     drop(e);
-    assert_eq!(open_files_under(dir.path()), Vec::<std::path::PathBuf>::new());
+    assert_eq!(
+        open_files_under(dir.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
 }
