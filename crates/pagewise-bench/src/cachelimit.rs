@@ -171,6 +171,16 @@ impl CacheLimiter {
         self.cap.is_some()
     }
 
+    /// Takes a helper process (the compressing drive's server) out of the
+    /// capped group: it stands for the drive, not for the engine. Returns a
+    /// note if that failed (its memory is then charged to the engine).
+    pub fn release(&self, pid: u32) -> Option<String> {
+        let cap = self.cap.as_ref()?;
+        cap.release(pid).err().map(|e| {
+            format!("the compressing drive's server stayed in the bench's memory cgroup ({e}); its memory counts against the engine's cap")
+        })
+    }
+
     /// "cgroup-v1", "cgroup-v2" or "fadvise".
     pub fn method(&self) -> &'static str {
         self.cap.as_ref().map_or("fadvise", |c| c.group().method())

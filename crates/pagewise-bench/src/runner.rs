@@ -275,6 +275,9 @@ fn phase(
     if let Some(c) = &mut place.csd {
         let m = CsdMount::mount(&c.backing, &c.mnt)?;
         notes.push(format!("compressing drive mounted: {}", m.note()));
+        if let Some(n) = m.server_pid().and_then(|pid| limiter.release(pid)) {
+            notes.push(n);
+        }
         c.mount = Some(m);
     }
     let db_before = sysinfo::disk_usage(&place.dir);

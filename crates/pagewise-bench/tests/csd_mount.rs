@@ -231,7 +231,7 @@ fn drop_unmounts_and_a_dead_runs_mount_is_swept() {
 }
 
 #[test]
-fn a_server_told_to_stop_detaches_its_mount_and_the_bench_gets_an_error() {
+fn a_server_told_to_stop_detaches_its_mount() {
     if skip() {
         return;
     }
@@ -251,10 +251,11 @@ fn a_server_told_to_stop_detaches_its_mount_and_the_bench_gets_an_error() {
         polls += 1;
     }
     assert!(!mounted(&mnt), "still mounted after SIGTERM to the server");
-    assert!(
-        m.unmount().is_err(),
-        "unmounting a stopped server is an error"
-    );
+    // The server reported its last counters as it exited: unmount returns
+    // them, or an error if the pipe closed first. Either way it returns.
+    if let Ok(s) = m.unmount() {
+        assert_eq!(s.logical_bytes, 4, "{s:?}");
+    }
     assert_eq!(std::fs::read(backing.join("x")).unwrap(), b"kept");
 }
 

@@ -245,6 +245,20 @@ fn backing_flags(flags: i32) -> i32 {
             | libc::O_TRUNC)
 }
 
+/// [`backing_flags`], and in writeback mode no O_SYNC / O_DSYNC either: the
+/// kernel then writes an O_DSYNC file's pages back through whichever open
+/// file it picks and sends an explicit fsync for each synchronous write, as
+/// it does above a block device; a backing handle opened O_DSYNC would add a
+/// journal commit to every writeback that happened to use it.
+fn backing_flags_in(flags: i32, writeback: bool) -> i32 {
+    let sync = if writeback {
+        libc::O_SYNC | libc::O_DSYNC
+    } else {
+        0
+    };
+    backing_flags(flags) & !sync
+}
+
 impl PassFs {
     /// Requires: `root` is an existing directory. `writeback`: mount with
     /// FUSE writeback caching and write the backing files with O_DIRECT.
@@ -301,7 +315,7 @@ impl PassFs {
                 OpenOptions::new()
                     .read(true)
                     .write(flags & libc::O_ACCMODE != libc::O_RDONLY)
-                    .custom_flags(backing_flags(flags) | libc::O_DIRECT)
+                    .custom_flags(backing_flags_in(flags, self.writeback) | libc::O_DIRECT)
                     .open(path)
                     .ok()
             })
@@ -331,7 +345,7 @@ impl PassFs {
         OpenOptions::new()
             .read(true)
             .write(writable)
-            .custom_flags(backing_flags(flags))
+            .custom_flags(backing_flags_in(flags, self.writeback))
             .open(path)
             .map_err(errno)
     }
@@ -603,7 +617,7 @@ impl Filesystem for PassFs {
                 .create_new(flags & libc::O_EXCL != 0)
                 .truncate(flags & libc::O_TRUNC != 0)
                 .mode(mode & !umask & 0o7777)
-                .custom_flags(backing_flags(flags))
+                .custom_flags(backing_flags_in(flags, self.writeback))
                 .open(&p)
                 .map_err(errno)?;
             let a = self.entry(&p)?;
@@ -875,5 +889,11 @@ mod tests {
     fn backing_opens_drop_direct_and_append() {
         let f = backing_flags(libc::O_WRONLY | libc::O_DIRECT | libc::O_APPEND | libc::O_DSYNC);
         assert_eq!(f, libc::O_DSYNC);
+        let flags = libc::O_RDWR | libc::O_SYNC | libc::O_NOATIME;
+        assert_eq!(backing_flags_in(flags, true), libc::O_NOATIME);
+        assert_eq!(
+            backing_flags_in(flags, false),
+            libc::O_SYNC | libc::O_NOATIME
+        );
     }
 }

@@ -163,14 +163,11 @@ fn tune_writeback(mnt: &Path) -> String {
 /// field 5 is the mount point, spaces escaped as `\040`).
 pub fn mount_device(mountinfo: &str, mnt: &Path) -> Option<String> {
     let want = mnt.to_string_lossy().replace(' ', "\\040");
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split(' ');
-            let dev = f.nth(2)?;
-            (f.nth(1)? == want).then(|| dev.to_string())
-        })
-        .last()
+    mountinfo.lines().rev().find_map(|l| {
+        let mut f = l.split(' ');
+        let dev = f.nth(2)?;
+        (f.nth(1)? == want).then(|| dev.to_string())
+    })
 }
 
 /// What the request and signal threads share.
@@ -253,6 +250,12 @@ impl Control {
     }
 }
 
+fn cstr(p: &Path) -> std::io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,10 +271,4 @@ mod tests {
         assert_eq!(dev("/"), Some("254:0".into()));
         assert_eq!(dev("/var/tmp/w"), None);
     }
-}
-
-fn cstr(p: &Path) -> std::io::Result<std::ffi::CString> {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(p.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))
 }

@@ -18,7 +18,8 @@ const NAME: &str = "lmdb";
 const MAP_SIZE: usize = 256 << 30;
 
 pub struct LmdbEngine {
-    env: Env,
+    /// Always `Some` until dropped (see the `Drop` impl).
+    env: Option<Env>,
     dbs: Vec<Database<Bytes, Bytes>>,
 }
 
@@ -46,7 +47,10 @@ pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>
         );
     }
     txn.commit().map_err(err)?;
-    Ok(Box::new(LmdbEngine { env, dbs }))
+    Ok(Box::new(LmdbEngine {
+        env: Some(env),
+        dbs,
+    }))
 }
 
 impl Engine for LmdbEngine {
@@ -59,7 +63,7 @@ impl Engine for LmdbEngine {
     }
 
     fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
-        let mut txn = self.env.write_txn().map_err(err)?;
+        let mut txn = self.env().write_txn().map_err(err)?;
         for op in ops {
             match op {
                 WriteOp::Put { table, key, value } => {
@@ -74,7 +78,7 @@ impl Engine for LmdbEngine {
     }
 
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let txn = self.env.read_txn().map_err(err)?;
+        let txn = self.env().read_txn().map_err(err)?;
         Ok(self.dbs[table]
             .get(&txn, key)
             .map_err(err)?
@@ -82,7 +86,7 @@ impl Engine for LmdbEngine {
     }
 
     fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
-        let txn = self.env.read_txn().map_err(err)?;
+        let txn = self.env().read_txn().map_err(err)?;
         keys.iter()
             .map(|k| {
                 Ok(self.dbs[table]
@@ -94,7 +98,7 @@ impl Engine for LmdbEngine {
     }
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
-        let txn = self.env.read_txn().map_err(err)?;
+        let txn = self.env().read_txn().map_err(err)?;
         // LMDB rejects a zero-length key, even as a range bound.
         let lo = if start.is_empty() {
             Bound::Unbounded
@@ -118,13 +122,32 @@ impl Engine for LmdbEngine {
     }
 
     fn sync(&self) -> Result<()> {
-        self.env.force_sync().map_err(err)
+        self.env().force_sync().map_err(err)
     }
 
     fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
-        self.env.force_sync().map_err(err)?;
-        let this = *self;
-        this.env.prepare_for_closing().wait();
+        self.env().force_sync().map_err(err)?;
+        // Dropping closes the environment.
         Ok(None)
+    }
+}
+
+impl LmdbEngine {
+    fn env(&self) -> &Env {
+        self.env
+            .as_ref()
+            .expect("the environment is open until the engine is dropped")
+    }
+}
+
+impl Drop for LmdbEngine {
+    /// heed keeps every opened environment in a process-wide registry, so
+    /// dropping the last handle does not close it: an engine dropped without
+    /// `close` (a phase stopped by Ctrl-C) kept its files open and the run's
+    /// mount busy. Closing here covers both paths.
+    fn drop(&mut self) {
+        if let Some(env) = self.env.take() {
+            env.prepare_for_closing().wait();
+        }
     }
 }

@@ -146,3 +146,38 @@ fn unknown_and_missing_engines_are_clear_errors() {
         assert!(e.to_string().contains("--features"), "{e}");
     }
 }
+
+/// Files of `dir` this process holds open (from /proc/self/fd).
+#[cfg(feature = "heed")]
+fn open_files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|p| p.starts_with(dir))
+        .collect()
+}
+
+#[cfg(feature = "heed")]
+#[test]
+fn an_lmdb_engine_dropped_without_close_releases_its_files() {
+    // A phase stopped by Ctrl-C drops the engine; its mount must not stay busy.
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings::default();
+    let e = open_engine("lmdb", dir.path(), &settings, &TABLES).unwrap();
+    let op = WriteOp::Put {
+        table: 0,
+        key: encode_key(1, 16),
+        value: vec![7; 100],
+    };
+    e.write_batch(&[op]).unwrap();
+    assert!(
+        !open_files_under(dir.path()).is_empty(),
+        "open while in use"
+    );
+    drop(e);
+    assert_eq!(
+        open_files_under(dir.path()),
+        Vec::<std::path::PathBuf>::new()
+    );
+}

@@ -136,6 +136,20 @@ impl MemCap {
         Ok(())
     }
 
+    /// Moves process `pid` (a helper this process started, which inherited
+    /// the group) back to the group this process came from, so its memory is
+    /// not charged to the engine under test.
+    pub fn release(&self, pid: u32) -> Result<()> {
+        let procs = self.home.join("cgroup.procs");
+        write(&procs, &pid.to_string()).map_err(|e| {
+            os(
+                "move a helper process out of the bench's memory cgroup",
+                &procs,
+                e,
+            )
+        })
+    }
+
     /// The group's files, for reading usage and setting limits.
     pub fn group(&self) -> &Group {
         &self.group
