@@ -477,12 +477,21 @@ fn samples(checks: &[SizeCheck]) -> Vec<Sample> {
             height: c.measured.height,
             read_s: 1.0 / c.engine_row.read_iops,
             writes_per_insert: c.measured.page_writes_per_insert,
-            write_cost_factor: c
-                .measured
-                .checkpoint_page_us
-                .map(|us| us * 1e-6 * c.predicted.write_iops),
+            write_cost_factor: write_cost_factor(c),
         })
         .collect()
+}
+
+/// `f`: what an insert costs beyond a get (its page writes, at
+/// checkpoints inside the mix and the one ending it), per page written, in
+/// QD1 random writes of the drive: `(t_insert - t_get) x Wr(B) / w`.
+/// `None` without inserts or page writes.
+fn write_cost_factor(c: &SizeCheck) -> Option<f64> {
+    let m = &c.measured;
+    let insert_us = m.mix_insert_us?;
+    let w = m.page_writes_per_insert.filter(|w| *w > 0.0)?;
+    let beyond_s = ((insert_us - 1e6 / m.point_qps) * 1e-6).max(0.0);
+    Some(beyond_s * c.predicted.write_iops / w)
 }
 
 /// Applies the calibrated, leave-one-out and in-sample corrections to the
@@ -524,7 +533,7 @@ fn finish(
         device_only_best: advice.best,
         recommended: advice.best,
         best_measured,
-        verdict: verdict(advice.best, &checks, mix, &correction),
+        verdict: verdict(advice.best, &checks, mix),
         sizes: checks,
         calibration,
         correction,

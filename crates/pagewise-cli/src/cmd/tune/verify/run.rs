@@ -31,6 +31,12 @@ pub struct Measured {
     pub leaf_hit_rate: f64,
     pub mix_ops: f64,
     pub mix_inserts: u64,
+    /// Mean microseconds per operation of each kind inside the mix; the
+    /// inserts carry the checkpoints they trigger and the one that ends the
+    /// mix. `None` for a kind the mix did not run.
+    pub mix_point_us: Option<f64>,
+    pub mix_range_us: Option<f64>,
+    pub mix_insert_us: Option<f64>,
     /// Page writes (bytes / page size) per insert, the final checkpoint
     /// included; `None` without inserts.
     pub page_writes_per_insert: Option<f64>,
@@ -116,7 +122,20 @@ fn thread_cpu_s() -> f64 {
     }
 }
 
-type MixOut = (f64, u64, Option<f64>, Stats, Stats);
+/// Seconds and operations per kind in the mix: point, range, insert.
+#[derive(Default)]
+struct PerOp {
+    secs: [f64; 3],
+    ops: [u64; 3],
+}
+
+impl PerOp {
+    fn us(&self, k: usize) -> Option<f64> {
+        (self.ops[k] > 0).then(|| self.secs[k] / self.ops[k] as f64 * 1e6)
+    }
+}
+
+type MixOut = (f64, u64, Option<f64>, Stats, Stats, PerOp);
 
 /// Requires: `db` holds `w.rows` records 0, 2, ... in tree [`TREE`].
 pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured> {
@@ -138,7 +157,7 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
         (s1.cache_misses - s0.cache_misses) as f64,
     );
 
-    let (mix_ops, inserts, ckpt_page_us, s2, s3) = mix(db, &t, &mut r, w)?;
+    let (mix_ops, inserts, ckpt_page_us, s2, s3, per_op) = mix(db, &t, &mut r, w)?;
     let written = (s3.pages.write_bytes - s2.pages.write_bytes) as f64 / page;
     let (cached_get_us, misses_hot) = cached(db, &t, &mut r, w)?;
     let out = Measured {
@@ -151,6 +170,9 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
         leaf_hit_rate: (1.0 - misses / gets as f64).clamp(0.0, 1.0),
         mix_ops,
         mix_inserts: inserts,
+        mix_point_us: per_op.us(0),
+        mix_range_us: per_op.us(1),
+        mix_insert_us: per_op.us(2),
         page_writes_per_insert: (inserts > 0).then(|| written / inserts as f64),
         checkpoints: s3.checkpoints - s2.checkpoints,
         checkpoint_page_us: ckpt_page_us,
@@ -169,34 +191,48 @@ pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured
 /// page of that checkpoint, and the stats around the phase.
 fn mix(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<MixOut> {
     let before = db.stats();
-    let mut inserts = 0u64;
+    let mut per = PerOp::default();
     let start = Instant::now();
     let (ops, _) = timed(w.secs, || {
         let u = r.unit();
-        if u < w.mix.point {
-            get(t, r, w)
+        let k = if u < w.mix.point {
+            0
         } else if u < w.mix.point + w.mix.range {
-            let from = key(2 * r.below(w.rows), w.key_bytes);
-            for kv in t.range(from..).take(w.range_records as usize) {
-                kv.context("range scan failed")?;
-            }
-            Ok(())
+            1
         } else {
-            let n = 2 * r.below(w.rows) + 1;
-            inserts += 1;
-            t.insert(key(n, w.key_bytes), value(n, w.value_bytes))
-                .context("insert failed")
+            2
+        };
+        let op = Instant::now();
+        match k {
+            0 => get(t, r, w)?,
+            1 => {
+                let from = key(2 * r.below(w.rows), w.key_bytes);
+                for kv in t.range(from..).take(w.range_records as usize) {
+                    kv.context("range scan failed")?;
+                }
+            }
+            _ => {
+                let n = 2 * r.below(w.rows) + 1;
+                t.insert(key(n, w.key_bytes), value(n, w.value_bytes))
+                    .context("insert failed")?;
+            }
         }
+        per.secs[k] += op.elapsed().as_secs_f64();
+        per.ops[k] += 1;
+        Ok(())
     })?;
     let pre = db.stats().pages.write_bytes;
     let ckpt = Instant::now();
     db.checkpoint().context("checkpoint after the mix failed")?;
     let ckpt_secs = ckpt.elapsed().as_secs_f64();
+    per.secs[2] += ckpt_secs;
     let secs = start.elapsed().as_secs_f64();
     let after = db.stats();
     let pages = (after.pages.write_bytes - pre) / db.page_size() as u64;
     let per_page_us = (pages > 0).then(|| ckpt_secs / pages as f64 * 1e6);
-    Ok((ops as f64 / secs, inserts, per_page_us, before, after))
+    let inserts = per.ops[2];
+    assert!(per.ops.iter().sum::<u64>() == ops);
+    Ok((ops as f64 / secs, inserts, per_page_us, before, after, per))
 }
 
 /// Gets over a hot set small enough to stay cached: microseconds per get,
