@@ -173,8 +173,11 @@ pub struct Verification {
 
 pub const RULE: &str = "rows' = min(rows, budget); the cache leaves the scaled tree as many uncached levels (device reads per get) as the described dataset at that page size, and the Db at least 10x the cache when the described one is; same key/value sizes and mix; predictions are the advisor's on this scaled dataset (fill measured after a sorted load); calibration: the same on separate Dbs of a quarter of the rows at the smallest and largest size";
 
-/// The sizes to verify: B/2, B, 2B within 512 B..64 KiB.
+/// The sizes to verify: B/2, B, 2B within 512 B..64 KiB (the engine's
+/// page sizes), B itself clamped first so that a B beyond 64 KiB still gets
+/// two sizes: 32 and 64 KiB.
 pub fn sizes(best: u64) -> Vec<u64> {
+    let best = best.clamp(512, 65536);
     let mut v: Vec<u64> = [best / 2, best, best.saturating_mul(2)]
         .into_iter()
         .map(|p| p.clamp(512, 65536))
@@ -216,7 +219,14 @@ pub fn run(
         if let Some(c) = costs::load(dir, drive, notes) {
             let (lo, hi) = (c.page_sizes.iter().min(), c.page_sizes.iter().max());
             let range = (lo.copied().unwrap_or(0), hi.copied().unwrap_or(u64::MAX));
-            rerank(advice, model, range, &c.calibrated, notes, "learned by an earlier verification");
+            rerank(
+                advice,
+                model,
+                range,
+                &c.calibrated,
+                notes,
+                "learned by an earlier verification",
+            );
         }
         return Ok(None);
     }
@@ -240,7 +250,13 @@ pub fn run(
         };
         let mut built = Vec::new();
         for &page in &cal_pages {
-            built.push(build(page, "calibrate", &ctx, &budget.calibration(), &mut vnotes)?);
+            built.push(build(
+                page,
+                "calibrate",
+                &ctx,
+                &budget.calibration(),
+                &mut vnotes,
+            )?);
         }
         for &page in &verify_pages {
             built.push(build(page, "verify", &ctx, &budget, &mut vnotes)?);
@@ -263,7 +279,14 @@ pub fn run(
     // beyond them the fitted terms would be extrapolated.
     let range = (cal_pages[0], cal_pages[1]);
     let c = &calibration.correction;
-    rerank(advice, model, range, c, notes, "calibrated on this drive just now");
+    rerank(
+        advice,
+        model,
+        range,
+        c,
+        notes,
+        "calibrated on this drive just now",
+    );
     let mut out = finish(args.verify, advice, calibration, checks, vnotes);
     out.device_only_best = device_only_best;
     out.elapsed_secs = start.elapsed().as_secs_f64();
@@ -301,7 +324,10 @@ fn measure_all(mut built: Vec<Built>, quiet: bool) -> anyhow::Result<Vec<Done>> 
         b.session.warm(b.budget.warm_secs)?;
     }
     if !quiet {
-        eprintln!("measuring {} Dbs in {ROUNDS} interleaved rounds...", built.len());
+        eprintln!(
+            "measuring {} Dbs in {ROUNDS} interleaved rounds...",
+            built.len()
+        );
     }
     for _ in 0..ROUNDS {
         for b in &mut built {
@@ -382,7 +408,11 @@ fn rerank(
 /// prediction uses the smooth curve, so one noisy probe point does not
 /// shift one size against its neighbours.
 fn smooth(row: &Row, model: &ModelReport) -> Row {
-    let fit = model.find(pagewise_model::OpKind::Read, pagewise_model::Pattern::Random, None);
+    let fit = model.find(
+        pagewise_model::OpKind::Read,
+        pagewise_model::Pattern::Random,
+        None,
+    );
     let out = Row {
         read_iops: fit.map_or(row.read_iops, |f| f.predicted_iops(row.page_size)),
         ..row.clone()
@@ -424,7 +454,12 @@ fn size_check(
         .next()
         .context("the advisor excluded this page size")?;
     let engine_row = smooth(&predicted, ctx.model);
-    let none = correct(&engine_row, &scaled.dataset, ctx.advice.mix, &Correction::NONE);
+    let none = correct(
+        &engine_row,
+        &scaled.dataset,
+        ctx.advice.mix,
+        &Correction::NONE,
+    );
     Ok(SizeCheck {
         page_size: page,
         load_secs,

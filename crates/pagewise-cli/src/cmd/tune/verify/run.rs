@@ -6,9 +6,9 @@
 //! one minute to the next, every Db then sees the same drift, and the
 //! calibration Dbs measure the machine as it is while the verified ones run.
 
+use super::build::DbFiles;
 use super::build::TREE;
 use super::keys::{key, value, Rng};
-use super::build::DbFiles;
 use anyhow::Context;
 use pagewise::{Db, Stats, Tree};
 use pagewise_model::advise::Mix;
@@ -215,7 +215,9 @@ impl Session {
         assert!(self.mix_start.is_some() && self.mix_end.is_none());
         let pre = self.db.stats().pages.write_bytes;
         let ckpt = Instant::now();
-        self.db.checkpoint().context("checkpoint after the mix failed")?;
+        self.db
+            .checkpoint()
+            .context("checkpoint after the mix failed")?;
         let secs = ckpt.elapsed().as_secs_f64();
         self.mix.secs[2] += secs;
         self.mix_secs += secs;
@@ -261,7 +263,9 @@ impl Session {
             cached_get_us,
             cpu_per_level_us: cached_get_us / self.height as f64,
         };
-        self.db.close().context("closing the verification Db failed")?;
+        self.db
+            .close()
+            .context("closing the verification Db failed")?;
         assert!(out.point_qps > 0.0 && out.mix_ops > 0.0);
         Ok(out)
     }
