@@ -33,14 +33,28 @@ fn tune(data: &Path, extra: &[&str]) -> Command {
     c
 }
 
-/// Files in `dir` other than the two tune keeps.
+/// Files in `dir` other than the three tune keeps.
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "report.html" && n != "probe-results.json")
+        .filter(|n| n != "report.html" && n != "probe-results.json" && n != "engine-costs.json")
         .collect()
+}
+
+/// B/2, B, 2B clamped to 512 B..64 KiB, without repeats.
+fn super_sizes(best: u64) -> Vec<u64> {
+    let best = best.clamp(512, 65536);
+    [best / 2, best, best * 2]
+        .into_iter()
+        .map(|p| p.clamp(512, 65536))
+        .fold(Vec::new(), |mut v, p| {
+            if v.last() != Some(&p) {
+                v.push(p);
+            }
+            v
+        })
 }
 
 #[test]
@@ -62,16 +76,15 @@ fn verification_reports_every_size_and_cleans_up() {
         .iter()
         .map(|s| s["page_size"].as_u64().unwrap())
         .collect();
-    let want: Vec<u64> = [best / 2, best, best * 2]
-        .into_iter()
-        .map(|p| p.clamp(512, 65536))
-        .fold(Vec::new(), |mut v, p| {
-            if v.last() != Some(&p) {
-                v.push(p);
-            }
-            v
-        });
-    assert_eq!(sizes, want, "verified sizes around {best}");
+    // Verified around the device-only advice; the engine-aware
+    // recommendation is one of the verified sizes.
+    let device_only = ver["device_only_best"].as_u64().unwrap();
+    assert_eq!(
+        sizes,
+        super_sizes(device_only),
+        "verified sizes around {device_only}"
+    );
+    assert!(sizes.contains(&best), "recommended {best} not verified");
     for s in ver["sizes"].as_array().unwrap() {
         for rate in [
             &s["measured"]["point_qps"],
@@ -80,6 +93,8 @@ fn verification_reports_every_size_and_cleans_up() {
             &s["predicted"]["mix_ops"],
             &s["corrected"]["point_qps"],
             &s["corrected"]["mix_ops"],
+            &s["calibrated"]["point_qps"],
+            &s["loo"]["point_qps"],
         ] {
             let r = rate.as_f64().unwrap_or(-1.0);
             assert!(r.is_finite() && r > 0.0, "bad rate {rate} in {s}");
@@ -89,6 +104,32 @@ fn verification_reports_every_size_and_cleans_up() {
         let h = s["measured"]["height"].as_u64().unwrap();
         assert!((1..=6).contains(&h), "height {h}");
     }
+    // The calibration ran on its own Dbs at the ends of the device-only
+    // range, a quarter of the rows each.
+    let cal: Vec<u64> = ver["calibration"]["sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["page_size"].as_u64().unwrap())
+        .collect();
+    let around = super_sizes(device_only);
+    assert_eq!(
+        cal,
+        vec![around[0], around[around.len() - 1]],
+        "calibrated sizes"
+    );
+    for s in ver["calibration"]["sizes"].as_array().unwrap() {
+        assert_eq!(s["scaled"]["dataset"]["rows"].as_u64(), Some(7_500), "{s}");
+    }
+    for k in ["device_only", "calibrated", "leave_one_out", "in_sample"] {
+        let e = ver["max_point_error"][k].as_f64().unwrap_or(-1.0);
+        assert!(e.is_finite() && e >= 0.0, "{k}: {e}");
+    }
+    // The learned costs are kept for later runs.
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("engine-costs.json")).unwrap()).unwrap();
+    assert_eq!(kept["drive"], "real drive");
+    assert_eq!(kept["calibrated"], ver["calibration"]["correction"]);
     let verdict = ver["verdict"].as_str().unwrap();
     assert!(
         verdict.starts_with("confirmed") || verdict.starts_with("measured best is"),
@@ -98,6 +139,14 @@ fn verification_reports_every_size_and_cleans_up() {
     assert!(html.contains("Verification: the advice measured on the engine"));
     assert!(html.contains(verdict.split(':').next().unwrap()));
     assert_eq!(leftovers(&data), Vec::<String>::new(), "files left behind");
+    // A later run without verification advises with the kept costs.
+    let o = tune(&data, &["--verify", "off"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(data.join("report.html")).unwrap();
+    assert!(
+        html.contains("learned by an earlier verification"),
+        "the kept engine costs were not used"
+    );
 }
 
 #[test]
@@ -116,14 +165,17 @@ fn ctrl_c_during_verification_removes_its_files() {
         if data.exists()
             && leftovers(&data)
                 .iter()
-                .any(|n| n.starts_with("pagewise-verify"))
+                .any(|n| n.starts_with("pagewise-verify") || n.starts_with("pagewise-calibrate"))
         {
             seen = true;
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(seen, "no verification Db appeared within 30 s");
+    assert!(
+        seen,
+        "no calibration or verification Db appeared within 30 s"
+    );
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: plain kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

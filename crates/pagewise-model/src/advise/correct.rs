@@ -201,18 +201,15 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
     // work a miss adds (checksum, copy, decode, cache upkeep) cannot shrink
     // as the page grows: a falling line is noise, and extrapolating it would
     // make large pages free, so it is replaced by its mean.
-    let (x0, x1) = line_fit_rising(
-        samples
-            .iter()
-            .filter(|s| s.measured_point_ios >= 0.05)
-            .map(|s| {
-                let rest = s.measured_get_s - s.height as f64 * cpu(s.page_size);
-                (
-                    s.page_size as f64 / 4096.0 - 1.0,
-                    rest / s.measured_point_ios - s.read_s,
-                )
-            }),
-    );
+    let (x0, x1) = line_fit_rising(samples.iter().filter(|s| s.measured_point_ios >= 0.05).map(
+        |s| {
+            let rest = s.measured_get_s - s.height as f64 * cpu(s.page_size);
+            (
+                s.page_size as f64 / 4096.0 - 1.0,
+                rest / s.measured_point_ios - s.read_s,
+            )
+        },
+    ));
     let predicted: f64 = samples.iter().map(|s| s.predicted_point_ios).sum();
     let measured: f64 = samples.iter().map(|s| s.measured_point_ios).sum();
     let mean_or_1 = |v: Vec<f64>| {

@@ -36,10 +36,10 @@ use pagewise_model::advise::correct::{
     correct, engine_best, fit_correction, leave_one_out, Corrected, Correction, Sample,
 };
 use pagewise_model::advise::scale::{scale, Scaled};
-use pagewise_model::advise::{Advice, Row};
+use pagewise_model::advise::{Advice, Mix, Row};
 use pagewise_model::fit::ModelReport;
 use pagewise_model::units::{fmt_bytes, fmt_count};
-use run::{measure, Measured, Workload};
+use run::{Measured, Session, Workload};
 use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
@@ -173,8 +173,11 @@ pub struct Verification {
 
 pub const RULE: &str = "rows' = min(rows, budget); the cache leaves the scaled tree as many uncached levels (device reads per get) as the described dataset at that page size, and the Db at least 10x the cache when the described one is; same key/value sizes and mix; predictions are the advisor's on this scaled dataset (fill measured after a sorted load); calibration: the same on separate Dbs of a quarter of the rows at the smallest and largest size";
 
-/// The sizes to verify: B/2, B, 2B within 512 B..64 KiB.
+/// The sizes to verify: B/2, B, 2B within 512 B..64 KiB (the engine's
+/// page sizes), B itself clamped first so that a B beyond 64 KiB still gets
+/// two sizes: 32 and 64 KiB.
 pub fn sizes(best: u64) -> Vec<u64> {
+    let best = best.clamp(512, 65536);
     let mut v: Vec<u64> = [best / 2, best, best.saturating_mul(2)]
         .into_iter()
         .map(|p| p.clamp(512, 65536))
@@ -216,7 +219,14 @@ pub fn run(
         if let Some(c) = costs::load(dir, drive, notes) {
             let (lo, hi) = (c.page_sizes.iter().min(), c.page_sizes.iter().max());
             let range = (lo.copied().unwrap_or(0), hi.copied().unwrap_or(u64::MAX));
-            rerank(advice, model, range, &c.calibrated, notes, "learned by an earlier verification");
+            rerank(
+                advice,
+                model,
+                range,
+                &c.calibrated,
+                notes,
+                "learned by an earlier verification",
+            );
         }
         return Ok(None);
     }
@@ -228,35 +238,55 @@ pub fn run(
     let budget = Budget::new(args);
     let device_only_best = advice.best;
     let mut vnotes = Vec::new();
-    let cal_sizes = sizes(advice.best);
-    let cal_pages = [cal_sizes[0], cal_sizes[cal_sizes.len() - 1]];
-    let calibration = {
+    let verify_pages = sizes(advice.best);
+    let cal_pages = [verify_pages[0], verify_pages[verify_pages.len() - 1]];
+    let (cal_checks, checks) = {
         let ctx = Ctx {
             dir,
-            fs: fs.clone(),
+            fs,
             model,
             advice,
             quiet,
         };
-        calibrate(&ctx, &cal_pages, &budget, &mut vnotes)?
+        let mut built = Vec::new();
+        for &page in &cal_pages {
+            built.push(build(
+                page,
+                "calibrate",
+                &ctx,
+                &budget.calibration(),
+                &mut vnotes,
+            )?);
+        }
+        for &page in &verify_pages {
+            built.push(build(page, "verify", &ctx, &budget, &mut vnotes)?);
+        }
+        let done = measure_all(built, quiet)?;
+        let mut cal = Vec::new();
+        let mut ver = Vec::new();
+        for (tag, page, scaled, load_secs, m) in done {
+            let c = size_check(page, scaled, load_secs, m, &ctx)?;
+            if tag == "calibrate" {
+                cal.push(c);
+            } else {
+                ver.push(c);
+            }
+        }
+        (cal, ver)
     };
-    // The engine's costs move the advice at most within the calibrated
-    // sizes: beyond them the fitted terms would be extrapolated.
+    let calibration = calibrate(cal_checks, advice.mix, start.elapsed().as_secs_f64());
+    // The engine's costs move the advice only among the verified sizes:
+    // beyond them the fitted terms would be extrapolated.
     let range = (cal_pages[0], cal_pages[1]);
     let c = &calibration.correction;
-    rerank(advice, model, range, c, notes, "calibrated on this drive just now");
-    let ctx = Ctx {
-        dir,
-        fs,
-        model,
+    rerank(
         advice,
-        quiet,
-    };
-    let mut checks = Vec::new();
-    for page in sizes(advice.best) {
-        let c = check_size(page, "verify", &ctx, &budget, &mut vnotes)?;
-        checks.push(c);
-    }
+        model,
+        range,
+        c,
+        notes,
+        "calibrated on this drive just now",
+    );
     let mut out = finish(args.verify, advice, calibration, checks, vnotes);
     out.device_only_best = device_only_best;
     out.elapsed_secs = start.elapsed().as_secs_f64();
@@ -270,32 +300,74 @@ pub fn run(
     Ok(Some(out))
 }
 
-/// The calibration: the phases on separate, smaller Dbs at `pages`, and
-/// the engine costs fitted from them.
-fn calibrate(
-    ctx: &Ctx,
-    pages: &[u64],
-    b: &Budget,
-    notes: &mut Vec<String>,
-) -> anyhow::Result<Calibration> {
-    let start = Instant::now();
-    let mut checks = Vec::new();
-    let mut pages = pages.to_vec();
-    pages.dedup();
-    for &page in &pages {
-        checks.push(check_size(page, "calibrate", ctx, &b.calibration(), notes)?);
+/// Rounds each measured phase is split into, interleaved across the Dbs.
+const ROUNDS: u32 = 4;
+
+/// A loaded, reopened Db waiting to be measured.
+struct Built {
+    tag: &'static str,
+    page: u64,
+    scaled: Scaled,
+    load_secs: f64,
+    budget: Budget,
+    session: Session,
+}
+
+type Done = (&'static str, u64, Scaled, f64, Measured);
+
+/// Warms every Db, then runs the point phase and the mix in [`ROUNDS`]
+/// interleaved rounds (every Db sees the machine's drift alike), ends the
+/// mixes with a checkpoint and measures the cached gets.
+fn measure_all(mut built: Vec<Built>, quiet: bool) -> anyhow::Result<Vec<Done>> {
+    assert!(!built.is_empty());
+    for b in &mut built {
+        b.session.warm(b.budget.warm_secs)?;
     }
+    if !quiet {
+        eprintln!(
+            "measuring {} Dbs in {ROUNDS} interleaved rounds...",
+            built.len()
+        );
+    }
+    for _ in 0..ROUNDS {
+        for b in &mut built {
+            b.session.point_slice(b.budget.phase_secs / ROUNDS as f64)?;
+        }
+    }
+    for _ in 0..ROUNDS {
+        for b in &mut built {
+            b.session.mix_slice(b.budget.phase_secs / ROUNDS as f64)?;
+        }
+    }
+    for b in &mut built {
+        b.session.end_mix()?;
+    }
+    let mut out = Vec::new();
+    for b in built {
+        let m = (b.session.finish(b.budget.phase_secs / 3.0))
+            .with_context(|| format!("{} at {} B pages failed", b.tag, b.page))?;
+        out.push((b.tag, b.page, b.scaled, b.load_secs, m));
+    }
+    Ok(out)
+}
+
+/// The calibration: the engine costs fitted on the calibration Dbs.
+fn calibrate(mut checks: Vec<SizeCheck>, mix: Mix, secs: f64) -> Calibration {
     let correction = fit_correction(&samples(&checks));
     for c in &mut checks {
-        c.corrected = correct(&c.engine_row, &c.scaled.dataset, ctx.advice.mix, &correction);
+        c.corrected = correct(&c.engine_row, &c.scaled.dataset, mix, &correction);
         c.point_error_corrected = c.measured.point_qps / c.corrected.point_qps - 1.0;
     }
-    Ok(Calibration {
+    Calibration {
         sizes: checks,
         correction,
-        elapsed_secs: start.elapsed().as_secs_f64(),
-    })
+        elapsed_secs: secs,
+    }
 }
+
+/// The engine-aware ranking replaces the device-only size only when it
+/// predicts at least this much more of the mix.
+const MOVE_GAIN: f64 = 1.03;
 
 /// Re-ranks `advice` with the engine's costs `c` (only the engine terms:
 /// the described dataset has its own caching and fill) and says so.
@@ -316,6 +388,14 @@ fn rerank(
         return;
     };
     let device = advice.best;
+    // Move away from the device-only size only for a clear gain: the
+    // calibrated terms carry the noise of a few seconds of measurement.
+    let device_ops = (rows.iter().find(|r| r.page_size == device))
+        .map(|r| correct(r, &advice.dataset, advice.mix, &e).mix_ops);
+    let (best, ops) = match device_ops {
+        Some(d) if ops < d * MOVE_GAIN => (device, d),
+        _ => (best, ops),
+    };
     let line = format!(
         "with the engine's costs {whence} (CPU {:.2} µs per cached level at 4 KiB, {:.1} µs per miss beyond the drive's read at 4 KiB), the model ranks {} first at {} mix ops/s",
         e.cpu_per_level_s(4096) * 1e6,
@@ -340,7 +420,11 @@ fn rerank(
 /// prediction uses the smooth curve, so one noisy probe point does not
 /// shift one size against its neighbours.
 fn smooth(row: &Row, model: &ModelReport) -> Row {
-    let fit = model.find(pagewise_model::OpKind::Read, pagewise_model::Pattern::Random, None);
+    let fit = model.find(
+        pagewise_model::OpKind::Read,
+        pagewise_model::Pattern::Random,
+        None,
+    );
     let out = Row {
         read_iops: fit.map_or(row.read_iops, |f| f.predicted_iops(row.page_size)),
         ..row.clone()
@@ -359,21 +443,14 @@ fn free_bytes(dir: &Path) -> Option<u64> {
         .then(|| st.f_bavail as u64 * st.f_frsize as u64)
 }
 
-/// Builds, measures and removes one Db of `page` B pages (`tag` names its
-/// files), and sets it against the advisor's prediction for it.
-fn check_size(
+/// The advisor's prediction for measured Db `m` of `page` B pages.
+fn size_check(
     page: u64,
-    tag: &str,
+    scaled: Scaled,
+    load_secs: f64,
+    measured: Measured,
     ctx: &Ctx,
-    b: &Budget,
-    notes: &mut Vec<String>,
 ) -> anyhow::Result<SizeCheck> {
-    if !ctx.quiet {
-        eprintln!("{tag}: {page} B pages...");
-    }
-    let failed = || format!("{tag} at {page} B pages failed (skip it with --verify off)");
-    let (scaled, loaded_secs, measured) =
-        build_and_measure(page, tag, ctx, b, notes).with_context(failed)?;
     let mut ignored = Vec::new();
     let a = advise_report(
         ctx.model,
@@ -389,10 +466,15 @@ fn check_size(
         .next()
         .context("the advisor excluded this page size")?;
     let engine_row = smooth(&predicted, ctx.model);
-    let none = correct(&engine_row, &scaled.dataset, ctx.advice.mix, &Correction::NONE);
+    let none = correct(
+        &engine_row,
+        &scaled.dataset,
+        ctx.advice.mix,
+        &Correction::NONE,
+    );
     Ok(SizeCheck {
         page_size: page,
-        load_secs: loaded_secs,
+        load_secs,
         calibrated: none,
         loo: none,
         corrected: none,
@@ -407,14 +489,29 @@ fn check_size(
     })
 }
 
-/// Loads the scaled Db, reopens it with the scaled cache and runs the phases.
-fn build_and_measure(
+/// Loads the scaled Db (`tag` names its files) and reopens it with the
+/// scaled cache, ready to measure.
+fn build(
     page: u64,
-    tag: &str,
+    tag: &'static str,
     ctx: &Ctx,
     b: &Budget,
     notes: &mut Vec<String>,
-) -> anyhow::Result<(Scaled, f64, Measured)> {
+) -> anyhow::Result<Built> {
+    if !ctx.quiet {
+        eprintln!("{tag}: loading {page} B pages...");
+    }
+    let failed = || format!("{tag} at {page} B pages failed (skip it with --verify off)");
+    build_inner(page, tag, ctx, b, notes).with_context(failed)
+}
+
+fn build_inner(
+    page: u64,
+    tag: &'static str,
+    ctx: &Ctx,
+    b: &Budget,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Built> {
     let d = &ctx.advice.dataset;
     let row_bytes = (d.leaf_entry() as f64 / d.fill * 1.2) as u64 + 1;
     let disk_rows = free_bytes(ctx.dir)
@@ -442,6 +539,12 @@ fn build_and_measure(
     for l in &scaled.limits {
         notes.push(format!("{tag} {page} B: {l}"));
     }
+    if loaded.height != scaled.scaled_height {
+        notes.push(format!(
+            "{tag} {page} B: the engine's tree has {} levels, the model's {}",
+            loaded.height, scaled.scaled_height
+        ));
+    }
     let db = reopen(&files, scaled.dataset.cache_bytes)?;
     let w = Workload {
         rows: loaded.rows,
@@ -449,19 +552,16 @@ fn build_and_measure(
         value_bytes,
         range_records: d.range_records,
         mix: ctx.advice.mix,
-        secs: b.phase_secs,
         seed: page ^ 0x7e57 ^ tag.len() as u64,
     };
-    let measured = measure(&db, &w, b.warm_secs)?;
-    db.close().context("closing the verification Db failed")?;
-    drop(files);
-    if measured.height != loaded.height.max(1) || measured.height != scaled.scaled_height {
-        notes.push(format!(
-            "{tag} {page} B: the engine's tree has {} levels, the model's {}",
-            measured.height, scaled.scaled_height
-        ));
-    }
-    Ok((scaled, loaded.secs, measured))
+    Ok(Built {
+        tag,
+        page,
+        scaled,
+        load_secs: loaded.secs,
+        budget: *b,
+        session: Session::new(db, files, w)?,
+    })
 }
 
 /// The correction's inputs from measured sizes.
@@ -477,12 +577,21 @@ fn samples(checks: &[SizeCheck]) -> Vec<Sample> {
             height: c.measured.height,
             read_s: 1.0 / c.engine_row.read_iops,
             writes_per_insert: c.measured.page_writes_per_insert,
-            write_cost_factor: c
-                .measured
-                .checkpoint_page_us
-                .map(|us| us * 1e-6 * c.predicted.write_iops),
+            write_cost_factor: write_cost_factor(c),
         })
         .collect()
+}
+
+/// `f`: what an insert costs beyond a get (its page writes, at
+/// checkpoints inside the mix and the one ending it), per page written, in
+/// QD1 random writes of the drive: `(t_insert - t_get) x Wr(B) / w`.
+/// `None` without inserts or page writes.
+fn write_cost_factor(c: &SizeCheck) -> Option<f64> {
+    let m = &c.measured;
+    let insert_us = m.mix_insert_us?;
+    let w = m.page_writes_per_insert.filter(|w| *w > 0.0)?;
+    let beyond_s = ((insert_us - 1e6 / m.point_qps) * 1e-6).max(0.0);
+    Some(beyond_s * c.predicted.write_iops / w)
 }
 
 /// Applies the calibrated, leave-one-out and in-sample corrections to the
@@ -524,7 +633,7 @@ fn finish(
         device_only_best: advice.best,
         recommended: advice.best,
         best_measured,
-        verdict: verdict(advice.best, &checks, mix, &correction),
+        verdict: verdict(advice.best, &checks, mix),
         sizes: checks,
         calibration,
         correction,

@@ -1,6 +1,12 @@
 //! The measured phases on one open verification Db: warm the cache, point
 //! gets, the described mix, and fully cached gets (CPU per level).
+//!
+//! A [`Session`] runs each phase in slices, so the caller interleaves
+//! several Dbs round by round: on a shared machine whose speed drifts from
+//! one minute to the next, every Db then sees the same drift, and the
+//! calibration Dbs measure the machine as it is while the verified ones run.
 
+use super::build::DbFiles;
 use super::build::TREE;
 use super::keys::{key, value, Rng};
 use anyhow::Context;
@@ -31,6 +37,12 @@ pub struct Measured {
     pub leaf_hit_rate: f64,
     pub mix_ops: f64,
     pub mix_inserts: u64,
+    /// Mean microseconds per operation of each kind inside the mix; the
+    /// inserts carry the checkpoints they trigger and the one that ends the
+    /// mix. `None` for a kind the mix did not run.
+    pub mix_point_us: Option<f64>,
+    pub mix_range_us: Option<f64>,
+    pub mix_insert_us: Option<f64>,
     /// Page writes (bytes / page size) per insert, the final checkpoint
     /// included; `None` without inserts.
     pub page_writes_per_insert: Option<f64>,
@@ -38,7 +50,7 @@ pub struct Measured {
     /// Microseconds per page written by the checkpoint that ends the mix
     /// (`None` when it wrote none).
     pub checkpoint_page_us: Option<f64>,
-    /// Microseconds per get when every page is cached, and per level.
+    /// CPU microseconds per get when every page is cached, and per level.
     pub cached_get_us: f64,
     pub cpu_per_level_us: f64,
 }
@@ -50,7 +62,6 @@ pub struct Workload {
     pub value_bytes: u64,
     pub range_records: u64,
     pub mix: Mix,
-    pub secs: f64,
     pub seed: u64,
 }
 
@@ -82,26 +93,182 @@ fn timed(secs: f64, mut op: impl FnMut() -> anyhow::Result<()>) -> anyhow::Resul
     Ok((n, start.elapsed().as_secs_f64()))
 }
 
-/// Random gets until the cache is full, a round of 512 gets misses under
-/// 1%, or `secs` pass.
-fn warm(db: &Db, t: &Tree, r: &mut Rng, w: &Workload, secs: f64) -> anyhow::Result<f64> {
-    let start = Instant::now();
-    // Bounded by the clock: each round takes at least 512 gets.
-    while start.elapsed().as_secs_f64() < secs {
-        let before = db.stats();
-        for _ in 0..512 {
-            get(t, r, w)?;
-        }
-        let after = db.stats();
-        let misses = after.cache_misses - before.cache_misses;
-        if after.cache_bytes as f64 >= 0.97 * after.cache_capacity as f64 || misses < 5 {
-            break;
-        }
-        if pagewise_probe::interrupted() {
-            anyhow::bail!("interrupted: verification stopped, its files are removed");
-        }
+/// Seconds and operations per kind in the mix: point, range, insert.
+#[derive(Default)]
+struct PerOp {
+    secs: [f64; 3],
+    ops: [u64; 3],
+}
+
+impl PerOp {
+    fn us(&self, k: usize) -> Option<f64> {
+        (self.ops[k] > 0).then(|| self.secs[k] / self.ops[k] as f64 * 1e6)
     }
-    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Sums of the point-get slices.
+#[derive(Default)]
+struct Points {
+    gets: u64,
+    secs: f64,
+    cpu_s: f64,
+    reads: u64,
+    hits: u64,
+    misses: u64,
+}
+
+/// One open Db being measured, slice by slice. Closes its Db, then
+/// removes its files (fields drop in declaration order).
+pub struct Session {
+    db: Db,
+    tree: Tree,
+    rng: Rng,
+    w: Workload,
+    height: u32,
+    warm_secs: f64,
+    points: Points,
+    mix: PerOp,
+    mix_secs: f64,
+    mix_start: Option<Stats>,
+    ckpt_page_us: Option<f64>,
+    mix_end: Option<Stats>,
+    _files: DbFiles,
+}
+
+impl Session {
+    /// Requires: `db` holds `w.rows` records 0, 2, ... in tree [`TREE`].
+    pub fn new(db: Db, files: DbFiles, w: Workload) -> anyhow::Result<Self> {
+        assert!(w.rows >= 1);
+        let tree = db.tree(TREE)?;
+        Ok(Session {
+            tree,
+            rng: Rng(w.seed),
+            w,
+            height: 1,
+            warm_secs: 0.0,
+            points: Points::default(),
+            mix: PerOp::default(),
+            mix_secs: 0.0,
+            mix_start: None,
+            ckpt_page_us: None,
+            mix_end: None,
+            db,
+            _files: files,
+        })
+    }
+
+    /// Random gets until the cache is full, a round of 512 gets misses
+    /// under 1%, or `secs` pass.
+    pub fn warm(&mut self, secs: f64) -> anyhow::Result<()> {
+        let start = Instant::now();
+        // Bounded by the clock: each round takes at least 512 gets.
+        while start.elapsed().as_secs_f64() < secs {
+            let before = self.db.stats();
+            for _ in 0..512 {
+                get(&self.tree, &mut self.rng, &self.w)?;
+            }
+            let after = self.db.stats();
+            let misses = after.cache_misses - before.cache_misses;
+            if after.cache_bytes as f64 >= 0.97 * after.cache_capacity as f64 || misses < 5 {
+                break;
+            }
+            if pagewise_probe::interrupted() {
+                anyhow::bail!("interrupted: verification stopped, its files are removed");
+            }
+        }
+        self.warm_secs += start.elapsed().as_secs_f64();
+        self.height = self.db.stats().trees.first().map_or(1, |s| s.height).max(1);
+        Ok(())
+    }
+
+    /// Point gets for `secs`, added to the earlier slices.
+    pub fn point_slice(&mut self, secs: f64) -> anyhow::Result<()> {
+        let s0 = self.db.stats();
+        let cpu0 = thread_cpu_s();
+        let (t, r, w) = (&self.tree, &mut self.rng, &self.w);
+        let (gets, took) = timed(secs, || get(t, r, w))?;
+        let s1 = self.db.stats();
+        let p = &mut self.points;
+        p.cpu_s += thread_cpu_s() - cpu0;
+        p.gets += gets;
+        p.secs += took;
+        p.reads += s1.pages.read_ops - s0.pages.read_ops;
+        p.hits += s1.cache_hits - s0.cache_hits;
+        p.misses += s1.cache_misses - s0.cache_misses;
+        Ok(())
+    }
+
+    /// The described mix for `secs`, added to the earlier slices.
+    pub fn mix_slice(&mut self, secs: f64) -> anyhow::Result<()> {
+        if self.mix_start.is_none() {
+            self.mix_start = Some(self.db.stats());
+        }
+        let (t, r, w, per) = (&self.tree, &mut self.rng, &self.w, &mut self.mix);
+        let (_, took) = timed(secs, || mix_op(t, r, w, per))?;
+        self.mix_secs += took;
+        Ok(())
+    }
+
+    /// The checkpoint that ends the mix (timed, and charged to the inserts:
+    /// their page writes are part of their cost).
+    pub fn end_mix(&mut self) -> anyhow::Result<()> {
+        assert!(self.mix_start.is_some() && self.mix_end.is_none());
+        let pre = self.db.stats().pages.write_bytes;
+        let ckpt = Instant::now();
+        self.db
+            .checkpoint()
+            .context("checkpoint after the mix failed")?;
+        let secs = ckpt.elapsed().as_secs_f64();
+        self.mix.secs[2] += secs;
+        self.mix_secs += secs;
+        let after = self.db.stats();
+        let pages = (after.pages.write_bytes - pre) / self.db.page_size() as u64;
+        self.ckpt_page_us = (pages > 0).then(|| secs / pages as f64 * 1e6);
+        self.mix_end = Some(after);
+        Ok(())
+    }
+
+    /// Fully cached gets, then closes the Db: what was measured.
+    pub fn finish(self, cached_secs: f64) -> anyhow::Result<Measured> {
+        let (Some(s2), Some(s3)) = (&self.mix_start, &self.mix_end) else {
+            anyhow::bail!("the mix was not run: internal error");
+        };
+        let page = self.db.page_size() as f64;
+        let written = (s3.pages.write_bytes - s2.pages.write_bytes) as f64 / page;
+        let mut r = Rng(self.w.seed ^ 0xca7e);
+        let (cached_get_us, misses_hot) =
+            cached(&self.db, &self.tree, &mut r, &self.w, cached_secs)?;
+        if misses_hot > 0 {
+            eprintln!("note: {misses_hot} cache misses during the cached run at {page} B pages");
+        }
+        let p = &self.points;
+        let gets = p.gets.max(1) as f64;
+        let inserts = self.mix.ops[2];
+        let out = Measured {
+            height: self.height,
+            warm_secs: self.warm_secs,
+            point_qps: gets / p.secs.max(1e-9),
+            point_reads_per_get: p.reads as f64 / gets,
+            point_hit_rate: p.hits as f64 / ((p.hits + p.misses) as f64).max(1.0),
+            point_cpu_us: p.cpu_s / gets * 1e6,
+            leaf_hit_rate: (1.0 - p.misses as f64 / gets).clamp(0.0, 1.0),
+            mix_ops: self.mix.ops.iter().sum::<u64>() as f64 / self.mix_secs.max(1e-9),
+            mix_inserts: inserts,
+            mix_point_us: self.mix.us(0),
+            mix_range_us: self.mix.us(1),
+            mix_insert_us: self.mix.us(2),
+            page_writes_per_insert: (inserts > 0).then(|| written / inserts as f64),
+            checkpoints: s3.checkpoints - s2.checkpoints,
+            checkpoint_page_us: self.ckpt_page_us,
+            cached_get_us,
+            cpu_per_level_us: cached_get_us / self.height as f64,
+        };
+        self.db
+            .close()
+            .context("closing the verification Db failed")?;
+        assert!(out.point_qps > 0.0 && out.mix_ops > 0.0);
+        Ok(out)
+    }
 }
 
 /// This thread's CPU seconds so far (0 if the clock is unavailable).
@@ -116,92 +283,39 @@ fn thread_cpu_s() -> f64 {
     }
 }
 
-type MixOut = (f64, u64, Option<f64>, Stats, Stats);
-
-/// Requires: `db` holds `w.rows` records 0, 2, ... in tree [`TREE`].
-pub fn measure(db: &Db, w: &Workload, warm_secs: f64) -> anyhow::Result<Measured> {
-    assert!(w.rows >= 1 && w.secs > 0.0);
-    let t = db.tree(TREE)?;
-    let page = db.page_size() as f64;
-    let mut r = Rng(w.seed);
-    let warmed = warm(db, &t, &mut r, w, warm_secs)?;
-    let height = db.stats().trees.first().map_or(1, |s| s.height).max(1);
-
-    let s0 = db.stats();
-    let cpu0 = thread_cpu_s();
-    let (gets, secs) = timed(w.secs, || get(&t, &mut r, w))?;
-    let point_cpu_us = (thread_cpu_s() - cpu0) / gets as f64 * 1e6;
-    let s1 = db.stats();
-    let reads = (s1.pages.read_ops - s0.pages.read_ops) as f64 / gets as f64;
-    let (hits, misses) = (
-        (s1.cache_hits - s0.cache_hits) as f64,
-        (s1.cache_misses - s0.cache_misses) as f64,
-    );
-
-    let (mix_ops, inserts, ckpt_page_us, s2, s3) = mix(db, &t, &mut r, w)?;
-    let written = (s3.pages.write_bytes - s2.pages.write_bytes) as f64 / page;
-    let (cached_get_us, misses_hot) = cached(db, &t, &mut r, w)?;
-    let out = Measured {
-        height,
-        warm_secs: warmed,
-        point_qps: gets as f64 / secs,
-        point_reads_per_get: reads,
-        point_hit_rate: hits / (hits + misses).max(1.0),
-        point_cpu_us,
-        leaf_hit_rate: (1.0 - misses / gets as f64).clamp(0.0, 1.0),
-        mix_ops,
-        mix_inserts: inserts,
-        page_writes_per_insert: (inserts > 0).then(|| written / inserts as f64),
-        checkpoints: s3.checkpoints - s2.checkpoints,
-        checkpoint_page_us: ckpt_page_us,
-        cached_get_us,
-        cpu_per_level_us: cached_get_us / height as f64,
+/// One operation of the mix, timed into `per` by kind.
+fn mix_op(t: &Tree, r: &mut Rng, w: &Workload, per: &mut PerOp) -> anyhow::Result<()> {
+    let u = r.unit();
+    let k = if u < w.mix.point {
+        0
+    } else if u < w.mix.point + w.mix.range {
+        1
+    } else {
+        2
     };
-    if misses_hot > 0 {
-        eprintln!("note: {misses_hot} cache misses during the cached run at {page} B pages");
-    }
-    assert!(out.point_qps > 0.0 && out.mix_ops > 0.0);
-    Ok(out)
-}
-
-/// The described mix for `w.secs`, then a checkpoint (timed: inserts' page
-/// writes are part of their cost). Returns ops/s, inserts, microseconds per
-/// page of that checkpoint, and the stats around the phase.
-fn mix(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<MixOut> {
-    let before = db.stats();
-    let mut inserts = 0u64;
-    let start = Instant::now();
-    let (ops, _) = timed(w.secs, || {
-        let u = r.unit();
-        if u < w.mix.point {
-            get(t, r, w)
-        } else if u < w.mix.point + w.mix.range {
+    let op = Instant::now();
+    match k {
+        0 => get(t, r, w)?,
+        1 => {
             let from = key(2 * r.below(w.rows), w.key_bytes);
             for kv in t.range(from..).take(w.range_records as usize) {
                 kv.context("range scan failed")?;
             }
-            Ok(())
-        } else {
-            let n = 2 * r.below(w.rows) + 1;
-            inserts += 1;
-            t.insert(key(n, w.key_bytes), value(n, w.value_bytes))
-                .context("insert failed")
         }
-    })?;
-    let pre = db.stats().pages.write_bytes;
-    let ckpt = Instant::now();
-    db.checkpoint().context("checkpoint after the mix failed")?;
-    let ckpt_secs = ckpt.elapsed().as_secs_f64();
-    let secs = start.elapsed().as_secs_f64();
-    let after = db.stats();
-    let pages = (after.pages.write_bytes - pre) / db.page_size() as u64;
-    let per_page_us = (pages > 0).then(|| ckpt_secs / pages as f64 * 1e6);
-    Ok((ops as f64 / secs, inserts, per_page_us, before, after))
+        _ => {
+            let n = 2 * r.below(w.rows) + 1;
+            t.insert(key(n, w.key_bytes), value(n, w.value_bytes))
+                .context("insert failed")?;
+        }
+    }
+    per.secs[k] += op.elapsed().as_secs_f64();
+    per.ops[k] += 1;
+    Ok(())
 }
 
-/// Gets over a hot set small enough to stay cached: microseconds per get,
-/// and the misses seen (0 when the set stayed cached).
-fn cached(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<(f64, u64)> {
+/// Gets over a hot set small enough to stay cached for `secs`: CPU
+/// microseconds per get, and the misses seen (0 when the set stayed cached).
+fn cached(db: &Db, t: &Tree, r: &mut Rng, w: &Workload, secs: f64) -> anyhow::Result<(f64, u64)> {
     let s = db.stats();
     let height = s.trees.first().map_or(1, |t| t.height).max(1) as usize;
     let n_hot = (s.cache_capacity / db.page_size() / (2 * height)).clamp(1, 256);
@@ -213,10 +327,14 @@ fn cached(db: &Db, t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<(f64, 
     }
     let before = db.stats().cache_misses;
     let mut i = 0usize;
-    let (gets, secs) = timed((w.secs / 3.0).max(0.05), || {
+    // Thread CPU time, not wall time: c(B) is CPU per level, and on a
+    // shared machine the wall clock also counts the time spent descheduled.
+    let cpu0 = thread_cpu_s();
+    let (gets, _) = timed(secs.max(0.05), || {
         i = (i + 1) % hot.len();
         t.get(&hot[i]).map(|_| ()).context("get failed")
     })?;
+    let cpu_s = thread_cpu_s() - cpu0;
     let misses = db.stats().cache_misses - before;
-    Ok((secs / gets as f64 * 1e6, misses))
+    Ok((cpu_s / gets as f64 * 1e6, misses))
 }

@@ -1,7 +1,6 @@
 //! The verdict line: did the engine confirm the recommended page size?
 
 use super::SizeCheck;
-use pagewise_model::advise::correct::{correct, Correction};
 use pagewise_model::advise::Mix;
 use pagewise_model::units::fmt_bytes;
 
@@ -10,8 +9,8 @@ use pagewise_model::units::fmt_bytes;
 pub const CONFIRM_FRACTION: f64 = 0.97;
 
 /// The verdict for recommended size `rec` (see [`verdict_line`]), with the
-/// reason for a miss taken from the fitted correction's terms.
-pub fn verdict(rec: u64, checks: &[SizeCheck], mix: Mix, c: &Correction) -> String {
+/// reason for a miss taken from the measured cost per operation kind.
+pub fn verdict(rec: u64, checks: &[SizeCheck], mix: Mix) -> String {
     let measured: Vec<(u64, f64)> = checks
         .iter()
         .map(|k| (k.page_size, k.measured.mix_ops))
@@ -21,17 +20,17 @@ pub fn verdict(rec: u64, checks: &[SizeCheck], mix: Mix, c: &Correction) -> Stri
         .copied()
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map_or(rec, |b| b.0);
-    let why = (best != rec).then(|| miss_reason(rec, best, checks, mix, c));
+    let why = (best != rec).then(|| miss_reason(rec, best, checks, mix));
     verdict_line(rec, &measured, why)
 }
 
-/// Which correction term, applied alone, ranks `best` ahead of `rec`.
-fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correction) -> String {
+/// Why `best` beat `rec`: the scaling, or the operation kind whose measured
+/// cost departs most from the calibrated model's.
+fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix) -> String {
     let find = |p: u64| checks.iter().find(|k| k.page_size == p);
     let (Some(r), Some(b)) = (find(rec), find(best)) else {
         return "the recommended size was not measured".into();
     };
-    let n = Correction::NONE;
     if b.calibrated.mix_ops > r.calibrated.mix_ops {
         return format!(
             "the scaled dataset is not the described one: the calibrated model itself ranks {} first on the scaled tree ({} levels, described {}), so the verification cannot separate the two sizes here (--verify full loads more records)",
@@ -40,55 +39,89 @@ fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix, c: &Correcti
             b.scaled.described_height
         );
     }
-    let terms = [
-        (
-            "CPU per cached level visited, which the device curve does not see",
-            Correction {
-                cpu_level_s: c.cpu_level_s,
-                cpu_level_per_doubling_s: c.cpu_level_per_doubling_s,
-                ..n
-            },
-        ),
-        (
-            "a cache miss costs the engine more than the drive's read (checksum, decode, cache upkeep) and misses differ from the model's caching",
-            Correction {
-                miss_factor: c.miss_factor,
-                ..n
-            },
-        ),
-        (
-            "inserts' page writes at checkpoints (count and batched cost) differ from the model's one QD1 random write per insert",
-            Correction {
-                writes_per_insert: c.writes_per_insert,
-                ..n
-            },
-        ),
-        (
-            "the combined correction (CPU per level, cache misses, checkpoint writes)",
-            *c,
-        ),
-    ];
-    for (why, t) in terms {
-        let mr = correct(&r.engine_row, &r.scaled.dataset, mix, &t).mix_ops;
-        let mb = correct(&b.engine_row, &b.scaled.dataset, mix, &t).mix_ops;
-        if mb > mr {
-            return format!(
-                "{why}: with it the model also ranks {} first",
-                fmt_bytes(best as f64)
-            );
-        }
+    per_op_reason(r, b, mix).unwrap_or_else(|| {
+        "no operation kind explains it: the gap is likely noise on a busy machine (repeat with --verify full on an idle one)".into()
+    })
+}
+
+/// Measured and calibrated-model microseconds of one operation kind at the
+/// recommended (`.0`) and the best (`.1`) size.
+struct OpGap {
+    kind: &'static str,
+    weight: f64,
+    meas: (f64, f64),
+    pred: (f64, f64),
+}
+
+impl OpGap {
+    /// Microseconds per mix operation the model did not foresee.
+    fn unexplained_us(&self) -> f64 {
+        self.weight * ((self.meas.0 - self.meas.1) - (self.pred.0 - self.pred.1))
     }
-    let worst = checks
+}
+
+type OpTimes = fn(&SizeCheck) -> (Option<f64>, f64);
+
+/// The operation kind whose measured cost at `r` against `b` departs most
+/// from the calibrated model's, in numbers; `None` when no kind lost more
+/// than the model foresaw.
+fn per_op_reason(r: &SizeCheck, b: &SizeCheck, mix: Mix) -> Option<String> {
+    let gap = |kind, weight, f: OpTimes| {
+        let ((mr, pr), (mb, pb)) = (f(r), f(b));
+        Some(OpGap {
+            kind,
+            weight,
+            meas: (mr?, mb?),
+            pred: (pr, pb),
+        })
+    };
+    let gaps: Vec<OpGap> = [
+        gap("point gets", mix.point, |k| {
+            (k.measured.mix_point_us, 1e6 / k.calibrated.point_qps)
+        }),
+        gap("range scans", mix.range, |k| {
+            (k.measured.mix_range_us, 1e6 / k.calibrated.range_qps)
+        }),
+        gap("inserts", mix.insert, |k| {
+            (k.measured.mix_insert_us, 1e6 / k.calibrated.insert_ops)
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|g| g.weight > 0.0)
+    .collect();
+    let worst = gaps
         .iter()
-        .map(|k| k.point_error_corrected.abs())
-        .fold(0.0, f64::max);
-    if worst <= 0.10 {
-        return format!(
-            "of what the model leaves out of ranges and inserts: after the correction point gets are within {:.0}% at every size, so the gap is the page-size-dependent work of the other operations (copying and re-encoding a page per insert, decoding pages in range scans, checkpoint writes growing with the page)",
-            worst * 100.0
-        );
+        .max_by(|x, y| x.unexplained_us().total_cmp(&y.unexplained_us()))?;
+    if worst.unexplained_us() <= 0.0 {
+        return None;
     }
-    "no fitted term explains it: the gap is likely noise on a busy machine (repeat with --verify full on an idle one)".into()
+    let total_us = 1e6 / r.measured.mix_ops - 1e6 / b.measured.mix_ops;
+    let (kr, kb) = (fmt_bytes(r.page_size as f64), fmt_bytes(b.page_size as f64));
+    let pct = |x: (f64, f64)| (x.0 / x.1 - 1.0) * 100.0;
+    let mut s = format!(
+        "{} cost {:.0} µs at {kr} against {:.0} µs at {kb} ({:+.0}%), where the calibrated model predicted {:.0} against {:.0} µs ({:+.0}%); weighted by the mix that is {:.0} µs of the {:.0} µs per operation the recommended size lost",
+        worst.kind,
+        worst.meas.0,
+        worst.meas.1,
+        pct(worst.meas),
+        worst.pred.0,
+        worst.pred.1,
+        pct(worst.pred),
+        worst.unexplained_us(),
+        total_us.max(0.0)
+    );
+    if worst.kind == "inserts" {
+        let w = |k: &SizeCheck| k.measured.page_writes_per_insert.unwrap_or(0.0);
+        s.push_str(&format!(
+            " ({:.2} against {:.2} page writes per insert, {} against {} checkpoints in the mix)",
+            w(r),
+            w(b),
+            r.measured.checkpoints,
+            b.measured.checkpoints
+        ));
+    }
+    Some(s)
 }
 
 /// "confirmed: 8 KiB measured fastest, 7.0% ahead of 16 KiB",
