@@ -13,6 +13,9 @@
 //!
 //! cargo run --release -p pagewise-bench --example delta_flush -- \
 //!   DIR ROWS CACHE_MIB ROUNDS CONFIG...      CONFIG = 8k:whole | 16k:delta:T[:BLOCK]
+//!
+//! `ROUNDS` 0 skips readrandom; `DELTA_PHASES=fill` skips iiBench;
+//! `DELTA_II_ROWS` sets iiBench's rows (default ROWS; each row is 4 puts).
 
 use pagewise::{Batch, Db, DeltaFlush, Durability, Options};
 use pagewise_bench::iibench::Row;
@@ -236,10 +239,15 @@ fn main() {
     );
     println!("| phase | config | WA device | WA pages | WA CSD (lz4) | rows/s | file MiB | consolidations |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let with_ii = std::env::var("DELTA_PHASES").map_or(true, |p| p.contains("ii"));
+    let ii_rows = std::env::var("DELTA_II_ROWS").map_or(rows, |r| r.parse().unwrap());
+    println!("iiBench: {ii_rows} rows (4 puts each: the row, 3 secondary index entries)");
     for (i, c) in configs.iter().enumerate() {
-        let ii = iibench(&dir.join(format!("ii-{i}.pw")), *c, cache, rows);
-        print_fill("iiBench", c, &ii);
-        fresh(&dir.join(format!("ii-{i}.pw")));
+        if with_ii {
+            let ii = iibench(&dir.join(format!("ii-{i}.pw")), *c, cache, ii_rows);
+            print_fill("iiBench", c, &ii);
+            fresh(&dir.join(format!("ii-{i}.pw")));
+        }
         let f = fillrandom(&dir.join(format!("fill-{i}.pw")), *c, cache, rows);
         print_fill("fillrandom", c, &f);
     }
@@ -266,6 +274,9 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", ");
         r.sort_by(f64::total_cmp);
+        if r.is_empty() {
+            continue;
+        }
         println!(
             "| {} | {:.0} | {all} | {:.2} |",
             c.name(),
