@@ -3,7 +3,8 @@
 //! threshold T and block bytes), fillrandom then iiBench into fresh Dbs on
 //! the engine's emulated compressing drive (`CompressingFs`, every written
 //! 4 KiB block lz4-compressed, exact), then readrandom on the fillrandom Db
-//! reopened with a cache of 5% of its file. Reports, per phase:
+//! reopened with a cache of 5% of the loaded user bytes (the same cache for
+//! every configuration). Reports, per phase:
 //! - WA device: bytes the engine wrote (log + pages + superblocks/catalog,
 //!   O_DIRECT, so what the drive receives) / user bytes (key + value);
 //! - WA pages: the page part of that;
@@ -181,10 +182,11 @@ fn iibench(path: &Path, c: Config, cache: usize, rows: u64) -> Fill {
     })
 }
 
-/// Random gets on the fillrandom Db reopened with a cache of 5% of its file:
-/// (gets/s, data-file reads per get) over `gets` after as many warm-up gets.
+/// Random gets on the fillrandom Db reopened with a cache of 5% of the user
+/// bytes loaded: (gets/s, data-file reads per get) over `gets` after as many
+/// warm-up gets.
 fn readrandom(path: &Path, c: Config, rows: u64, gets: u64, round: u64) -> (f64, f64) {
-    let cache = (std::fs::metadata(path).unwrap().len() / 20) as usize;
+    let cache = (rows * 116 / 20) as usize;
     let drive = Arc::new(CompressingFs::with_meter(RealFs, CompressionMeter::new(1)));
     let db = Db::open(path, c.options(cache, drive)).unwrap();
     let t = db.tree("t").unwrap();
