@@ -287,7 +287,10 @@ impl Pager {
                     Ok(()) if c.op.buf[4] == Kind::Delta as u8 => {
                         // Its base is read in a second round, with the others.
                         match self.verify_delta(pid, &c.op.buf) {
-                            Ok(base) => return Ok(waiting.push((pid, base, c.op.buf))),
+                            Ok(base) => {
+                                waiting.push((pid, base, c.op.buf));
+                                return Ok(());
+                            }
                             Err(e) => Err(e),
                         }
                     }
