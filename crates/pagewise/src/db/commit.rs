@@ -66,29 +66,23 @@ impl Inner {
     fn add_creates(&self, ops: &mut Vec<Op>) -> Result<()> {
         let ps = self.ix.store.page_size();
         let st = self.ix.store.state.read();
-        let mut created: Vec<(Arc<str>, TreeKind)> = Vec::new();
-        let mut out = Vec::with_capacity(ops.len() + 1);
+        // The common case, every op on an existing tree: validate in place.
         let mut total_bytes = 0usize;
-        for op in ops.drain(..) {
-            check_tree_name(op.tree())?;
-            let kind = kind_of(&st.trees, &created, &op)?;
-            validate(&op, kind, ps)?;
-            total_bytes += op.user_bytes() + op.tree().len() + 16;
-            let exists =
-                st.trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
-            match &op {
-                Op::CreateTree { tree, .. } => created.push((tree.clone(), kind)),
-                Op::Put { tree, .. } | Op::Upsert { tree, .. } if !exists => {
-                    out.push(Op::CreateTree {
-                        tree: tree.clone(),
-                        kind: kind.code(),
-                        params: Vec::new(),
-                    });
-                    created.push((tree.clone(), kind));
+        let mut all_exist = true;
+        for op in ops.iter() {
+            let kind = match (op, st.trees.get(op.tree())) {
+                (Op::CreateTree { .. }, _) | (Op::Put { .. } | Op::Upsert { .. }, None) => {
+                    all_exist = false;
+                    break;
                 }
-                _ => {}
-            }
-            out.push(op);
+                (_, Some(d)) => d.kind(),
+                (Op::Remove { .. }, None) => TreeKind::BTree,
+            };
+            check_tree_name(op.tree())?;
+            total_bytes += check_op(op, kind, ps)?;
+        }
+        if !all_exist {
+            total_bytes = insert_creates(&st.trees, ops, ps)?;
         }
         if total_bytes > u32::MAX as usize / 2 {
             return Err(Error::ValueTooLarge {
@@ -96,7 +90,6 @@ impl Inner {
                 max: u32::MAX as usize / 2,
             });
         }
-        *ops = out;
         Ok(())
     }
 
@@ -183,6 +176,43 @@ impl Inner {
         let placed = self.place_values(ops)?;
         self.apply_placed(ops, placed)
     }
+}
+
+/// Validates the sizes in `op` on a tree of `kind`; returns the bytes it
+/// adds to the batch's record.
+fn check_op(op: &Op, kind: TreeKind, page_size: usize) -> Result<usize> {
+    validate(op, kind, page_size)?;
+    Ok(op.user_bytes() + op.tree().len() + 16)
+}
+
+/// Rebuilds `ops` with a create-tree op before the first put or upsert on
+/// each tree that does not exist yet; returns the batch's record bytes.
+fn insert_creates(trees: &Trees, ops: &mut Vec<Op>, page_size: usize) -> Result<usize> {
+    let mut created: Vec<(Arc<str>, TreeKind)> = Vec::new();
+    let mut out = Vec::with_capacity(ops.len() + 1);
+    let mut total_bytes = 0usize;
+    for op in ops.drain(..) {
+        check_tree_name(op.tree())?;
+        let kind = kind_of(trees, &created, &op)?;
+        total_bytes += check_op(&op, kind, page_size)?;
+        let exists = trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
+        match &op {
+            Op::CreateTree { tree, .. } => created.push((tree.clone(), kind)),
+            Op::Put { tree, .. } | Op::Upsert { tree, .. } if !exists => {
+                out.push(Op::CreateTree {
+                    tree: tree.clone(),
+                    kind: kind.code(),
+                    params: Vec::new(),
+                });
+                created.push((tree.clone(), kind));
+            }
+            _ => {}
+        }
+        out.push(op);
+    }
+    assert!(out.len() >= created.len());
+    *ops = out;
+    Ok(total_bytes)
 }
 
 /// The kind `op`'s tree has or will have (a create-tree op earlier in the

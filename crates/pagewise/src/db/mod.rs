@@ -237,6 +237,7 @@ impl Drop for Inner {
 
 impl Inner {
     /// `Error::Closed` once `Db::close` ran.
+    #[inline]
     pub fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed {

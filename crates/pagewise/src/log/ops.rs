@@ -8,12 +8,17 @@ use std::sync::Arc;
 
 /// Field codecs: how each field type is written and read back.
 trait Field: Sized {
+    /// Bytes `put` appends.
+    fn size(&self) -> usize;
     fn put(&self, out: &mut Vec<u8>);
     fn get(r: &mut Reader) -> Result<Self, String>;
 }
 
 /// A tree name: `len u16 | UTF-8 bytes`.
 impl Field for Arc<str> {
+    fn size(&self) -> usize {
+        2 + self.len()
+    }
     fn put(&self, out: &mut Vec<u8>) {
         assert!(self.len() <= u16::MAX as usize);
         out.extend_from_slice(&(self.len() as u16).to_le_bytes());
@@ -28,6 +33,9 @@ impl Field for Arc<str> {
 
 /// Bytes: `len u32 | bytes`.
 impl Field for Vec<u8> {
+    fn size(&self) -> usize {
+        4 + self.len()
+    }
     fn put(&self, out: &mut Vec<u8>) {
         assert!(self.len() <= u32::MAX as usize);
         out.extend_from_slice(&(self.len() as u32).to_le_bytes());
@@ -41,6 +49,9 @@ impl Field for Vec<u8> {
 
 /// One byte.
 impl Field for u8 {
+    fn size(&self) -> usize {
+        1
+    }
     fn put(&self, out: &mut Vec<u8>) {
         out.push(*self);
     }
@@ -65,13 +76,20 @@ impl<'a> Reader<'a> {
 }
 
 /// Declares the ops: `code => Name { field: Type, ... }`. Generates the enum,
-/// `encode_op` and `decode_op`.
+/// `op_size`, `encode_op` and `decode_op`.
 macro_rules! log_ops {
     ($($code:literal => $name:ident { $($field:ident : $ty:ty),* $(,)? }),* $(,)?) => {
         /// One logged operation on a named tree.
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub enum Op {
             $($name { $($field: $ty),* }),*
+        }
+
+        /// Bytes `encode_op` appends for `op`.
+        fn op_size(op: &Op) -> usize {
+            match op {
+                $(Op::$name { $($field),* } => 1 $(+ Field::size($field))*,)*
+            }
         }
 
         fn encode_op(op: &Op, out: &mut Vec<u8>) {
@@ -132,10 +150,17 @@ impl Op {
 /// Appends the record payload of a batch to `out`.
 pub fn encode(ops: &[Op], out: &mut Vec<u8>) {
     let start = out.len();
+    let size_bytes = 4 + ops.iter().map(op_size).sum::<usize>();
+    out.reserve(size_bytes);
     out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
     for op in ops {
         encode_op(op, out);
     }
+    assert_eq!(
+        out.len() - start,
+        size_bytes,
+        "op_size agrees with encode_op"
+    );
     debug_assert_eq!(decode(&out[start..]).as_deref(), Ok(ops));
 }
 

@@ -38,6 +38,7 @@ impl<T> View<'_, T> {
         &self.epoch.trees
     }
 
+    #[inline]
     pub fn node(&self, pid: u64) -> Option<Image> {
         if let Some(n) = self.epoch.dirty.get(pid) {
             return Some(n.clone());

@@ -96,6 +96,13 @@ pub fn decode_page(
     Ok(Arc::new(node))
 }
 
+/// The B+tree node in an image found under a B+tree page id, borrowed (no
+/// reference count traffic: the cheap form for descents).
+#[inline]
+pub fn node_ref(img: &Image) -> &Node {
+    image::downcast_ref::<Node>(&**img).expect("a B+tree page id holds a B+tree node")
+}
+
 /// A B+tree node from an image found under a B+tree page id.
 #[inline]
 pub fn as_node(img: Image) -> Arc<Node> {

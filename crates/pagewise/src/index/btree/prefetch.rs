@@ -80,7 +80,7 @@ fn first_miss(ix: &Index, st: &Epoch<Trees>, tree: &str, key: &[u8]) -> Option<u
                 None => return Some(pid),
             },
         };
-        let n = super::as_node(img);
+        let n = super::node_ref(&img);
         if n.is_leaf() {
             return None;
         }

@@ -1,10 +1,11 @@
 //! B+tree point reads over the store's read protocol ([`crate::store::read`]).
 
 use super::node::{Node, Val};
-use super::{as_node, Meta};
+use super::{as_node, node_ref, Meta};
 use crate::error::Result;
 use crate::index::Index;
 use crate::store::extent::Extent;
+use crate::store::image::Image;
 use crate::store::page::Kind;
 use crate::store::read::{Step, View, MAX_RESTARTS};
 use std::sync::atomic::Ordering;
@@ -35,46 +36,57 @@ pub fn node<T>(v: &View<T>, pid: u64) -> Option<Arc<Node>> {
 /// Descends to the leaf whose range holds `key`: at most `height` steps.
 /// A tree whose levels disagree with its height (corruption the checksums
 /// did not catch) ends at the deepest node reached: the lookup then finds
-/// nothing rather than looping; `check` reports the damage.
-pub fn find_leaf<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Arc<Node>> {
+/// nothing rather than looping; `check` reports the damage. Returns the
+/// image (a B+tree node: read it with [`node_ref`]).
+#[inline]
+pub fn find_leaf<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Image> {
     assert!(tm.root != 0 && tm.height >= 1);
     let mut pid = tm.root;
     for _ in 1..tm.height {
-        let Some(n) = node(v, pid) else {
+        let Some(img) = v.node(pid) else {
             return Step::Miss(pid);
         };
+        let n = node_ref(&img);
         if n.is_leaf() {
-            return Step::Done(n);
+            return Step::Done(img);
         }
         pid = n.child(n.child_index(key));
     }
-    match node(v, pid) {
-        Some(n) => Step::Done(n),
+    match v.node(pid) {
+        Some(img) => Step::Done(img),
         None => Step::Miss(pid),
     }
 }
 
 /// The value of `key`, if present (an overflow value as its extent).
+#[inline]
 pub fn get_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Option<Owned>> {
     if tm.root == 0 {
         return Step::Done(None);
     }
     match find_leaf(v, tm, key) {
-        Step::Done(leaf) if leaf.is_leaf() => {
+        Step::Done(img) => {
+            let leaf = node_ref(&img);
+            if !leaf.is_leaf() {
+                return Step::Done(None);
+            }
             Step::Done(leaf.search(key).ok().map(|i| Owned::from_val(leaf.val(i))))
         }
-        Step::Done(_) => Step::Done(None),
         Step::Miss(p) => Step::Miss(p),
     }
 }
 
 /// Whether `key` is present.
+#[inline]
 pub fn contains_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<bool> {
     if tm.root == 0 {
         return Step::Done(false);
     }
     match find_leaf(v, tm, key) {
-        Step::Done(leaf) => Step::Done(leaf.is_leaf() && leaf.search(key).is_ok()),
+        Step::Done(img) => {
+            let leaf = node_ref(&img);
+            Step::Done(leaf.is_leaf() && leaf.search(key).is_ok())
+        }
         Step::Miss(p) => Step::Miss(p),
     }
 }
