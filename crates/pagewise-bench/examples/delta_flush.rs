@@ -3,7 +3,8 @@
 //! threshold T and block bytes), fillrandom then iiBench into fresh Dbs on
 //! the engine's emulated compressing drive (`CompressingFs`, every written
 //! 4 KiB block lz4-compressed, exact), then readrandom on the fillrandom Db
-//! reopened with a cache of 5% of its file. Reports, per phase:
+//! reopened with a cache of 5% of the loaded user bytes (the same cache for
+//! every configuration). Reports, per phase:
 //! - WA device: bytes the engine wrote (log + pages + superblocks/catalog,
 //!   O_DIRECT, so what the drive receives) / user bytes (key + value);
 //! - WA pages: the page part of that;
@@ -13,6 +14,9 @@
 //!
 //! cargo run --release -p pagewise-bench --example delta_flush -- \
 //!   DIR ROWS CACHE_MIB ROUNDS CONFIG...      CONFIG = 8k:whole | 16k:delta:T[:BLOCK]
+//!
+//! `ROUNDS` 0 skips readrandom; `DELTA_PHASES=fill` skips iiBench;
+//! `DELTA_II_ROWS` sets iiBench's rows (default ROWS; each row is 4 puts).
 
 use pagewise::{Batch, Db, DeltaFlush, Durability, Options};
 use pagewise_bench::iibench::Row;
@@ -178,10 +182,11 @@ fn iibench(path: &Path, c: Config, cache: usize, rows: u64) -> Fill {
     })
 }
 
-/// Random gets on the fillrandom Db reopened with a cache of 5% of its file:
-/// (gets/s, data-file reads per get) over `gets` after as many warm-up gets.
+/// Random gets on the fillrandom Db reopened with a cache of 5% of the user
+/// bytes loaded: (gets/s, data-file reads per get) over `gets` after as many
+/// warm-up gets.
 fn readrandom(path: &Path, c: Config, rows: u64, gets: u64, round: u64) -> (f64, f64) {
-    let cache = (std::fs::metadata(path).unwrap().len() / 20) as usize;
+    let cache = (rows * 116 / 20) as usize;
     let drive = Arc::new(CompressingFs::with_meter(RealFs, CompressionMeter::new(1)));
     let db = Db::open(path, c.options(cache, drive)).unwrap();
     let t = db.tree("t").unwrap();
@@ -236,10 +241,15 @@ fn main() {
     );
     println!("| phase | config | WA device | WA pages | WA CSD (lz4) | rows/s | file MiB | consolidations |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let with_ii = std::env::var("DELTA_PHASES").map_or(true, |p| p.contains("ii"));
+    let ii_rows = std::env::var("DELTA_II_ROWS").map_or(rows, |r| r.parse().unwrap());
+    println!("iiBench: {ii_rows} rows (4 puts each: the row, 3 secondary index entries)");
     for (i, c) in configs.iter().enumerate() {
-        let ii = iibench(&dir.join(format!("ii-{i}.pw")), *c, cache, rows);
-        print_fill("iiBench", c, &ii);
-        fresh(&dir.join(format!("ii-{i}.pw")));
+        if with_ii {
+            let ii = iibench(&dir.join(format!("ii-{i}.pw")), *c, cache, ii_rows);
+            print_fill("iiBench", c, &ii);
+            fresh(&dir.join(format!("ii-{i}.pw")));
+        }
         let f = fillrandom(&dir.join(format!("fill-{i}.pw")), *c, cache, rows);
         print_fill("fillrandom", c, &f);
     }
@@ -266,6 +276,9 @@ fn main() {
             .collect::<Vec<_>>()
             .join(", ");
         r.sort_by(f64::total_cmp);
+        if r.is_empty() {
+            continue;
+        }
         println!(
             "| {} | {:.0} | {all} | {:.2} |",
             c.name(),

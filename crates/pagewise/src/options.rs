@@ -44,6 +44,9 @@ pub struct Options {
     /// node as a small delta block on its unchanged base page while its
     /// changes stay under a threshold (docs/design.md, "Delta blocks for
     /// B+tree pages"). None (the default): every changed node is written whole.
+    /// Costs: a read that misses such a node reads two pages, one after the
+    /// other, and the file grows by up to a page per node with a delta
+    /// (docs/benchmarks.md, "Delta-flushed B+tree pages (issue 11)").
     pub delta_flush: Option<DeltaFlush>,
     /// Open without writing anything: files are opened read-only, writes and
     /// checkpoints return [`Error::ReadOnly`], and opening a Db whose log

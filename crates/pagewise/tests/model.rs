@@ -288,7 +288,16 @@ fn delta_flushes_against_model() {
             let del_pct = [15, 75, 40][step * 3 / 2500];
             let op = match rng.gen_range(0..1000) {
                 p if p < del_pct * 10 => Op::Del(t, k),
-                p if p < 995 => Op::Put(t, k, rng.gen_range(0..60)),
+                // Batches: group prefetch reads many delta blocks, then their bases.
+                p if p < 1000 - 105 => Op::Put(t, k, rng.gen_range(0..60)),
+                p if p < 995 => Op::Batch(
+                    (0..rng.gen_range(2..40))
+                        .map(|_| {
+                            let k = format!("{:05}", rng.gen_range(0..1500)).into_bytes();
+                            (t, k, rng.gen_bool(0.7).then(|| rng.gen_range(0..60)))
+                        })
+                        .collect(),
+                ),
                 995 => Op::Reopen,
                 _ => Op::Checkpoint,
             };

@@ -135,10 +135,14 @@ impl Pager {
     /// and verifies the base page its first 8 bytes name (a node page, never
     /// another delta) and lets the codec apply the delta to it.
     fn decode_delta(&self, pid: u64, count: usize, payload: &[u8]) -> Result<Image> {
-        let apply = self
-            .codec
-            .apply_delta
-            .expect("kind 6 is accepted only with apply_delta");
+        let base = self.delta_base(pid, payload)?;
+        let mut buf = self.buf(self.ps);
+        self.pages.read_at(&mut buf, self.off(base))?;
+        self.apply_on_base(pid, count, payload, base, &buf)
+    }
+
+    /// The base page id a delta block's payload names, checked.
+    fn delta_base(&self, pid: u64, payload: &[u8]) -> Result<u64> {
         if payload.len() < 8 {
             return Err(self.corrupt(pid, format!("delta block of {} bytes", payload.len())));
         }
@@ -147,9 +151,24 @@ impl Pager {
         if base == pid {
             return Err(self.corrupt(pid, "delta block names itself as its base".into()));
         }
-        let mut buf = self.buf(self.ps);
-        self.pages.read_at(&mut buf, self.off(base))?;
-        let h = page::verify(&buf, base, self.codec.kinds, &self.path, self.off(base))?;
+        Ok(base)
+    }
+
+    /// Verifies base page `base` (just read into `buf`) and applies the delta
+    /// block at `pid` (entry count and payload) to it.
+    fn apply_on_base(
+        &self,
+        pid: u64,
+        count: usize,
+        payload: &[u8],
+        base: u64,
+        buf: &[u8],
+    ) -> Result<Image> {
+        let apply = self
+            .codec
+            .apply_delta
+            .expect("kind 6 is accepted only with apply_delta");
+        let h = page::verify(buf, base, self.codec.kinds, &self.path, self.off(base))?;
         let pages = DeltaPages {
             base_kind: h.kind,
             base_count: h.count as usize,
@@ -247,11 +266,13 @@ impl Pager {
     /// Reads, verifies and decodes the node pages `pids` with up to
     /// [`QUEUE_DEPTH`] reads in flight, handing each to `got` as it completes
     /// (in any order). A failed page goes to `got` too; only a failure of the
-    /// queue itself is returned.
+    /// queue itself is returned. Delta blocks wait for a second round that
+    /// reads their bases together.
     pub fn read_nodes(&self, pids: &[u64], mut got: impl FnMut(u64, Result<Image>)) -> Result<()> {
         for &pid in pids {
             self.check_pid(pid)?;
         }
+        let mut waiting = Vec::new();
         self.pump(
             pids.len(),
             |i, spare| IoOp {
@@ -263,11 +284,59 @@ impl Pager {
             |c, spare| {
                 let pid = pids[c.op.tag as usize];
                 let node = match c.result {
+                    Ok(()) if c.op.buf[4] == Kind::Delta as u8 => {
+                        // Its base is read in a second round, with the others.
+                        match self.verify_delta(pid, &c.op.buf) {
+                            Ok(base) => {
+                                waiting.push((pid, base, c.op.buf));
+                                return Ok(());
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
                     Ok(()) => self.decode_node(pid, &c.op.buf),
                     Err(e) => Err(e.into()),
                 };
                 spare.push(c.op.buf);
                 got(pid, node);
+                Ok(())
+            },
+        )?;
+        self.read_bases(&waiting, got)
+    }
+
+    /// Verifies the delta block at `pid` in `buf`; returns its base page id.
+    fn verify_delta(&self, pid: u64, buf: &[u8]) -> Result<u64> {
+        let h = page::verify(buf, pid, &self.node_kinds, &self.path, self.off(pid))?;
+        assert_eq!(h.kind, Kind::Delta, "the caller saw kind 6");
+        self.delta_base(pid, &buf[HDR..HDR + h.used as usize])
+    }
+
+    /// Reads the bases of verified delta blocks `(pid, base, delta page)`
+    /// through one queue and hands each rebuilt node to `got`.
+    fn read_bases(
+        &self,
+        waiting: &[(u64, u64, AlignedBuf)],
+        mut got: impl FnMut(u64, Result<Image>),
+    ) -> Result<()> {
+        self.pump(
+            waiting.len(),
+            |i, spare| IoOp {
+                kind: OpKind::Read,
+                offset: self.off(waiting[i].1),
+                buf: take_buf(spare, self.ps, self.buf_align),
+                tag: i as u64,
+            },
+            |c, spare| {
+                let (pid, base, delta) = &waiting[c.op.tag as usize];
+                let (count, used) = (page::get_u16(delta, 6), page::get_u32(delta, 24));
+                let payload = &delta[HDR..HDR + used as usize];
+                let node = match c.result {
+                    Ok(()) => self.apply_on_base(*pid, count as usize, payload, *base, &c.op.buf),
+                    Err(e) => Err(e.into()),
+                };
+                spare.push(c.op.buf);
+                got(*pid, node);
                 Ok(())
             },
         )
