@@ -96,7 +96,12 @@ pub trait Engine: Send + Sync {
 pub const ENGINES: &[&str] = &[
     "pagewise",
     "pagewise-beps",
-    "redb", "lmdb", "sqlite", "rocksdb", "btreemap"];
+    "redb",
+    "lmdb",
+    "sqlite",
+    "rocksdb",
+    "btreemap",
+];
 
 /// Engines compiled into this binary (btreemap is an in-memory reference, not a peer).
 pub fn compiled_engines() -> Vec<&'static str> {

@@ -245,7 +245,15 @@ pub fn run(a: Args) -> Result<()> {
             println!();
             println!(
                 "{:<16} {:<8} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}",
-                "tree", "kind", "entries", "height", "leaves", "branches", "overflow", "leaf fill", "nodes"
+                "tree",
+                "kind",
+                "entries",
+                "height",
+                "leaves",
+                "branches",
+                "overflow",
+                "leaf fill",
+                "nodes"
             );
             for t in &s.trees {
                 println!(
