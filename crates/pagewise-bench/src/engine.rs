@@ -93,11 +93,19 @@ pub trait Engine: Send + Sync {
 }
 
 /// The engines this binary knows, whether compiled in or not.
-pub const ENGINES: &[&str] = &["pagewise", "redb", "lmdb", "sqlite", "rocksdb", "btreemap"];
+pub const ENGINES: &[&str] = &[
+    "pagewise",
+    "pagewise-beps",
+    "redb",
+    "lmdb",
+    "sqlite",
+    "rocksdb",
+    "btreemap",
+];
 
 /// Engines compiled into this binary (btreemap is an in-memory reference, not a peer).
 pub fn compiled_engines() -> Vec<&'static str> {
-    let mut v = vec!["pagewise"];
+    let mut v = vec!["pagewise", "pagewise-beps"];
     if cfg!(feature = "redb") {
         v.push("redb");
     }
@@ -125,6 +133,7 @@ pub fn open_engine(
     std::fs::create_dir_all(dir).map_err(|e| BenchError::os("create run directory", dir, e))?;
     match name {
         "pagewise" => engines::pagewise::open(dir, settings, tables),
+        "pagewise-beps" => engines::pagewise::open_bepsilon(dir, settings, tables),
         "btreemap" => Ok(Box::new(engines::btreemap::BTreeEngine::open(
             dir,
             tables.len(),

@@ -8,10 +8,14 @@
 //! samples: it lz4-compresses about one non-zero 4 KiB block in
 //! [`DRIVE_SAMPLE_ONE_IN`] and scales (results say `sample_one_in`; exact
 //! zero-block and block counts are kept).
+//!
+//! `pagewise-beps` is the same Db with every table a B-epsilon tree (default
+//! options; `PAGEWISE_BEPS_NODE_KIB` and `PAGEWISE_BEPS_BASEMENT_KIB` override
+//! the node and basement sizes for sweeps).
 
 use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
 use crate::{BenchError, Result};
-use pagewise::{Batch, Db, Durability, Options, Tree};
+use pagewise::{BEpsOptions, Batch, Db, Durability, Options, Tree, TreeKind};
 use pagewise_io::{CompressingFs, CompressionMeter, RealFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -21,6 +25,7 @@ const NAME: &str = "pagewise";
 pub const DRIVE_SAMPLE_ONE_IN: u64 = 8;
 
 pub struct PagewiseEngine {
+    name: &'static str,
     db: Db,
     trees: Vec<Tree>,
     names: Vec<String>,
@@ -32,6 +37,25 @@ fn err(e: impl std::fmt::Display) -> BenchError {
 }
 
 pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
+    open_kind(dir, s, tables, TreeKind::BTree)
+}
+
+/// Every table a B-epsilon tree.
+pub fn open_bepsilon(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
+    let kib = |var: &str, default: u32| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .map_or(default, |k| k << 10)
+    };
+    let d = BEpsOptions::default();
+    let o = d
+        .node_bytes(kib("PAGEWISE_BEPS_NODE_KIB", d.node_bytes))
+        .basement_bytes(kib("PAGEWISE_BEPS_BASEMENT_KIB", d.basement_bytes));
+    open_kind(dir, s, tables, TreeKind::BEpsilon(o))
+}
+
+fn open_kind(dir: &Path, s: &Settings, tables: &[&str], kind: TreeKind) -> Result<Box<dyn Engine>> {
     let meter = CompressionMeter::sampled(1, DRIVE_SAMPLE_ONE_IN);
     let drive = Arc::new(CompressingFs::with_meter(RealFs, meter));
     let opts = Options::default()
@@ -46,10 +70,14 @@ pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>
     let db = Db::open_or_create(dir.join("bench.pw"), opts).map_err(err)?;
     let trees = tables
         .iter()
-        .map(|t| db.tree(t))
+        .map(|t| db.tree_with(t, kind))
         .collect::<std::result::Result<_, _>>()
         .map_err(err)?;
     Ok(Box::new(PagewiseEngine {
+        name: match kind {
+            TreeKind::BTree => NAME,
+            _ => "pagewise-beps",
+        },
         db,
         trees,
         names: tables.iter().map(|t| t.to_string()).collect(),
@@ -59,7 +87,7 @@ pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>
 
 impl Engine for PagewiseEngine {
     fn name(&self) -> &'static str {
-        NAME
+        self.name
     }
 
     fn version(&self) -> String {

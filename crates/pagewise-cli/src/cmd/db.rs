@@ -244,12 +244,20 @@ pub fn run(a: Args) -> Result<()> {
             }
             println!();
             println!(
-                "{:<16} {:<6} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9}",
-                "tree", "kind", "entries", "height", "leaves", "branches", "overflow", "leaf fill"
+                "{:<16} {:<8} {:>10} {:>6} {:>10} {:>10} {:>10} {:>9} {:>8}",
+                "tree",
+                "kind",
+                "entries",
+                "height",
+                "leaves",
+                "branches",
+                "overflow",
+                "leaf fill",
+                "nodes"
             );
             for t in &s.trees {
                 println!(
-                    "{:<16} {:<6} {:>10} {:>6} {:>10} {:>10} {:>10} {:>8.1}%",
+                    "{:<16} {:<8} {:>10} {:>6} {:>10} {:>10} {:>10} {:>8.1}% {:>8}",
                     t.name,
                     t.kind.name(),
                     t.entries,
@@ -257,7 +265,8 @@ pub fn run(a: Args) -> Result<()> {
                     t.leaf_pages,
                     t.branch_pages,
                     t.overflow_pages,
-                    t.avg_leaf_fill * 100.0
+                    t.avg_leaf_fill * 100.0,
+                    t.nodes
                 );
             }
         }

@@ -69,7 +69,9 @@ fn visit(
     }
     for (i, p) in node.parts.iter().enumerate() {
         match p.as_deref() {
-            Some(Part::Base(b)) => w.counted.entries += b.len() as u64,
+            Some(Part::Base(_) | Part::Packed(_)) => {
+                w.counted.entries += p.as_ref().map_or(0, |p| p.entries()) as u64
+            }
             Some(Part::Buf(_)) => {
                 let lo = if i == 0 {
                     range.0
@@ -107,6 +109,7 @@ fn first_key(p: &Part) -> Option<&[u8]> {
     match p {
         Part::Buf(b) => b.keys().next().map(Vec::as_slice),
         Part::Base(b) => b.keys().next().map(Vec::as_slice),
+        Part::Packed(b) => b.first_key(),
     }
 }
 
@@ -114,5 +117,6 @@ fn last_key(p: &Part) -> Option<&[u8]> {
     match p {
         Part::Buf(b) => b.keys().next_back().map(Vec::as_slice),
         Part::Base(b) => b.keys().next_back().map(Vec::as_slice),
+        Part::Packed(b) => b.last_key(),
     }
 }

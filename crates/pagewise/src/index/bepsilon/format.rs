@@ -4,9 +4,7 @@
 //! Decoders return what is wrong as a string; the caller names the node's
 //! first page and wraps it as `Error::Corrupt`.
 
-use super::node::{
-    Base, Basement, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES,
-};
+use super::node::{Base, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES};
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
@@ -82,11 +80,27 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
     out
 }
 
+impl Node {
+    /// Basements as their stored bytes (a node just written stays cached
+    /// packed: a few bytes per entry instead of a map's tens).
+    pub fn pack(&mut self) {
+        for p in self.parts.iter_mut().flatten() {
+            if let Part::Base(_) = &**p {
+                let raw = encode_part(p).0;
+                let packed = super::packed::Packed::new(raw, None, None)
+                    .expect("a basement just encoded indexes");
+                *p = Arc::new(Part::Packed(packed));
+            }
+        }
+    }
+}
+
 /// The partition's raw bytes and its highest sequence number.
 fn encode_part(p: &Part) -> (Vec<u8>, u64) {
     let mut out = Vec::with_capacity(p.bytes());
     let mut max_seq = 0;
     match p {
+        Part::Packed(p) => out.extend_from_slice(p.raw()),
         Part::Base(b) => {
             for (k, v) in b {
                 out.extend_from_slice(&(k.len() as u16).to_le_bytes());
@@ -240,7 +254,7 @@ pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
     };
     let hi = node.pivots.get(i).map(Vec::as_slice);
     let part = if node.is_leaf() {
-        Part::Base(decode_basement(&raw, lo, hi)?)
+        Part::Packed(super::packed::Packed::new(raw, lo, hi)?)
     } else {
         Part::Buf(decode_buffer(&raw, lo, hi)?)
     };
@@ -273,19 +287,6 @@ fn take_kv<'a>(raw: &'a [u8], r: &mut usize, skip: usize) -> Result<(&'a [u8], &
         .ok_or("value overruns the partition")?;
     *r = at + 6 + k + v;
     Ok((key, val))
-}
-
-fn decode_basement(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Basement, String> {
-    let mut out = Basement::new();
-    let mut r = 0;
-    while r < raw.len() {
-        let (k, v) = take_kv(raw, &mut r, 0)?;
-        if !in_range(k, lo, hi) || out.keys().next_back().is_some_and(|l| l.as_slice() >= k) {
-            return Err("basement keys out of order or outside the pivots".into());
-        }
-        out.insert(k.to_vec(), v.to_vec());
-    }
-    Ok(out)
 }
 
 fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buffer, String> {
@@ -353,7 +354,9 @@ mod tests {
         assert!(n.parts.len() > 3, "basements split: {}", n.parts.len());
         for comp in [Compression::None, Compression::Lz4, Compression::Zstd] {
             let b = encode(&n, comp, 3);
-            let d = decode_full(&b, 4096).unwrap();
+            let mut d = decode_full(&b, 4096).unwrap();
+            d.unpack();
+            assert_eq!(encode(&d, comp, 3), b, "decode then encode is the identity");
             assert_eq!(d.pivots, n.pivots);
             assert_eq!(d.part_bytes, n.part_bytes);
             let mut bad = b.clone();

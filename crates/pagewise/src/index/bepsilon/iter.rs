@@ -150,7 +150,7 @@ fn unit_step(
             Ok(p) => p,
             Err(m) => return Step::Miss(m),
         };
-        if let Part::Base(_) = &*part {
+        if !matches!(&*part, Part::Buf(_)) {
             let r = resolve_unit(v, tree, &part, &bufs, (&ulo, &uhi), (lo, hi));
             return Step::Done(r.map(|entries| Unit {
                 entries,
@@ -184,10 +184,20 @@ fn resolve_unit(
     );
     let keep = |k: &[u8]| in_bounds(k, bounds.0, bounds.1);
     let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-    if let Part::Base(b) = base {
-        for (k, val) in b.range(range.clone()).filter(|e| keep(e.0)) {
-            out.insert(k.clone(), Some(val.clone()));
+    match base {
+        Part::Base(b) => {
+            for (k, val) in b.range(range.clone()).filter(|e| keep(e.0)) {
+                out.insert(k.clone(), Some(val.clone()));
+            }
         }
+        Part::Packed(b) => {
+            let lo = range.0.as_ref().map(Vec::as_slice);
+            let hi = range.1.as_ref().map(Vec::as_slice);
+            for (k, val) in b.range(lo, hi).filter(|e| keep(e.0)) {
+                out.insert(k.to_vec(), Some(val.to_vec()));
+            }
+        }
+        Part::Buf(_) => unreachable!("a leaf partition"),
     }
     for buf in bufs.iter().rev() {
         let Part::Buf(b) = &**buf else { continue };

@@ -8,6 +8,7 @@ pub mod check;
 pub mod format;
 pub mod iter;
 pub mod node;
+pub mod packed;
 pub mod place;
 pub mod read;
 pub mod write;

@@ -73,7 +73,10 @@ pub type Basement = BTreeMap<Vec<u8>, Vec<u8>>;
 #[derive(Debug, Clone)]
 pub enum Part {
     Buf(Buffer),
+    /// A basement being changed (dirty nodes).
     Base(Basement),
+    /// A clean basement as stored (read or just written).
+    Packed(super::packed::Packed),
 }
 
 impl Part {
@@ -81,6 +84,7 @@ impl Part {
         match self {
             Part::Buf(b) => b.values().map(Pending::count).sum(),
             Part::Base(b) => b.len(),
+            Part::Packed(p) => p.len(),
         }
     }
 
@@ -89,6 +93,7 @@ impl Part {
         match self {
             Part::Buf(b) => b.iter().map(|(k, p)| p.bytes(k.len())).sum(),
             Part::Base(b) => b.iter().map(|(k, v)| entry_bytes(k, v)).sum(),
+            Part::Packed(p) => p.bytes(),
         }
     }
 }
@@ -198,7 +203,7 @@ impl Node {
         self.part_bytes[i] = 0;
         match old {
             Part::Buf(b) => b,
-            Part::Base(_) => panic!("take_buf on a leaf"),
+            Part::Base(_) | Part::Packed(_) => panic!("take_buf on a leaf"),
         }
     }
 
@@ -322,6 +327,15 @@ impl Node {
         debug_assert_eq!(self.parts[i].as_ref().unwrap().bytes(), acc);
     }
 
+    /// Packed basements as maps, for changing (a clean node becoming dirty).
+    pub fn unpack(&mut self) {
+        for p in self.parts.iter_mut().flatten() {
+            if let Part::Packed(b) = &**p {
+                *p = Arc::new(Part::Base(b.to_map()));
+            }
+        }
+    }
+
     /// A copy with partition `i` loaded.
     pub fn with_part(&self, i: usize, p: Part) -> Node {
         let mut n = self.clone();
@@ -342,7 +356,10 @@ impl NodeImage for Node {
             .iter()
             .zip(&self.part_bytes)
             .filter(|(p, _)| p.is_some())
-            .map(|(p, b)| b + 48 * p.as_ref().map_or(0, |p| p.entries()))
+            .map(|(p, b)| match p.as_deref() {
+                Some(Part::Packed(x)) => b + 4 * x.len(),
+                p => b + 48 * p.map_or(0, Part::entries),
+            })
             .sum();
         256 + self.shell_bytes() + loaded
     }

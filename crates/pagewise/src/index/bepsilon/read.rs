@@ -38,6 +38,7 @@ pub struct View<'a> {
     epoch: &'a Epoch<Trees>,
     ix: &'a Index,
     pinned: &'a PidMap<Arc<Node>>,
+    hits: std::cell::Cell<u64>,
 }
 
 impl View<'_> {
@@ -66,6 +67,7 @@ impl View<'_> {
                     return Ok(n.clone());
                 }
                 let n = self.ix.store.cache.lookup(ext.first_page);
+                self.hits.set(self.hits.get() + n.is_some() as u64);
                 n.and_then(downcast::<Node>).ok_or(Miss::Shell(ext))
             }
         }
@@ -90,11 +92,18 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let step = {
             let epoch = store.state.read();
-            f(&View {
+            let view = View {
                 epoch: &epoch,
                 ix,
                 pinned: &pinned,
-            })
+                hits: std::cell::Cell::new(0),
+            };
+            let step = f(&view);
+            store
+                .cache
+                .hits
+                .fetch_add(view.hits.get(), Ordering::Relaxed);
+            step
         };
         let miss = match step {
             Step::Done(r) => return Ok(r),
@@ -188,8 +197,12 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
                 }
                 cur = n.children[i];
             }
-            Part::Base(b) => {
-                let mut val = b.get(key).cloned();
+            Part::Base(_) | Part::Packed(_) => {
+                let mut val = match &*p {
+                    Part::Base(b) => b.get(key).cloned(),
+                    Part::Packed(b) => b.get(key).map(<[u8]>::to_vec),
+                    Part::Buf(_) => unreachable!(),
+                };
                 for pend in path.iter().rev() {
                     match resolve(v.ix.merge.as_deref(), tree, key, val, pend) {
                         Ok(x) => val = x,

@@ -334,6 +334,7 @@ impl Writer<'_> {
         };
         let mut node = self.load_full(&ext)?;
         node.dir.clear();
+        node.unpack();
         self.alloc.free_later(ext.first_page, ext.count_pages);
         let id = provisional_id();
         self.put(id, node);
