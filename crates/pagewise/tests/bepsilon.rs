@@ -360,3 +360,40 @@ fn corrupt_partition_is_a_typed_error_naming_node_and_partition() {
     let rep = db.check().unwrap();
     assert!(!rep.is_ok(), "check reports it");
 }
+
+/// A point read of a clean tree reads node shells and one partition per
+/// level, not whole nodes.
+#[test]
+fn point_read_fetches_shells_and_one_basement() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let kind = TreeKind::BEpsilon(
+        BEpsOptions::default()
+            .node_bytes(64 << 10)
+            .basement_bytes(1024)
+            .compression(Compression::None),
+    );
+    let db = Db::create(&path, opts().cache_bytes(1 << 20)).unwrap();
+    let t = db.tree_with("t", kind).unwrap();
+    let mut b = Batch::new();
+    for i in 0..6000u32 {
+        b.insert("t", format!("key{i:06}"), [7u8; 24]);
+    }
+    db.apply(b).unwrap();
+    db.close().unwrap();
+    let db = Db::open(&path, opts().cache_bytes(1 << 20)).unwrap();
+    let before = db.stats().pages.read_bytes;
+    let t2 = db.tree("t").unwrap();
+    assert_eq!(t2.get(b"key003001").unwrap(), Some(vec![7u8; 24]));
+    let read = db.stats().pages.read_bytes - before;
+    let s = &db.stats().trees[0];
+    assert!(s.height >= 1 && s.nodes >= 3, "{s:?}");
+    // Whole leaves hold about 40 KiB each; shells plus one 1 KiB basement
+    // per level are a few pages of 512 bytes.
+    eprintln!("one get read {read} bytes; tree {s:?}");
+    assert!(
+        read > 0 && read <= 24 * 512,
+        "read {read} bytes for one get"
+    );
+    drop(t);
+}
