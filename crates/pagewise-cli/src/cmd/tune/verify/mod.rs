@@ -53,8 +53,8 @@ pub enum Level {
     /// No verification (the advice uses DIR/engine-costs.json if an earlier
     /// run left it).
     Off,
-    /// ~1.5 minutes: calibration, then up to 2M records per size, 5 s per
-    /// measured phase.
+    /// ~2 minutes: two calibration Dbs and up to 2M records per verified
+    /// size, 5 s per measured phase.
     Quick,
     /// ~10 minutes: up to 10M records per size, 20 s per phase.
     Full,
@@ -135,6 +135,8 @@ pub struct SizeCheck {
 }
 
 /// The calibration run: separate Dbs, the constants fitted there.
+/// `elapsed_secs` is the time until the interleaved rounds ended (the
+/// calibration Dbs are measured together with the verified ones).
 #[derive(Debug, Clone, Serialize)]
 pub struct Calibration {
     pub sizes: Vec<SizeCheck>,

@@ -36,8 +36,12 @@ pub fn render_text(v: &Verification) -> String {
     }
     let e = &v.max_point_error;
     let mut s = format!(
-        "\nVerification on the engine ({:.0} s, calibration {:.0} s; device-only = the advisor on the scaled dataset, calibrated = with the engine costs fitted on separate calibration Dbs, out of sample):\n",
-        v.elapsed_secs, v.calibration.elapsed_secs
+        "\nVerification on the engine ({:.0} s, calibration Dbs at {} measured in the same rounds; device-only = the advisor on the scaled dataset, calibrated = with the engine costs fitted on the calibration Dbs, out of sample):\n",
+        v.elapsed_secs,
+        (v.calibration.sizes.iter())
+            .map(|c| fmt_bytes(c.page_size as f64))
+            .collect::<Vec<_>>()
+            .join(" and ")
     );
     s.push_str(&t.render());
     s.push_str(&format!(
