@@ -16,9 +16,7 @@
 //! splits and merges happen) in three cases of four, taking upserts too, so
 //! batches span both kinds.
 
-use pagewise::{
-    BEpsOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, TreeKind,
-};
+use pagewise::{BEpsOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, TreeKind};
 use pagewise_io::{CrashMode, FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;

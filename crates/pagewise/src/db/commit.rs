@@ -113,7 +113,8 @@ impl Inner {
             check_tree_name(op.tree())?;
             let kind = kind_of(trees, &created, &op)?;
             total_bytes += self.check_op(&op, kind, page_size)?;
-            let exists = trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
+            let exists =
+                trees.get(op.tree()).is_some() || created.iter().any(|c| &c.0 == op.tree());
             match &op {
                 Op::CreateTree { tree, .. } => created.push((tree.clone(), kind)),
                 Op::Put { tree, .. } | Op::Upsert { tree, .. } if !exists => {
