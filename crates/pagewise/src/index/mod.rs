@@ -310,10 +310,10 @@ impl Index {
     }
 
     pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if self.is_bepsilon(tree) {
-            return bepsilon::read::get(self, tree, key);
+        match btree::read::get(self, tree, key)? {
+            Ok(found) => Ok(found),
+            Err(btree::read::NotBTree) => bepsilon::read::get(self, tree, key),
         }
-        btree::read::get(self, tree, key)
     }
 
     fn is_bepsilon(&self, tree: &str) -> bool {

@@ -303,7 +303,10 @@ impl Cursor {
             Owned::Overflow(ext) => match ix.store.read_extent_at(&ext, Kind::Overflow, e.2)? {
                 Some(v) => Ok(Some((e.0, v))),
                 // The extent was reused since the leaf was read: look again.
-                None => Ok(super::read::get(ix, &self.tree, &e.0)?.map(|v| (e.0, v))),
+                None => Ok(super::read::get(ix, &self.tree, &e.0)?
+                    .ok()
+                    .flatten()
+                    .map(|v| (e.0, v))),
             },
         }
     }

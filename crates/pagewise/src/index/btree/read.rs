@@ -3,7 +3,11 @@
 use super::node::{Node, Val};
 use super::{as_node, node_ref, Meta};
 use crate::error::Result;
-use crate::index::Index;
+use crate::index::{Desc, Index};
+
+/// A get found the tree, but it is not a B+tree.
+#[derive(Debug, Clone, Copy)]
+pub struct NotBTree;
 use crate::store::extent::Extent;
 use crate::store::image::Image;
 use crate::store::page::Kind;
@@ -91,20 +95,31 @@ pub fn contains_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<bool> {
     }
 }
 
-/// The value of `key` in B+tree `tree`, overflow values read in full.
-pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+/// The value of `key` in B+tree `tree`, overflow values read in full;
+/// `Err(NotBTree)` inside `Ok` when `tree` is a tree of another kind (the
+/// caller dispatches: one lock acquisition for the common B+tree get).
+pub fn get(
+    ix: &Index,
+    tree: &str,
+    key: &[u8],
+) -> Result<std::result::Result<Option<Vec<u8>>, NotBTree>> {
     for _ in 0..MAX_RESTARTS {
         let gen = ix.store.reuse_gen.load(Ordering::Acquire);
-        let found = ix.store.read(|v| match v.trees().btree(tree) {
-            Some(tm) => get_step(v, tm, key),
-            None => Step::Done(None),
+        let found = ix.store.read(|v| match v.trees().get(tree) {
+            Some(Desc::BTree(tm)) => match get_step(v, tm, key) {
+                Step::Done(f) => Step::Done(Ok(f)),
+                Step::Miss(p) => Step::Miss(p),
+            },
+            Some(_) => Step::Done(Err(NotBTree)),
+            None => Step::Done(Ok(None)),
         })?;
         match found {
-            None => return Ok(None),
-            Some(Owned::Inline(v)) => return Ok(Some(v)),
-            Some(Owned::Overflow(ext)) => {
+            Err(e) => return Ok(Err(e)),
+            Ok(None) => return Ok(Ok(None)),
+            Ok(Some(Owned::Inline(v))) => return Ok(Ok(Some(v))),
+            Ok(Some(Owned::Overflow(ext))) => {
                 if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {
-                    return Ok(Some(v));
+                    return Ok(Ok(Some(v)));
                 }
                 // The extent was reused since the leaf was read: look again.
             }
