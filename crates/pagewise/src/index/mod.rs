@@ -338,13 +338,20 @@ impl Index {
     }
 
     pub fn contains(&self, tree: &str, key: &[u8]) -> Result<bool> {
-        if self.is_bepsilon(tree) {
-            return Ok(bepsilon::read::get(self, tree, key)?.is_some());
+        use crate::store::read::Step;
+        // One read for a B+tree; a tree of another kind answers `None`.
+        let found = self.store.read(|v| match v.trees().get(tree) {
+            Some(Desc::BTree(tm)) => match btree::read::contains_step(v, tm, key) {
+                Step::Done(b) => Step::Done(Some(b)),
+                Step::Miss(p) => Step::Miss(p),
+            },
+            Some(_) => Step::Done(None),
+            None => Step::Done(Some(false)),
+        })?;
+        match found {
+            Some(b) => Ok(b),
+            None => Ok(bepsilon::read::get(self, tree, key)?.is_some()),
         }
-        self.store.read(|v| match v.trees().btree(tree) {
-            Some(tm) => btree::read::contains_step(v, tm, key),
-            None => crate::store::read::Step::Done(false),
-        })
     }
 
     /// Walks tree `desc` for `Db::check`.
