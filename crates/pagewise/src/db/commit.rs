@@ -204,6 +204,16 @@ impl Inner {
     /// is safe). One entry per op.
     fn place_values(&self, ops: &[Op]) -> Result<Vec<Option<Extent>>> {
         let ps = self.ix.store.page_size();
+        let big = |op: &Op| match op {
+            Op::Put { key, value, .. } => {
+                !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len())
+            }
+            _ => false,
+        };
+        // The common case, every value inline: no extent, no lookup of kinds.
+        if !ops.iter().any(big) {
+            return Ok(vec![None; ops.len()]);
+        }
         let inline = self.ix.bepsilon_trees(ops);
         ops.iter()
             .map(|op| match op {

@@ -248,8 +248,9 @@ impl Index {
         let tree = op.tree();
         let desc = match op {
             Op::CreateTree { kind, params, .. } => return create(trees, tree, *kind, params),
-            // A version-1 log has no create-tree ops: a put creates a B+tree.
-            Op::Put { .. } => trees
+            // A version-1 log has no create-tree ops: a put creates a B+tree
+            // (the name is cloned only then).
+            Op::Put { .. } if !trees.0.contains_key(tree) => trees
                 .0
                 .entry(tree.clone())
                 .or_insert(Desc::BTree(btree::Meta::default())),

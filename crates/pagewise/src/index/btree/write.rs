@@ -96,14 +96,33 @@ impl Writer<'_> {
         if self.dirty.contains(pid) {
             return Ok(pid);
         }
-        let mut copy = (*self.node(pid)?).clone();
+        let copy = (*self.node(pid)?).clone();
+        Ok(self.cow_copy(pid, copy))
+    }
+
+    /// `cow(pid)` for a node that must be at `level`: checked on the one
+    /// fetch that also gives the copy (a clean leaf is looked up once).
+    fn cow_at(&mut self, pid: u64, level: u32) -> Result<u64> {
+        let n = self.node_at(pid, level)?;
+        if self.dirty.contains(pid) {
+            return Ok(pid);
+        }
+        let copy = (*n).clone();
+        drop(n);
+        Ok(self.cow_copy(pid, copy))
+    }
+
+    /// Requires: `copy` is the clean node at `pid`. Effect: `copy` becomes
+    /// dirty under a new page id, which is returned.
+    fn cow_copy(&mut self, pid: u64, mut copy: Node) -> u64 {
+        debug_assert!(!self.dirty.contains(pid));
         let new = self.alloc.alloc(1);
         self.cache.remove(pid);
         self.rebase(pid, &mut copy);
         self.dirty.insert(new, Arc::new(copy));
         self.settle(new);
         assert_ne!(new, pid);
-        Ok(new)
+        new
     }
 
     /// Requires: `copy` is the clean node at `pid`, about to become dirty.
@@ -140,6 +159,14 @@ impl Writer<'_> {
 
     /// Consolidates dirty node `pid` if its changes outgrew the threshold.
     fn settle(&mut self, pid: u64) {
+        if self.delta.is_none() {
+            // Without delta flushes no dirty node carries changes (`rebase`).
+            debug_assert!(self
+                .dirty
+                .get(pid)
+                .is_some_and(|n| super::node_ref(n).changes().is_none()));
+            return;
+        }
         let limit = self.limit_bytes();
         let dirty = self
             .dirty
@@ -259,8 +286,7 @@ impl Writer<'_> {
     ) -> Result<(u64, Split, Option<OldVal>)> {
         let cap = self.cap();
         if level == 1 {
-            self.node_at(pid, 1)?;
-            let pid = self.cow(pid)?;
+            let pid = self.cow_at(pid, 1)?;
             let node = self.get_mut(pid);
             let (old, idx) = match node.search(key) {
                 Ok(i) => {

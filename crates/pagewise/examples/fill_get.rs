@@ -1,0 +1,82 @@
+//! A deterministic fill-then-get workload for instruction counts
+//! (docs/benchmarks.md, "The engine's seam", session 5): the bench's
+//! fillrandom shape (random 16-byte keys, 100-byte values, batches of 1,000,
+//! buffered log, direct I/O, 64 MiB cache), then a reopen with a 2 GiB cache,
+//! a full scan to warm it, and `GETS` random point gets.
+//!
+//! ```sh
+//! fill_get fill DIR KEYS                 # builds DIR/db.pw
+//! fill_get get DIR KEYS GETS             # warm scan, then GETS gets
+//! valgrind --tool=cachegrind fill_get get DIR 1000000 300000   # minus a GETS=0 run
+//! ```
+//!
+//! The source uses only API that predates the seam, so the same file builds
+//! against an older checkout for a before/after comparison.
+
+use pagewise::{Batch, Db, Durability, Options, Tree};
+use rand::{rngs::SmallRng, RngCore, SeedableRng};
+
+const BATCH: u64 = 1000;
+
+fn key(i: u64) -> [u8; 16] {
+    let mut rng = SmallRng::seed_from_u64(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 7);
+    let mut k = [0u8; 16];
+    rng.fill_bytes(&mut k);
+    k
+}
+
+fn fill(path: &std::path::Path, keys: u64) {
+    let o = Options::default()
+        .cache_bytes(64 << 20)
+        .durability(Durability::Buffered)
+        .direct_io(true);
+    let db = Db::open_or_create(path, o).expect("create the Db");
+    let mut v = [0u8; 100];
+    let mut rng = SmallRng::seed_from_u64(5);
+    for b in 0..keys.div_ceil(BATCH) {
+        let mut batch = Batch::new();
+        for i in b * BATCH..((b + 1) * BATCH).min(keys) {
+            rng.fill_bytes(&mut v);
+            batch.insert("main", key(i), v);
+        }
+        db.apply(batch).expect("apply a batch");
+    }
+    db.close().expect("close");
+}
+
+#[inline(never)]
+fn gets(t: &Tree, keys: u64, n: u64) -> u64 {
+    let mut rng = SmallRng::seed_from_u64(99);
+    (0..n)
+        .filter(|_| t.get(key(rng.next_u64() % keys)).expect("get").is_some())
+        .count() as u64
+}
+
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let usage = "usage: fill_get fill DIR KEYS | fill_get get DIR KEYS GETS";
+    let (mode, dir, keys) = match &a[..] {
+        [_, m, d, k, ..] => (m.as_str(), std::path::PathBuf::from(d), k.parse::<u64>()),
+        _ => panic!("{usage}"),
+    };
+    let keys = keys.expect(usage);
+    let path = dir.join("db.pw");
+    if mode == "fill" {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create DIR");
+        fill(&path, keys);
+        return;
+    }
+    let n: u64 = a.get(4).and_then(|s| s.parse().ok()).expect(usage);
+    let o = Options::default()
+        .cache_bytes(2 << 30)
+        .durability(Durability::Buffered)
+        .direct_io(true);
+    let db = Db::open_or_create(&path, o).expect("open the Db");
+    let t = db.tree("main").expect("tree main");
+    let warm = t
+        .iter()
+        .try_fold(0u64, |n, kv| kv.map(|_| n + 1))
+        .expect("scan");
+    println!("warm {warm} found {}", gets(&t, keys, n));
+}
