@@ -66,6 +66,59 @@ impl WriteOp {
     }
 }
 
+/// Bytes of a counter: the first 8 bytes of a value, little-endian.
+pub const COUNTER_BYTES: usize = 8;
+
+/// A value with `delta` added to its counter (wrapping): the rest of the
+/// value is kept; an absent or shorter value becomes the 8-byte counter
+/// `delta`. Every engine's increment, blind or read-modify-write, agrees
+/// with this function.
+pub fn add_counter(existing: Option<&[u8]>, delta: u64) -> Vec<u8> {
+    match existing {
+        Some(v) if v.len() >= COUNTER_BYTES => {
+            let mut out = v.to_vec();
+            let mut c = [0u8; COUNTER_BYTES];
+            c.copy_from_slice(&v[..COUNTER_BYTES]);
+            let sum = u64::from_le_bytes(c).wrapping_add(delta);
+            out[..COUNTER_BYTES].copy_from_slice(&sum.to_le_bytes());
+            out
+        }
+        _ => delta.to_le_bytes().to_vec(),
+    }
+}
+
+/// [`Engine::increment`] by read-modify-write: a get per distinct key, then
+/// one batch of puts (repeats of a key in `keys` add up, not overwrite).
+pub fn increment_by_rmw<E: Engine + ?Sized>(
+    engine: &E,
+    table: usize,
+    keys: &[Vec<u8>],
+    delta: u64,
+) -> Result<()> {
+    let mut counts: Vec<(&[u8], u64)> = Vec::with_capacity(keys.len());
+    let mut seen: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
+    for k in keys {
+        match seen.get(k.as_slice()) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                seen.insert(k, counts.len());
+                counts.push((k, 1));
+            }
+        }
+    }
+    let mut ops = Vec::with_capacity(counts.len());
+    for (key, n) in counts {
+        let old = engine.get(table, key)?;
+        ops.push(WriteOp::Put {
+            table,
+            key: key.to_vec(),
+            value: add_counter(old.as_deref(), delta.wrapping_mul(n)),
+        });
+    }
+    assert!(ops.len() <= keys.len());
+    engine.write_batch(&ops)
+}
+
 /// Visitor for scans: return false to stop early.
 pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> bool;
 
@@ -81,6 +134,14 @@ pub trait Engine: Send + Sync {
     /// Looks up several keys of one table; engines with a native multi-get override it.
     fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         keys.iter().map(|k| self.get(table, k)).collect()
+    }
+    /// Adds `delta` to the counter of each key of `keys` in `table`, as one
+    /// batch (the `incrandom` workload). The default is read-modify-write:
+    /// a get per distinct key, then one batch of puts of [`add_counter`]'s
+    /// result. Engines with blind merges (pagewise's B-epsilon upserts)
+    /// override it and read nothing.
+    fn increment(&self, table: usize, keys: &[Vec<u8>], delta: u64) -> Result<()> {
+        increment_by_rmw(self, table, keys, delta)
     }
     /// Visits up to `limit` entries with key >= `start`, in key order; returns how many.
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize>;

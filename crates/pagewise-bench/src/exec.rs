@@ -1,7 +1,7 @@
 //! Executes one phase's operations on an open engine with N threads, each
 //! claiming work from a shared counter until the op count or the deadline is hit.
 
-use crate::engine::{Engine, WriteOp};
+use crate::engine::{Engine, WriteOp, COUNTER_BYTES};
 use crate::iibench::Row;
 use crate::keys::{encode_key, encode_key_into, KeyPicker, Permutation};
 use crate::metrics::Recorder;
@@ -109,6 +109,7 @@ pub fn latency_unit(kind: Kind, p: &Params) -> String {
         Kind::FillSeq | Kind::FillRandom | Kind::Overwrite => {
             format!("batch of {} writes", p.batch)
         }
+        Kind::IncRandom => format!("batch of {} increments", p.batch),
         Kind::IiBench => format!("batch of {} rows (4 writes each)", p.batch),
         Kind::MultiReadRandom => format!("multi-get of {} keys", p.multiget),
         Kind::ReadSeq => "chunk of 1000 entries".into(),
@@ -257,6 +258,21 @@ impl Ctx<'_> {
                         .collect();
                     rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
                     self.engine.write_batch(&ops)?;
+                    n
+                }
+                Kind::IncRandom => {
+                    let Some((_, n)) = self.claim(batch) else {
+                        break;
+                    };
+                    let keys: Vec<Vec<u8>> = (0..n)
+                        .map(|_| {
+                            let k = picker.pick(&mut rng, self.main_keys());
+                            encode_key(k, self.params.key_size)
+                        })
+                        .collect();
+                    // User bytes: a key and an 8-byte operand per increment.
+                    rec.user_bytes += n * (self.params.key_size + COUNTER_BYTES) as u64;
+                    self.engine.increment(MAIN, &keys, 1)?;
                     n
                 }
                 Kind::ReadRandom => {

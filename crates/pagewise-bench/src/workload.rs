@@ -25,6 +25,9 @@ pub enum Kind {
     FillSeq,
     FillRandom,
     Overwrite,
+    /// Counter increments on uniformly random existing keys (`batch` per
+    /// batch): blind upserts where the engine has them, else read-modify-write.
+    IncRandom,
     ReadRandom,
     MultiReadRandom,
     ReadSeq,
@@ -39,6 +42,7 @@ impl Kind {
             "fillseq" => Self::FillSeq,
             "fillrandom" => Self::FillRandom,
             "overwrite" => Self::Overwrite,
+            "incrandom" => Self::IncRandom,
             "readrandom" => Self::ReadRandom,
             "multireadrandom" => Self::MultiReadRandom,
             "readseq" => Self::ReadSeq,
@@ -59,6 +63,7 @@ impl Kind {
             Self::FillSeq => "fillseq".into(),
             Self::FillRandom => "fillrandom".into(),
             Self::Overwrite => "overwrite".into(),
+            Self::IncRandom => "incrandom".into(),
             Self::ReadRandom => "readrandom".into(),
             Self::MultiReadRandom => "multireadrandom".into(),
             Self::ReadSeq => "readseq".into(),
@@ -240,7 +245,7 @@ impl Spec {
         };
         let (name, opts) = text.split_once(':').unwrap_or((text, ""));
         let kind = Kind::parse(name.trim()).ok_or_else(|| {
-            bad(format!("unknown workload {name:?}; known: fillseq fillrandom overwrite readrandom multireadrandom readseq scan ycsb-a..ycsb-f iibench"))
+            bad(format!("unknown workload {name:?}; known: fillseq fillrandom overwrite incrandom readrandom multireadrandom readseq scan ycsb-a..ycsb-f iibench"))
         })?;
         let mut p = base.clone();
         if let Kind::Ycsb(y) = kind {

@@ -13,9 +13,9 @@
 //! options; `PAGEWISE_BEPS_NODE_KIB` and `PAGEWISE_BEPS_BASEMENT_KIB` override
 //! the node and basement sizes for sweeps).
 
-use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
+use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
 use crate::{BenchError, Result};
-use pagewise::{BEpsOptions, Batch, Db, Durability, Options, Tree, TreeKind};
+use pagewise::{BEpsOptions, Batch, Db, Durability, MergeOperator, Options, Tree, TreeKind};
 use pagewise_io::{CompressingFs, CompressionMeter, RealFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -66,6 +66,7 @@ fn open_kind(dir: &Path, s: &Settings, tables: &[&str], kind: TreeKind) -> Resul
             SyncPolicy::EveryBatch => Durability::Sync,
         })
         .direct_io(s.direct_io)
+        .merge_operator(Arc::new(CounterAdd))
         .fs(drive.clone());
     let db = Db::open_or_create(dir.join("bench.pw"), opts).map_err(err)?;
     let trees = tables
@@ -83,6 +84,27 @@ fn open_kind(dir: &Path, s: &Settings, tables: &[&str], kind: TreeKind) -> Resul
         names: tables.iter().map(|t| t.to_string()).collect(),
         drive,
     }))
+}
+
+/// The `incrandom` workload's merge operator: each operand is an 8-byte
+/// little-endian delta added with [`add_counter`], so a blind upsert ends
+/// where the other engines' read-modify-write does.
+struct CounterAdd;
+
+impl MergeOperator for CounterAdd {
+    fn name(&self) -> &str {
+        "bench-counter-add"
+    }
+
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
+        let delta = operands.iter().fold(0u64, |sum, op| {
+            let mut d = [0u8; COUNTER_BYTES];
+            let n = op.len().min(COUNTER_BYTES);
+            d[..n].copy_from_slice(&op[..n]);
+            sum.wrapping_add(u64::from_le_bytes(d))
+        });
+        add_counter(existing, delta)
+    }
 }
 
 impl Engine for PagewiseEngine {
@@ -111,6 +133,18 @@ impl Engine for PagewiseEngine {
 
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.trees[table].get(key).map_err(err)
+    }
+
+    /// B-epsilon trees take blind upserts (no read); B+trees read-modify-write.
+    fn increment(&self, table: usize, keys: &[Vec<u8>], delta: u64) -> Result<()> {
+        if self.name == NAME {
+            return crate::engine::increment_by_rmw(self, table, keys, delta);
+        }
+        let mut b = Batch::new();
+        for k in keys {
+            b.upsert(&self.names[table], k, delta.to_le_bytes());
+        }
+        self.db.apply(b).map_err(err)
     }
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {

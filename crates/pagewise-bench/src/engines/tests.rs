@@ -2,7 +2,7 @@
 //! a BTreeMap model: batches across tables, overwrites, deletes, point reads,
 //! scans from arbitrary start keys, and the same again after close + reopen.
 
-use crate::engine::{compiled_engines, open_engine, Settings, SyncPolicy, WriteOp};
+use crate::engine::{add_counter, compiled_engines, open_engine, Settings, SyncPolicy, WriteOp};
 use crate::keys::encode_key;
 use crate::values::{Compressibility, ValueGen};
 use rand::rngs::SmallRng;
@@ -130,6 +130,83 @@ fn every_adapter_reads_back_what_it_wrote() {
             exercise(name, sync, seed);
         }
     }
+}
+
+/// Counter increments (the `incrandom` workload) end where the model's
+/// [`add_counter`] does on every adapter, blind upserts and
+/// read-modify-write alike: repeats in a batch add up, absent keys start at
+/// the delta, longer values keep their tail; also after a reopen.
+#[test]
+fn every_adapter_increments_counters_like_the_model() {
+    let seed = 0x5eed_0002;
+    for name in compiled_engines().into_iter().chain(["btreemap"]) {
+        eprintln!("adapter {name} seed {seed:#x}");
+        let dir = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            cache_bytes: 4 << 20,
+            ..Settings::default()
+        };
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let engine = open_engine(name, dir.path(), &settings, &TABLES).unwrap();
+        let fill: Vec<WriteOp> = (0..200u64)
+            .map(|n| {
+                let (key, value) = (encode_key(n, 16), vec![n as u8; 3 + (n as usize % 40)]);
+                model.insert(key.clone(), value.clone());
+                WriteOp::Put {
+                    table: 1,
+                    key,
+                    value,
+                }
+            })
+            .collect();
+        engine.write_batch(&fill).unwrap();
+        for _ in 0..40 {
+            // Keys 0..300: a third absent at first; repeats within a batch.
+            let keys: Vec<Vec<u8>> = (0..rng.gen_range(1..50))
+                .map(|_| encode_key(rng.gen_range(0..300u64), 16))
+                .collect();
+            let delta = rng.gen_range(1..1u64 << 40);
+            for k in &keys {
+                let v = add_counter(model.get(k).map(Vec::as_slice), delta);
+                model.insert(k.clone(), v);
+            }
+            engine
+                .increment(1, &keys, delta)
+                .unwrap_or_else(|e| panic!("{name}: increment: {e}"));
+        }
+        let check = |e: &dyn crate::Engine, when: &str| {
+            for (k, v) in &model {
+                assert_eq!(
+                    e.get(1, k).unwrap().as_ref(),
+                    Some(v),
+                    "{name} {when}: {k:?}"
+                );
+            }
+        };
+        check(engine.as_ref(), "before close");
+        engine.sync().unwrap();
+        engine.close().unwrap();
+        let engine = open_engine(name, dir.path(), &settings, &TABLES).unwrap();
+        check(engine.as_ref(), "after reopen");
+        engine.close().unwrap();
+    }
+}
+
+#[test]
+fn add_counter_adds_into_the_first_8_bytes_and_keeps_the_rest() {
+    assert_eq!(add_counter(None, 5), 5u64.to_le_bytes().to_vec());
+    assert_eq!(add_counter(Some(b"abc"), 7), 7u64.to_le_bytes().to_vec());
+    let mut v = 250u64.to_le_bytes().to_vec();
+    v.extend_from_slice(b"tail");
+    let mut want = 260u64.to_le_bytes().to_vec();
+    want.extend_from_slice(b"tail");
+    assert_eq!(add_counter(Some(&v), 10), want);
+    assert_eq!(
+        add_counter(Some(&u64::MAX.to_le_bytes()), 2),
+        1u64.to_le_bytes().to_vec(),
+        "wraps"
+    );
 }
 
 #[test]

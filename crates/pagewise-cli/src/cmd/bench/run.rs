@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(short, long, default_value = "pagewise", value_delimiter = ',')]
     pub engine: Vec<String>,
     /// Phases in order, each `name[:opt=value,...]`; repeat -w or separate with spaces.
-    /// Names: fillseq fillrandom overwrite readrandom multireadrandom readseq scan
+    /// Names: fillseq fillrandom overwrite incrandom readrandom multireadrandom readseq scan
     /// ycsb-a..ycsb-f iibench. Options: ops threads duration cache(=64M|5%) dist
     /// values batch multiget scan keys seed value_size warm(=1: read everything first).
     #[arg(short, long = "workload", default_value = "fillrandom readrandom")]
