@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::index::{Index, Trees, CODEC};
 use crate::log::{self, Wal};
 use crate::options::{Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
-use crate::store::cache::Cache;
+use crate::store::cache::{Cache, SHARD_UNIT_BYTES};
 use crate::store::catalog::Catalog;
 use crate::store::extent::Extent;
 use crate::store::page::Kind;
@@ -275,7 +275,10 @@ fn start(
         opts.sparse_log,
     );
     let trees = Trees::from_catalog(catalog.trees, ps).expect("validated by read_catalog");
-    let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps);
+    // Shards hold at least 8 units of 64 KiB (or a page, if larger): a
+    // B-epsilon node image is tens of KiB, and one larger than its shard's
+    // budget would push the shard over it.
+    let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps.max(SHARD_UNIT_BYTES));
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
     let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);
     let inner = Inner {

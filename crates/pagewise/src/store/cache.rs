@@ -9,6 +9,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+/// The smallest unit of a shard's budget the engine asks for (see `new`).
+pub const SHARD_UNIT_BYTES: usize = 64 << 10;
+
 /// Hasher for page ids: one multiply (SipHash costs more than the lookup).
 #[derive(Default, Clone, Copy)]
 pub struct PidHasher(u64);
@@ -64,9 +67,11 @@ pub struct Cache {
 }
 
 impl Cache {
-    pub fn new(budget: usize, page_size: usize) -> Self {
-        // Few shards for tiny caches so each shard still holds several pages.
-        let n = (budget / (8 * page_size)).clamp(1, 16);
+    /// A cache of `budget` bytes in up to 16 shards of at least 8
+    /// `unit_bytes` each (few shards for tiny caches, so an image never
+    /// outgrows its shard's budget).
+    pub fn new(budget: usize, unit_bytes: usize) -> Self {
+        let n = (budget / (8 * unit_bytes)).clamp(1, 16);
         Self {
             shards: (0..n).map(|_| RwLock::new(Shard::default())).collect(),
             budget: budget / n,
@@ -123,18 +128,43 @@ impl Cache {
     /// `insert`, marking the page as read ahead (`ahead`) so its first
     /// lookup, or its eviction without one, is counted.
     pub fn insert_marked(&self, pid: u64, node: Image, ahead: bool, valid: impl FnOnce() -> bool) {
-        let charge = node.charge_bytes();
         let mut s = self.shard(pid).write();
         if !valid() || s.map.contains_key(&pid) {
             return;
         }
-        let (evicted, unused) = Self::make_room(&mut s, charge, self.budget);
+        self.put(&mut s, pid, node, ahead, false);
+    }
+
+    /// Requires: `node` is a newer image of what `pid` holds (a node with one
+    /// more partition loaded), just used by the caller. Effect: it replaces
+    /// the cached image, or is inserted, marked referenced so the CLOCK hand
+    /// gives it its second chance (a fresh slot would be the first to go).
+    pub fn replace(&self, pid: u64, node: Image, valid: impl FnOnce() -> bool) {
+        let mut s = self.shard(pid).write();
+        if !valid() {
+            return;
+        }
+        if let Some(i) = s.map.remove(&pid) {
+            let c = s.slots[i].charge;
+            s.slots[i].node = None;
+            s.free.push(i);
+            s.used -= c;
+        }
+        self.put(&mut s, pid, node, false, true);
+        debug_assert!(s.map.contains_key(&pid));
+    }
+
+    /// Makes room in shard `s` and stores `node` under `pid` (absent).
+    fn put(&self, s: &mut Shard, pid: u64, node: Image, ahead: bool, referenced: bool) {
+        debug_assert!(!s.map.contains_key(&pid));
+        let charge = node.charge_bytes();
+        let (evicted, unused) = Self::make_room(s, charge, self.budget);
         self.evictions.fetch_add(evicted, Ordering::Relaxed);
         self.ahead_unused.fetch_add(unused, Ordering::Relaxed);
         let slot = Slot {
             pid,
             node: Some(node),
-            referenced: AtomicBool::new(false),
+            referenced: AtomicBool::new(referenced),
             ahead: AtomicBool::new(ahead),
             charge,
         };
@@ -158,14 +188,23 @@ impl Cache {
         let mut evicted = 0;
         let mut unused = 0;
         let mut steps = 0;
-        let limit = 2 * s.slots.len() + 1;
+        // A slot may be passed three times: shed, second chance, evict.
+        let limit = 3 * s.slots.len() + 1;
         while s.used + charge > budget && !s.map.is_empty() && steps < limit {
             steps += 1;
             let n = s.slots.len();
             s.hand = (s.hand + 1) % n;
             let h = s.hand;
             let slot = &mut s.slots[h];
-            if slot.node.is_none() {
+            let Some(img) = &slot.node else {
+                continue;
+            };
+            if let Some(small) = img.shed() {
+                let c = small.charge_bytes();
+                assert!(c <= slot.charge, "a shed image is smaller");
+                let freed = slot.charge - c;
+                (slot.node, slot.charge) = (Some(small), c);
+                s.used -= freed;
                 continue;
             }
             if *slot.referenced.get_mut() {
@@ -227,6 +266,40 @@ mod tests {
         }
         assert!(c.get(99).is_some());
         assert!(c.evictions.load(Ordering::Relaxed) > 80);
+    }
+
+    /// An image that can drop `parts` units of 100 bytes, one per pass.
+    struct Layered(usize);
+
+    impl crate::store::image::NodeImage for Layered {
+        fn charge_bytes(&self) -> usize {
+            100 + 100 * self.0
+        }
+        fn encode_page(&self, _: &mut [u8]) -> crate::store::image::PageFill {
+            unreachable!()
+        }
+        fn shed(&self) -> Option<Image> {
+            (self.0 > 0).then(|| std::sync::Arc::new(Layered(self.0 - 1)) as Image)
+        }
+    }
+
+    #[test]
+    fn clock_sheds_parts_before_evicting_and_replace_keeps_the_slot_hot() {
+        let c = Cache::new(4096, 512);
+        c.insert(1, std::sync::Arc::new(Layered(30)), || true); // 3,100 bytes
+        for pid in 10..30 {
+            c.insert(pid, node(200), || true);
+            assert!(c.used_bytes() <= 4096);
+        }
+        assert!(c.contains(1), "shed, not evicted");
+        assert!(c.get(1).unwrap().charge_bytes() < 3100);
+        // A replaced image is marked used: the hand's next pass spares it.
+        c.replace(1, std::sync::Arc::new(Layered(0)), || true);
+        c.insert(20, node(200), || true);
+        assert!(c.contains(1));
+        assert_eq!(c.get(1).unwrap().charge_bytes(), 100);
+        c.replace(2, node(10), || false);
+        assert!(!c.contains(2), "an invalid replace stores nothing");
     }
 
     #[test]

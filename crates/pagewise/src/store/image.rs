@@ -23,6 +23,13 @@ pub trait NodeImage: Any + Send + Sync {
     fn written_bytes(&self, page_size: usize) -> usize {
         page_size
     }
+    /// Partial eviction: a smaller image of the same node without the parts
+    /// no reader used since the last call (whose use marks it clears), or
+    /// None when nothing can go. The cache calls it where its CLOCK hand
+    /// passes, before it would evict the whole image.
+    fn shed(&self) -> Option<Image> {
+        None
+    }
 }
 
 /// Header fields a node image sets when it is encoded.

@@ -235,6 +235,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         part_bytes: dir.iter().map(|d| d.raw_bytes as usize).collect(),
         dir,
         comp: b[5],
+        uses: super::node::UseMarks::default(),
     })
 }
 

@@ -3,8 +3,9 @@
 //! its serialized size kept per partition so budgets cost nothing to check.
 
 use super::Child;
-use crate::store::image::{NodeImage, PageFill};
+use crate::store::image::{Image, NodeImage, PageFill};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Node header bytes (docs/design.md, "B-epsilon nodes").
@@ -128,6 +129,46 @@ pub struct Node {
     pub dir: Vec<DirEntry>,
     /// Compression code of the stored partitions (stored nodes only).
     pub comp: u8,
+    /// Which loaded partitions reads used since the cache last looked
+    /// (clean cached nodes; partial eviction, [`NodeImage::shed`]).
+    pub uses: UseMarks,
+}
+
+/// One mark per partition, set by a read that used it and cleared when the
+/// cache's CLOCK hand passes the node: a loaded partition found unmarked is
+/// dropped from the cached image while the shell stays (partial eviction).
+/// Shared by the images of one node, so a reader's mark is seen whichever
+/// image the cache holds by then.
+#[derive(Debug, Clone, Default)]
+pub struct UseMarks(Arc<[AtomicBool]>);
+
+impl UseMarks {
+    pub fn new(count: usize) -> Self {
+        Self((0..count).map(|_| AtomicBool::new(false)).collect())
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Notes a use of partition `i` (no-op without marks: uncached nodes).
+    #[inline]
+    pub fn mark(&self, i: usize) {
+        if let Some(m) = self.0.get(i) {
+            if !m.load(Relaxed) {
+                m.store(true, Relaxed);
+            }
+        }
+    }
+
+    fn is_marked(&self, i: usize) -> bool {
+        self.0.get(i).is_some_and(|m| m.load(Relaxed))
+    }
+
+    /// Whether partition `i` was used since the last call (and clears it).
+    fn take(&self, i: usize) -> bool {
+        self.0.get(i).is_some_and(|m| m.swap(false, Relaxed))
+    }
 }
 
 impl Node {
@@ -140,6 +181,7 @@ impl Node {
             part_bytes: vec![0],
             dir: Vec::new(),
             comp: 0,
+            uses: UseMarks::default(),
         }
     }
 
@@ -248,6 +290,7 @@ impl Node {
             part_bytes: self.part_bytes.split_off(s),
             dir: Vec::new(),
             comp: 0,
+            uses: UseMarks::default(),
         };
         self.dir.clear();
         debug_assert_eq!(self.pivots.len() + 1, self.parts.len());
@@ -337,9 +380,22 @@ impl Node {
     }
 
     /// A copy with partition `i` loaded.
+    /// A cached clean node's next image: partition `i` loaded, and the
+    /// loaded partitions no read marked since the cache last looked dropped,
+    /// so an image grows only by what reads use (partial eviction).
     pub fn with_part(&self, i: usize, p: Part) -> Node {
         let mut n = self.clone();
+        if n.is_leaf() && n.uses.len() == n.parts.len() && n.dir.len() == n.parts.len() {
+            for j in 0..n.parts.len() {
+                if j != i && n.parts[j].is_some() && !n.uses.is_marked(j) {
+                    n.parts[j] = None;
+                }
+            }
+        } else {
+            n.uses = UseMarks::new(n.parts.len());
+        }
         n.parts[i] = Some(Arc::new(p));
+        n.uses.mark(i);
         n
     }
 }
@@ -362,6 +418,38 @@ impl NodeImage for Node {
             })
             .sum();
         256 + self.shell_bytes() + loaded
+    }
+
+    /// Requires: a clean node (its directory names every partition on disk).
+    /// Effect: drops the loaded partitions no read marked since the last
+    /// call, clearing the marks of the rest; the shell stays cached.
+    fn shed(&self) -> Option<Image> {
+        if self.dir.len() != self.parts.len() {
+            return None; // not a stored node: nothing could be read back
+        }
+        if !self.is_leaf() {
+            // A buffer is on the path of 1/fanout of all reads, as often as
+            // the shells around it: it goes with its node, not before.
+            return None;
+        }
+        let mut drop: Vec<usize> = Vec::new();
+        for (i, p) in self.parts.iter().enumerate() {
+            if p.is_some() && !self.uses.take(i) {
+                drop.push(i);
+            }
+        }
+        if drop.is_empty() {
+            return None;
+        }
+        let mut n = self.clone();
+        for i in drop {
+            n.parts[i] = None;
+        }
+        if n.uses.len() != n.parts.len() {
+            n.uses = UseMarks::new(n.parts.len());
+        }
+        debug_assert!(n.charge_bytes() <= self.charge_bytes());
+        Some(Arc::new(n))
     }
 
     fn encode_page(&self, _page: &mut [u8]) -> PageFill {

@@ -76,7 +76,10 @@ impl View<'_> {
     /// Partition `i` of `n` (reached through `c`), or what to read.
     pub fn part(&self, c: Child, n: &Arc<Node>, i: usize) -> std::result::Result<Arc<Part>, Miss> {
         match (&n.parts[i], c) {
-            (Some(p), _) => Ok(p.clone()),
+            (Some(p), _) => {
+                n.uses.mark(i);
+                Ok(p.clone())
+            }
             (None, Child::Clean(ext)) => Err(Miss::Part(ext, i, n.clone())),
             (None, Child::Dirty(id)) => panic!("dirty node {id:#x} with a partition not loaded"),
         }
@@ -121,10 +124,9 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
         match loaded {
             Ok(n) if still() => {
                 let n = Arc::new(n);
-                store.cache.remove(ext.first_page);
                 store
                     .cache
-                    .insert(ext.first_page, n.clone() as Image, still);
+                    .replace(ext.first_page, n.clone() as Image, still);
                 pinned.insert(ext.first_page, n);
             }
             // The extent was reused under us; its old content is gone. Retry.

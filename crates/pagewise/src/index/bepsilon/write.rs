@@ -157,6 +157,7 @@ impl Writer<'_> {
             part_bytes: Vec::new(),
             dir: Vec::new(),
             comp: 0,
+            uses: super::node::UseMarks::default(),
         };
         for (sep, n) in pieces {
             let id = provisional_id();
