@@ -452,3 +452,42 @@ fn split_point(n: &Node, o: &BEpsOptions) -> usize {
     }
     count - 1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::bepsilon::PROVISIONAL_BIT;
+
+    /// An internal node over `children` with buffers of `bytes`.
+    fn internal(children: Vec<Child>, bytes: Vec<usize>) -> Node {
+        let n = children.len();
+        Node {
+            height: 1,
+            pivots: (1..n).map(|i| vec![i as u8]).collect(),
+            children,
+            parts: (0..n)
+                .map(|_| Some(Arc::new(Part::Buf(Buffer::new()))))
+                .collect(),
+            part_bytes: bytes,
+            dir: Vec::new(),
+            comp: 0,
+        }
+    }
+
+    #[test]
+    fn flush_choice_weighs_dirty_children() {
+        let clean = Child::Clean(Extent::new(100, 4096, 4096));
+        let dirty = Child::Dirty(PROVISIONAL_BIT | 7);
+        let w = DIRTY_CHILD_WEIGHT;
+        // A dirty child's buffer wins over a clean one up to w times larger.
+        let n = internal(vec![clean, dirty, clean], vec![10 * w - 1, 10, 5]);
+        assert_eq!(flush_choice(&n), Some(1));
+        let n = internal(vec![clean, dirty, clean], vec![10 * w + 1, 10, 5]);
+        assert_eq!(flush_choice(&n), Some(0));
+        // Without dirty children: the heaviest; empty buffers: none.
+        let n = internal(vec![clean, clean, clean], vec![3, 9, 4]);
+        assert_eq!(flush_choice(&n), Some(1));
+        let n = internal(vec![dirty, clean], vec![0, 0]);
+        assert_eq!(flush_choice(&n), None);
+    }
+}
