@@ -11,6 +11,7 @@ pub mod node;
 pub mod packed;
 pub mod place;
 pub mod read;
+pub mod trace;
 pub mod write;
 
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};

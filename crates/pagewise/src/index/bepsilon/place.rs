@@ -52,6 +52,7 @@ impl Index {
             };
             m.root = Some(Child::Clean(ext));
         }
+        super::trace::report(gen);
         Ok(())
     }
 
@@ -111,6 +112,7 @@ impl Index {
         let ext = Extent::new(first, bytes.len() as u64, pager.ps);
         assert_eq!(ext.count_pages, count);
         pager.write_extent(&ext, Kind::BEps, &bytes, gen)?;
+        super::trace::node_written(clean.height, bytes.len());
         let shell = format::decode_shell(&bytes, ext.len_bytes, pager.ps)
             .expect("a node just encoded decodes");
         (clean.dir, clean.comp) = (shell.dir, shell.comp);

@@ -173,7 +173,8 @@ impl Writer<'_> {
         top
     }
 
-    /// Flushes the heaviest buffer while `node` is over its budget.
+    /// Flushes the buffer chosen by [`flush_choice`] while `node` is over
+    /// its budget.
     fn flush_until_fits(&mut self, m: &mut Meta, node: &mut Node) -> Result<()> {
         assert!(!node.is_leaf());
         let bound = 4 * m.opts.fanout as usize + 8;
@@ -181,15 +182,9 @@ impl Writer<'_> {
             if node.bytes() <= m.opts.node_bytes as usize {
                 break;
             }
-            let (c, &heaviest) = node
-                .part_bytes
-                .iter()
-                .enumerate()
-                .max_by_key(|e| *e.1)
-                .expect("an internal node has children");
-            if heaviest == 0 {
+            let Some(c) = flush_choice(node) else {
                 break;
-            }
+            };
             self.flush_child(m, node, c)?;
         }
         Ok(())
@@ -206,8 +201,10 @@ impl Writer<'_> {
         }
         let id = self.make_dirty(parent.children[c])?;
         parent.children[c] = Child::Dirty(id);
+        let moved_bytes = parent.part_bytes[c];
         let msgs = parent.take_buf(c);
         let mut child = self.take(id);
+        super::trace::flushed(child.height, moved_bytes, child.bytes());
         if child.height + 1 != parent.height {
             self.put(id, child);
             return Err(self.corrupt_level(parent.height));
@@ -379,6 +376,36 @@ impl Writer<'_> {
     }
 }
 
+/// A dirty child's buffer counts this many times its bytes when choosing
+/// which buffer to flush: the child is written once at the next checkpoint
+/// however many flushes it takes, while flushing into a clean child costs a
+/// whole node read and write. `PAGEWISE_BEPS_DIRTY_WEIGHT` overrides it
+/// (for sweeps; docs/benchmarks.md, "Writes (session 5)").
+pub const DIRTY_CHILD_WEIGHT: usize = 16;
+
+fn dirty_weight() -> usize {
+    static W: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        std::env::var("PAGEWISE_BEPS_DIRTY_WEIGHT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DIRTY_CHILD_WEIGHT)
+    })
+}
+
+/// The buffer of internal node `n` to flush: the heaviest, a dirty child's
+/// bytes weighted by [`DIRTY_CHILD_WEIGHT`]; None when every buffer is empty.
+pub fn flush_choice(n: &Node) -> Option<usize> {
+    assert!(!n.is_leaf() && n.children.len() == n.part_bytes.len());
+    let w = dirty_weight();
+    let score = |i: usize| match n.children[i] {
+        Child::Dirty(_) => n.part_bytes[i] * w,
+        Child::Clean(_) => n.part_bytes[i],
+    };
+    let best = (0..n.part_bytes.len()).max_by_key(|&i| score(i))?;
+    (n.part_bytes[best] > 0).then_some(best)
+}
+
 /// Whether `n` must split: over the byte budget (and divisible) or over
 /// the fanout.
 fn needs_split(n: &Node, o: &BEpsOptions) -> bool {
@@ -425,4 +452,43 @@ fn split_point(n: &Node, o: &BEpsOptions) -> usize {
         }
     }
     count - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::bepsilon::PROVISIONAL_BIT;
+
+    /// An internal node over `children` with buffers of `bytes`.
+    fn internal(children: Vec<Child>, bytes: Vec<usize>) -> Node {
+        let n = children.len();
+        Node {
+            height: 1,
+            pivots: (1..n).map(|i| vec![i as u8]).collect(),
+            children,
+            parts: (0..n)
+                .map(|_| Some(Arc::new(Part::Buf(Buffer::new()))))
+                .collect(),
+            part_bytes: bytes,
+            dir: Vec::new(),
+            comp: 0,
+        }
+    }
+
+    #[test]
+    fn flush_choice_weighs_dirty_children() {
+        let clean = Child::Clean(Extent::new(100, 4096, 4096));
+        let dirty = Child::Dirty(PROVISIONAL_BIT | 7);
+        let w = DIRTY_CHILD_WEIGHT;
+        // A dirty child's buffer wins over a clean one up to w times larger.
+        let n = internal(vec![clean, dirty, clean], vec![10 * w - 1, 10, 5]);
+        assert_eq!(flush_choice(&n), Some(1));
+        let n = internal(vec![clean, dirty, clean], vec![10 * w + 1, 10, 5]);
+        assert_eq!(flush_choice(&n), Some(0));
+        // Without dirty children: the heaviest; empty buffers: none.
+        let n = internal(vec![clean, clean, clean], vec![3, 9, 4]);
+        assert_eq!(flush_choice(&n), Some(1));
+        let n = internal(vec![dirty, clean], vec![0, 0]);
+        assert_eq!(flush_choice(&n), None);
+    }
 }
