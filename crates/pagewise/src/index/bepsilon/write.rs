@@ -472,6 +472,7 @@ mod tests {
             part_bytes: bytes,
             dir: Vec::new(),
             comp: 0,
+            uses: Default::default(),
         }
     }
 
