@@ -30,7 +30,10 @@ fn small_case_by_hand() {
     // Cache 10 pages = 40,960 B: the root (1 page) fits, 9 of the 16 level-2
     //   pages fit: 1 + 9/16 = 1.5625 levels cached, 3 - 1.5625 = 1.4375 I/Os.
     // Read 10,000 IOPS: 10,000 / 1.4375 = 6956.52 point queries/s.
-    // Range of 513 records: 1.4375 + 512/256 = 3.4375 I/Os, 0.34375 ms, 2909.09/s.
+    // Range of 513 records: 512/256 = 2 leaves past the first, which the
+    //   iterator reads in one read-ahead batch of 3 pages (the missed leaf and
+    //   2 siblings); on one parallel slot that is 3 reads: 1.4375 + 3 =
+    //   4.4375 I/Os and round trips, 0.44375 ms.
     // Insert: 1.4375 reads at 10,000/s + 1 write at 5,000/s = 343.75 us: 2909.09/s.
     // Mix 50% point, 50% insert: 0.5 x 143.75 us + 0.5 x 343.75 us = 243.75 us: 4102.56/s.
     let r = report(
@@ -40,6 +43,7 @@ fn small_case_by_hand() {
     let dev = Device {
         read: r.find(OpKind::Read, Pattern::Random, None).unwrap(),
         write: r.find(OpKind::Write, Pattern::Random, None),
+        read_parallelism: 1.0,
     };
     let d = Dataset {
         rows: 1_000_000,
@@ -60,8 +64,9 @@ fn small_case_by_hand() {
     assert!(close(row.uncached_hops, 1.4375));
     assert_eq!(row.read_source, Source::Measured);
     assert!(close(row.point_qps, 10_000.0 / 1.4375));
-    assert!(close(row.range_ios, 3.4375));
-    assert!(close(row.range_ms, 0.34375));
+    assert!(close(row.range_ios, 4.4375));
+    assert!(close(row.range_rounds, 4.4375));
+    assert!(close(row.range_ms, 0.44375));
     assert!(close(row.insert_ops, 1.0 / 343.75e-6));
     assert!(close(row.mix_ops, 1.0 / 243.75e-6));
 }
@@ -94,6 +99,7 @@ fn reproduces_the_rethinkdb_table() {
     let dev = Device {
         read: &r.fits[0],
         write: None,
+        read_parallelism: 1.0,
     };
     let d = Dataset {
         rows: 1_000_000_000,
@@ -162,6 +168,7 @@ fn page_too_small_is_excluded_not_fatal() {
         Device {
             read: &r.fits[0],
             write: None,
+            read_parallelism: 1.0,
         },
         &d,
         Mix::default(),
@@ -340,6 +347,7 @@ fn close_calls_are_flagged_by_measurement_uncertainty() {
             Device {
                 read: &r.fits[0],
                 write: None,
+                read_parallelism: 1.0,
             },
             &d,
             Mix::default(),
@@ -358,4 +366,24 @@ fn close_calls_are_flagged_by_measurement_uncertainty() {
     // No CI reported: only gaps under 3% are ties.
     assert!(run(None, 9_500.0).close_call.is_none());
     assert!(run(None, 9_900.0).close_call.is_some());
+}
+
+#[test]
+fn read_ahead_batches_by_hand() {
+    use pagewise_model::advise::read_ahead;
+    // 2 leaves past the first on 3 slots: one batch of 3 pages, 1 round.
+    let r = read_ahead(2.0, 3.0);
+    assert!(close(r.rounds, 1.0) && close(r.pages, 3.0));
+    // 4.5 leaves on 2 slots: batch 1 = 3 pages in ceil(1.5) = 2 rounds;
+    // batch 2 (window 4) = 5 pages in ceil(2.5) = 3 rounds; 8 pages cover it.
+    let r = read_ahead(4.5, 2.0);
+    assert!(close(r.rounds, 5.0) && close(r.pages, 8.0));
+    // 0.25 leaves on average: a quarter of the ranges need batch 1 (3 reads
+    // on one slot).
+    let r = read_ahead(0.25, 1.0);
+    assert!(close(r.rounds, 0.75) && close(r.pages, 0.75));
+    // 3.5 leaves on one slot: batch 1 always (3), batch 2 half the time (5).
+    let r = read_ahead(3.5, 1.0);
+    assert!(close(r.rounds, 5.5) && close(r.pages, 5.5));
+    assert_eq!(read_ahead(0.0, 8.0).rounds, 0.0);
 }

@@ -190,7 +190,30 @@ pub fn advise_report(
     } else {
         pages.to_vec()
     };
-    Ok(advise(Device { read, write }, d, mix, &pages)?)
+    let dev = Device {
+        read,
+        write,
+        read_parallelism: read_parallelism(report),
+    };
+    Ok(advise(dev, d, mix, &pages)?)
+}
+
+/// PDAM's P for random reads (the median over the block sizes probed at two
+/// or more concurrencies, at least 1; 1 when none were): how many of a
+/// range's read-ahead pages the drive serves at once.
+pub fn read_parallelism(report: &ModelReport) -> f64 {
+    let mut p: Vec<f64> = report
+        .parallelism
+        .iter()
+        .filter(|f| f.op == OpKind::Read && f.pattern == Pattern::Random)
+        .map(|f| f.parallelism.pdam_p)
+        .filter(|p| p.is_finite())
+        .collect();
+    if p.is_empty() {
+        return 1.0;
+    }
+    p.sort_by(f64::total_cmp);
+    p[p.len() / 2].max(1.0)
 }
 
 fn levels(r: &ModelReport) -> String {

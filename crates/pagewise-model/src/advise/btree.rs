@@ -50,6 +50,50 @@ impl Shape {
     }
 }
 
+/// Siblings the engine's iterator reads with the second leaf it visits, and
+/// the most it reads with one leaf (crates/pagewise/src/index/btree/readahead.rs:
+/// nothing ahead on the first leaf, then 2, doubling per batch up to 32).
+pub const READ_AHEAD_FIRST_PAGES: u64 = 2;
+pub const READ_AHEAD_MAX_PAGES: u64 = 32;
+
+/// What iterator read-ahead costs for the further leaves of a range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReadAhead {
+    /// Expected device round trips, each one QD1 read time: a batch of n
+    /// pages on a drive with P parallel slots takes ceil(n / P) of them.
+    pub rounds: f64,
+    /// Expected pages read, those past the range's end included.
+    pub pages: f64,
+}
+
+/// Read-ahead for a range that needs `extra_leaves` leaves beyond its first
+/// (an expectation: a range of R records starting anywhere in a leaf of L
+/// needs floor or ceil of (R - 1) / L more, so batch k is needed with
+/// probability clamp(extra - leaves covered before it, 0, 1)), on a drive
+/// with `parallel` slots (PDAM's P, at least 1). Each batch reads the missed
+/// leaf and its window of siblings through one queue.
+pub fn read_ahead(extra_leaves: f64, parallel: f64) -> ReadAhead {
+    assert!(extra_leaves >= 0.0 && extra_leaves.is_finite());
+    assert!(parallel >= 1.0 && parallel.is_finite());
+    let (mut rounds, mut pages, mut covered) = (0.0, 0.0, 0.0);
+    let mut window = READ_AHEAD_FIRST_PAGES;
+    // Bounded: windows grow to 32 pages, so 2^20 batches cover any range
+    // the advisor is asked about (and the loop stops once covered).
+    for _ in 0..(1u32 << 20) {
+        let need = (extra_leaves - covered).clamp(0.0, 1.0);
+        if need <= 0.0 {
+            break;
+        }
+        let n = (1 + window) as f64;
+        rounds += need * (n / parallel).ceil();
+        pages += need * n;
+        covered += n;
+        window = (window * 2).min(READ_AHEAD_MAX_PAGES);
+    }
+    assert!(rounds <= pages);
+    ReadAhead { rounds, pages }
+}
+
 /// Nodes per level, root first: ceil(rows / leaf capacity) leaves, then each
 /// level above holds ceil(below / fanout) nodes until one (possibly partly
 /// full) root remains.

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! point  = h_dev x m x (1/R(B) + x(B))                       + h x c(B)
-//! range  = (h_dev + e_miss) x m x (1/R(B) + x(B))            + (h + e) x c(B)
+//! range  = (h_dev + a_miss) x m x (1/R(B) + x(B))            + (h + e) x c(B)
 //! insert = h_dev x m x (1/R(B) + x(B)) + w x f / W_iops(B)   + h x c(B)
 //! mix    = sum of weight x time;  rate = 1 / time
 //! ```
@@ -15,7 +15,10 @@
 //!   size B (QD1 curves; 1/R(B) = T(B) = S + B/W).
 //! - `h`: tree height (levels visited); `h_dev`: levels not cached, without
 //!   the advisor's floor of one I/O; `e`: extra leaves a range of R records
-//!   visits, (R - 1) / leaf capacity, of which `e_miss` miss the cache.
+//!   visits, (R - 1) / leaf capacity; `a_miss`: the device round trips the
+//!   iterator's read-ahead spends on those that miss the cache (batches of
+//!   the missed leaf and 2, 4, ... 32 siblings, ceil(n / P) round trips per
+//!   batch of n pages on a drive of P parallel slots; `advise::read_ahead`).
 //! - `c(B) = c0 + c1 x log2(B / 4 KiB)`: CPU seconds per cached level
 //!   visited (binary search, copy, latch), fitted from fully cached gets.
 //! - `x(B) = x0 + x1 x (B / 4 KiB - 1)`: seconds a cache miss costs on top
@@ -141,8 +144,14 @@ pub fn correct(row: &Row, d: &Dataset, mix: Mix, c: &Correction) -> Corrected {
     let h_dev = (h - row.cached_levels).max(0.0);
     let cpu = c.cpu_per_level_s(row.page_size);
     let extra = (d.range_records.saturating_sub(1)) as f64 / row.leaf_capacity as f64;
-    // The advisor's range_ios = max(h_dev, 1) + extra x leaf miss.
-    let extra_miss = (row.range_ios - row.uncached_hops).max(0.0);
+    // The advisor's range_rounds = max(h_dev, 1) + read-ahead rounds x leaf
+    // miss (rows from before rounds existed: range_ios).
+    let rounds = if row.range_rounds > 0.0 {
+        row.range_rounds
+    } else {
+        row.range_ios
+    };
+    let extra_miss = (rounds - row.uncached_hops).max(0.0);
     let point_ios = h_dev * c.miss_factor;
     let read_s = (1.0 / row.read_iops + c.miss_extra(row.page_size)).max(0.0);
     let point_s = point_ios * read_s + h * cpu;
@@ -290,6 +299,7 @@ mod tests {
             point_qps: 10_000.0,
             envelope_qps: 3333.0,
             range_ios: 2.0,
+            range_rounds: 2.0,
             range_ms: 0.2,
             range_qps: 5000.0,
             insert_ops: 1.0 / (1e-4 + 2e-4),

@@ -11,7 +11,7 @@ mod explain;
 pub mod scale;
 
 pub use betree::{advise_betree, BeTreeAdvice};
-pub use btree::{caching, Caching, Shape};
+pub use btree::{caching, read_ahead, Caching, ReadAhead, Shape};
 pub use dataset::{Dataset, Mix};
 use explain::{close_call, explain};
 
@@ -25,6 +25,10 @@ use serde::{Deserialize, Serialize};
 pub struct Device<'a> {
     pub read: &'a GroupFit,
     pub write: Option<&'a GroupFit>,
+    /// Parallel read slots (PDAM's P, at least 1): how many of a range's
+    /// read-ahead pages the drive serves in one read time. 1 when the probe
+    /// measured one concurrency only.
+    pub read_parallelism: f64,
 }
 
 impl Device<'_> {
@@ -63,8 +67,13 @@ pub struct Row {
     pub point_qps: f64,
     /// read IOPS / log_fanout(rows), no cache: the blog post's column.
     pub envelope_qps: f64,
-    /// I/Os per range query of `range_records` records.
+    /// I/Os per range query of `range_records` records (read-ahead pages
+    /// past the range's end included).
     pub range_ios: f64,
+    /// Device round trips per range query, each one QD1 read time: the point
+    /// query's hops plus read-ahead batches of up to P pages per round.
+    #[serde(default)]
+    pub range_rounds: f64,
     /// Time of one range query at the measured concurrency, milliseconds.
     pub range_ms: f64,
     pub range_qps: f64,
@@ -165,10 +174,14 @@ fn row(dev: Device, d: &Dataset, mix: Mix, page: u64) -> Result<Row, String> {
     let conc = dev.read.key.concurrency() as f64;
     let point_qps = read_iops / c.uncached_hops;
     // Leaves touched by R consecutive records starting anywhere in a leaf of
-    // L records: 1 + (R - 1)/L on average; the first is the point query's leaf.
-    let extra_leaves = (d.range_records - 1) as f64 / shape.leaf_capacity as f64 * c.leaf_miss;
-    let range_ios = c.uncached_hops + extra_leaves;
-    let range_qps = read_iops / range_ios;
+    // L records: 1 + (R - 1)/L on average; the first is the point query's
+    // leaf, the others come in read-ahead batches (docs/design.md,
+    // "Verification and model correction").
+    let extra_leaves = (d.range_records - 1) as f64 / shape.leaf_capacity as f64;
+    let ra = read_ahead(extra_leaves, dev.read_parallelism.max(1.0));
+    let range_ios = c.uncached_hops + ra.pages * c.leaf_miss;
+    let range_rounds = c.uncached_hops + ra.rounds * c.leaf_miss;
+    let range_qps = read_iops / range_rounds;
     let insert_s = c.uncached_hops / read_iops + 1.0 / write_iops;
     let point_s = 1.0 / point_qps;
     let range_s = 1.0 / range_qps;
@@ -189,7 +202,8 @@ fn row(dev: Device, d: &Dataset, mix: Mix, page: u64) -> Result<Row, String> {
         point_qps,
         envelope_qps: read_iops / shape.continuous_hops,
         range_ios,
-        range_ms: range_ios * conc / read_iops * 1e3,
+        range_rounds,
+        range_ms: range_rounds * conc / read_iops * 1e3,
         range_qps,
         insert_ops: 1.0 / insert_s,
         mix_ops: 1.0 / mix_s,
