@@ -387,3 +387,52 @@ fn read_ahead_batches_by_hand() {
     assert!(close(r.rounds, 5.5) && close(r.pages, 5.5));
     assert_eq!(read_ahead(0.0, 8.0).rounds, 0.0);
 }
+
+#[test]
+fn betree_prediction_by_hand() {
+    use pagewise_model::advise::{predict_betree, BeTreeShape};
+    // 1M rows of 16 B keys and 100 B values, fill 1, no cache; 64 KiB nodes,
+    // 4 KiB basements, fanout 16 (the engine's default).
+    // Leaves hold floor(65,536 / 116) = 564 records: 1,774 leaves, then 111,
+    // 7, 1 nodes: height 4, nothing cached, 4 uncached levels.
+    // A flush moves 65,536 / 16 / (16 + 100 + 15) = 31.27 messages, so an
+    // insert costs 4 / 31.27 = 0.1279 flushes, each one 64 KiB read (2,000/s)
+    // and one write (1,000/s): 0.1279 x 1.5 ms = 191.9 us -> 5,211 inserts/s.
+    // A point query reads one 4 KiB basement per uncached level: 10,000 / 4.
+    let r = report(
+        &[(4096, 10_000.0), (65536, 2_000.0)],
+        &[(4096, 5_000.0), (65536, 1_000.0)],
+    );
+    let dev = Device {
+        read: r.find(OpKind::Read, Pattern::Random, None).unwrap(),
+        write: r.find(OpKind::Write, Pattern::Random, None),
+        read_parallelism: 1.0,
+    };
+    let d = Dataset {
+        rows: 1_000_000,
+        key_bytes: 16,
+        value_bytes: 100,
+        fill: 1.0,
+        cache_bytes: 0,
+        ..Dataset::default()
+    };
+    let shape = BeTreeShape {
+        node_bytes: 65536,
+        basement_bytes: 4096,
+        fanout: 16,
+    };
+    let p = predict_betree(dev, &d, shape);
+    assert_eq!(p.height, 4);
+    assert_eq!(p.cached_levels, 0.0);
+    let per_flush = 65536.0 / 16.0 / 131.0;
+    assert!(close(p.messages_per_flush, per_flush));
+    assert!(close(p.insert_ios, 2.0 * 4.0 / per_flush));
+    assert!(close(p.inserts_per_s, 1.0 / (4.0 / per_flush * 1.5e-3)));
+    assert!(
+        (p.inserts_per_s - 5211.0).abs() < 1.0,
+        "{}",
+        p.inserts_per_s
+    );
+    assert!(close(p.point_ios, 4.0));
+    assert!(close(p.point_qps, 2_500.0));
+}

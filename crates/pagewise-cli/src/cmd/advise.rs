@@ -4,7 +4,10 @@
 use crate::cmd::model::input;
 use crate::cmd::model::table::Table;
 use anyhow::{bail, Context};
-use pagewise_model::advise::{advise, candidates, Advice, Dataset, Device, Mix, Row};
+use pagewise_model::advise::{
+    advise, candidates, predict_betree, Advice, BeTreePrediction, BeTreeShape, Dataset, Device,
+    Mix, Row,
+};
 use pagewise_model::fit::{fit_all, ModelReport, Source};
 use pagewise_model::units::{fmt_bytes, fmt_count, parse_bytes, parse_size};
 use pagewise_model::{OpKind, Pattern};
@@ -30,6 +33,17 @@ pub struct Args {
     /// powers of two within the measured range, plus every measured size.
     #[arg(long, value_delimiter = ',', value_parser = parse_bytes_arg)]
     pub pages: Vec<u64>,
+    /// Also predict B-epsilon trees of these node sizes (e.g.
+    /// 64k,256k,1m,4m), with `--betree-basement` and `--betree-fanout`: the
+    /// figures to set against `pagewise bench`'s `pagewise-beps` engine.
+    #[arg(long, value_delimiter = ',', value_parser = parse_bytes_arg)]
+    pub betree_nodes: Vec<u64>,
+    /// Basement size for `--betree-nodes` (the engine's default: 64k).
+    #[arg(long, default_value = "64k", value_parser = parse_bytes_arg)]
+    pub betree_basement: u64,
+    /// Fanout for `--betree-nodes` (the engine's default: 16).
+    #[arg(long, default_value_t = 16)]
+    pub betree_fanout: u64,
     /// Print the advice as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -128,26 +142,102 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &args.pages,
         &mut notes,
     )?;
+    let sweep = betree_sweep(&args, &report, &mut notes)?;
     if args.json {
         #[derive(serde::Serialize)]
         struct Out<'a> {
             advice: &'a Advice,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            betree_sweep: &'a [BeTreePrediction],
             notes: &'a [String],
         }
         println!(
             "{}",
             serde_json::to_string_pretty(&Out {
                 advice: &a,
+                betree_sweep: &sweep,
                 notes: &notes
             })?
         );
         return Ok(());
     }
     print!("{}", render_text(&a));
+    if !sweep.is_empty() {
+        print!("{}", render_sweep(&sweep));
+    }
     for n in &notes {
         println!("note: {n}");
     }
     Ok(())
+}
+
+/// Predictions for `--betree-nodes`; refuses shapes the engine refuses.
+fn betree_sweep(
+    args: &Args,
+    report: &ModelReport,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Vec<BeTreePrediction>> {
+    if args.betree_nodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    if args.betree_fanout < 2 {
+        bail!(
+            "--betree-fanout {}: a B-epsilon node needs at least 2 children",
+            args.betree_fanout
+        );
+    }
+    let dev = device(report, args.mix, args.qd, notes)?;
+    let d = args.data.dataset();
+    let mut out = Vec::new();
+    for &node in &args.betree_nodes {
+        if args.betree_basement < 512 || args.betree_basement > node {
+            bail!(
+                "--betree-basement {}: must be at least 512 B and at most the node size {}",
+                fmt_bytes(args.betree_basement as f64),
+                fmt_bytes(node as f64)
+            );
+        }
+        let shape = BeTreeShape {
+            node_bytes: node,
+            basement_bytes: args.betree_basement,
+            fanout: args.betree_fanout,
+        };
+        out.push(predict_betree(dev, &d, shape));
+    }
+    Ok(out)
+}
+
+fn render_sweep(sweep: &[BeTreePrediction]) -> String {
+    let mut t = Table::new(&[
+        "node",
+        "basement",
+        "fanout",
+        "height",
+        "cached levels",
+        "msgs/flush",
+        "I/Os per insert",
+        "inserts/s",
+        "reads per get",
+        "gets/s",
+    ]);
+    for p in sweep {
+        t.row(vec![
+            fmt_bytes(p.shape.node_bytes as f64),
+            fmt_bytes(p.shape.basement_bytes as f64),
+            p.shape.fanout.to_string(),
+            p.height.to_string(),
+            format!("{:.2}", p.cached_levels),
+            format!("{:.0}", p.messages_per_flush),
+            format!("{:.5}", p.insert_ios),
+            fmt_count(p.inserts_per_s),
+            format!("{:.2}", p.point_ios),
+            fmt_count(p.point_qps),
+        ]);
+    }
+    format!(
+        "\nB-epsilon trees by node size (I/O only, as the rows above):\n{}",
+        t.render()
+    )
 }
 
 /// Picks the curves and runs the advisor; `notes` gets any fallbacks taken.
@@ -159,6 +249,23 @@ pub fn advise_report(
     pages: &[u64],
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Advice> {
+    let dev = device(report, mix, qd, notes)?;
+    let pages = if pages.is_empty() {
+        candidates(dev.read)
+    } else {
+        pages.to_vec()
+    };
+    Ok(advise(dev, d, mix, &pages)?)
+}
+
+/// The drive as the advisor sees it: the random-read curve at `qd` (or the
+/// lowest measured), the random-write curve, the read parallelism.
+pub fn device<'a>(
+    report: &'a ModelReport,
+    mix: Mix,
+    qd: Option<u32>,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Device<'a>> {
     let read = match report.find(OpKind::Read, Pattern::Random, qd) {
         Some(r) => r,
         None => {
@@ -185,17 +292,11 @@ pub fn advise_report(
             "no random-write curve: inserts' page writes are costed at random-read speed".into(),
         );
     }
-    let pages = if pages.is_empty() {
-        candidates(read)
-    } else {
-        pages.to_vec()
-    };
-    let dev = Device {
+    Ok(Device {
         read,
         write,
         read_parallelism: read_parallelism(report),
-    };
-    Ok(advise(dev, d, mix, &pages)?)
+    })
 }
 
 /// PDAM's P for random reads (the median over the block sizes probed at two

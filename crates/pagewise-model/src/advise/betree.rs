@@ -4,10 +4,13 @@
 //! buffered messages per flush, and up to S x W each I/O costs at most twice a
 //! minimal one. Point queries read only a basement node (a partial read of the
 //! leaf), sized so its transfer costs at most a quarter of the setup time.
-//! With B entries per node the fanout is B^epsilon; each flush moves at least
-//! B / fanout messages one level down, so an insert costs
-//! height x fanout / B amortised node reads and writes (Brodal and Fagerberg
-//! 2003; Bender et al., ";login:" 2015).
+//! With B entries per node the fanout is B^epsilon; each flush moves the
+//! child's share of the parent's buffer, node x fill / fanout bytes of
+//! messages (key + value + 15 B each), one level down, so an insert costs
+//! uncached levels / messages per flush amortised node reads and writes
+//! (Brodal and Fagerberg 2003; Bender et al., ";login:" 2015). Until session
+//! 6 a flush was counted in internal entries (key + pointer), which
+//! overstated the messages a flush moves by (key + value + 15) / (key + 8).
 
 use super::btree::{caching, levels};
 use super::{Dataset, Device, Row};
@@ -42,6 +45,72 @@ pub struct BeTreeAdvice {
     pub summary: String,
 }
 
+/// A B-epsilon tree's size parameters, as the engine's `BEpsOptions` takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BeTreeShape {
+    pub node_bytes: u64,
+    pub basement_bytes: u64,
+    /// Children per internal node (the engine's default is 16; the advisor's
+    /// own choice is floor(entries per node ^ epsilon)).
+    pub fanout: u64,
+}
+
+/// What the model predicts for one B-epsilon shape on one drive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeTreePrediction {
+    pub shape: BeTreeShape,
+    pub height: u32,
+    pub cached_levels: f64,
+    /// Messages one flush moves one level down: the parent's buffer bytes
+    /// (node x fill) shared by `fanout` children, over a message's bytes.
+    pub messages_per_flush: f64,
+    /// Amortised node I/Os (reads + writes) per insert.
+    pub insert_ios: f64,
+    /// Basement reads per point query.
+    pub point_ios: f64,
+    pub inserts_per_s: f64,
+    pub point_qps: f64,
+}
+
+/// Fixed bytes of a buffered message besides key and value (sequence
+/// number, kind, lengths: docs/design.md, "B-epsilon nodes").
+pub const MESSAGE_OVERHEAD_BYTES: u64 = 15;
+
+/// Predicts inserts and point queries for `shape` (I/O only, like the
+/// B+tree rows). Each uncached level's flush reads and writes one child
+/// node per `messages_per_flush` inserts; a point query reads one basement
+/// per uncached level.
+pub fn predict_betree(dev: Device, d: &Dataset, shape: BeTreeShape) -> BeTreePrediction {
+    assert!(shape.fanout >= 2 && shape.basement_bytes >= 512);
+    assert!(shape.basement_bytes <= shape.node_bytes);
+    let leaf_cap =
+        ((shape.node_bytes as f64 * d.fill / d.leaf_entry() as f64).floor() as u64).max(1);
+    let lv = levels(d.rows, leaf_cap, shape.fanout);
+    let c = caching(&lv, shape.node_bytes, d.cache_bytes);
+    let h = lv.len() as f64;
+    let uncached_levels = (h - c.whole_levels as f64 - c.partial).max(1.0);
+    let message_bytes = (d.key_bytes + d.value_bytes + MESSAGE_OVERHEAD_BYTES) as f64;
+    let messages_per_flush =
+        (shape.node_bytes as f64 * d.fill / shape.fanout as f64 / message_bytes).max(1.0);
+    let flushes = uncached_levels / messages_per_flush;
+    let (r_node, _) = dev.read.iops(shape.node_bytes);
+    let (w_node, _, _) = dev.write_iops(shape.node_bytes);
+    let insert_s = flushes * (1.0 / r_node + 1.0 / w_node);
+    let (r_base, _) = dev.read.iops(shape.basement_bytes);
+    let out = BeTreePrediction {
+        shape,
+        height: lv.len() as u32,
+        cached_levels: c.whole_levels as f64 + c.partial,
+        messages_per_flush,
+        insert_ios: 2.0 * flushes,
+        point_ios: uncached_levels,
+        inserts_per_s: 1.0 / insert_s,
+        point_qps: r_base / uncached_levels,
+    };
+    assert!(out.inserts_per_s > 0.0 && out.point_qps > 0.0);
+    out
+}
+
 pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTreeAdvice, String> {
     let hbp = dev.read.affine.half_bandwidth_point();
     if !hbp.is_finite() || hbp <= 0.0 {
@@ -51,30 +120,26 @@ pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTre
     let basement = floor_pow2(hbp / 4.0).clamp(512, node);
     let entries = node as f64 * d.fill / d.internal_entry() as f64;
     let fanout = (entries.powf(EPSILON).floor() as u64).max(2);
-    let leaf_cap = ((node as f64 * d.fill / d.leaf_entry() as f64).floor() as u64).max(1);
-    let lv = levels(d.rows, leaf_cap, fanout);
-    let c = caching(&lv, node, d.cache_bytes);
-    let h = lv.len() as f64;
-    let uncached_levels = (h - c.whole_levels as f64 - c.partial).max(1.0);
-    // Every level's flushes read and write one child per fanout/entries messages.
-    let flushes = uncached_levels * fanout as f64 / entries;
-    let (r_node, _) = dev.read.iops(node);
-    let (w_node, _, _) = dev.write_iops(node);
-    let insert_s = flushes * (1.0 / r_node + 1.0 / w_node);
-    let (r_base, _) = dev.read.iops(basement);
-    let point_qps = r_base / uncached_levels;
-    let inserts_per_s = 1.0 / insert_s;
+    let p = predict_betree(
+        dev,
+        d,
+        BeTreeShape {
+            node_bytes: node,
+            basement_bytes: basement,
+            fanout,
+        },
+    );
     let summary = format!(
         "B-epsilon tree (epsilon {EPSILON}): {} nodes (half-bandwidth point {}), {} basements, fanout {}: {:.4} I/Os per insert ({:.0}x the B+tree's {:.0} inserts/s), {:.2} basement reads per point query ({:.0} q/s vs the B+tree's {:.0})",
         fmt_bytes(node as f64),
         fmt_bytes(hbp),
         fmt_bytes(basement as f64),
         fanout,
-        2.0 * flushes,
-        inserts_per_s / btree_best.insert_ops,
+        p.insert_ios,
+        p.inserts_per_s / btree_best.insert_ops,
         btree_best.insert_ops,
-        uncached_levels,
-        point_qps,
+        p.point_ios,
+        p.point_qps,
         btree_best.point_qps
     );
     Ok(BeTreeAdvice {
@@ -84,12 +149,12 @@ pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTre
         basement_size: basement,
         entries_per_node: entries,
         fanout,
-        height: lv.len() as u32,
-        cached_levels: c.whole_levels as f64 + c.partial,
-        insert_ios: 2.0 * flushes,
-        point_ios: uncached_levels,
-        inserts_per_s,
-        point_qps,
+        height: p.height,
+        cached_levels: p.cached_levels,
+        insert_ios: p.insert_ios,
+        point_ios: p.point_ios,
+        inserts_per_s: p.inserts_per_s,
+        point_qps: p.point_qps,
         btree_inserts_per_s: btree_best.insert_ops,
         btree_point_qps: btree_best.point_qps,
         summary,

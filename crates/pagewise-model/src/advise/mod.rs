@@ -10,7 +10,7 @@ pub mod dataset;
 mod explain;
 pub mod scale;
 
-pub use betree::{advise_betree, BeTreeAdvice};
+pub use betree::{advise_betree, predict_betree, BeTreeAdvice, BeTreePrediction, BeTreeShape};
 pub use btree::{caching, read_ahead, Caching, ReadAhead, Shape};
 pub use dataset::{Dataset, Mix};
 use explain::{close_call, explain};
