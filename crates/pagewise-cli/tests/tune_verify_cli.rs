@@ -135,8 +135,37 @@ fn verification_reports_every_size_and_cleans_up() {
         verdict.starts_with("confirmed") || verdict.starts_with("measured best is"),
         "{verdict}"
     );
+    // The B-epsilon node size, checked the same way: the advised node and
+    // its neighbours, a quarter of the rows, measured rates > 0.
+    let b = &ver["betree"];
+    let advised = v["betree_node_size"].as_u64().unwrap();
+    let nodes: Vec<u64> = b["sizes"]
+        .as_array()
+        .expect("a B-epsilon entry per node size")
+        .iter()
+        .map(|s| s["shape"]["node_bytes"].as_u64().unwrap())
+        .collect();
+    let want = advised.clamp(16 << 10, 16 << 20);
+    assert!(nodes.contains(&want), "{nodes:?} lacks {want}");
+    for s in b["sizes"].as_array().unwrap() {
+        assert_eq!(s["rows"].as_u64(), Some(7_500), "{s}");
+        for r in [
+            &s["inserts_per_s"],
+            &s["point_qps"],
+            &s["predicted"]["inserts_per_s"],
+        ] {
+            let r = r.as_f64().unwrap_or(-1.0);
+            assert!(r.is_finite() && r > 0.0, "bad rate in {s}");
+        }
+    }
+    let bv = b["verdict"].as_str().unwrap();
+    assert!(
+        bv.starts_with("confirmed") || bv.starts_with("measured best is"),
+        "{bv}"
+    );
     let html = std::fs::read_to_string(data.join("report.html")).unwrap();
     assert!(html.contains("Verification: the advice measured on the engine"));
+    assert!(html.contains("B-epsilon node size on the engine"));
     assert!(html.contains(verdict.split(':').next().unwrap()));
     assert_eq!(leftovers(&data), Vec::<String>::new(), "files left behind");
     // A later run without verification advises with the kept costs.

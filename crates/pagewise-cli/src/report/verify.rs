@@ -72,6 +72,65 @@ pub fn verify_section(v: &Verification) -> String {
         }
         s.push_str("</ul>");
     }
+    if let Some(b) = &v.betree {
+        s.push_str(&betree_section(b));
+    }
+    s
+}
+
+/// The B-epsilon node size measured the same way.
+fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> String {
+    let mut s = String::from("<h3>B-epsilon node size on the engine</h3>");
+    s.push_str(&format!(
+        "<div class=\"card\"><p><b>{}</b>.</p></div><p>{:.0} s. Scaling rule: {}.</p>",
+        esc(&b.verdict),
+        b.elapsed_secs,
+        esc(b.rule)
+    ));
+    let rows: Vec<Vec<String>> = b
+        .sizes
+        .iter()
+        .map(|c| {
+            vec![
+                fmt_bytes(c.shape.node_bytes as f64),
+                fmt_bytes(c.shape.basement_bytes as f64),
+                c.shape.fanout.to_string(),
+                fmt_count(c.rows as f64),
+                fmt_bytes(c.cache_bytes as f64),
+                c.height.to_string(),
+                fmt_count(c.predicted.inserts_per_s),
+                fmt_count(c.inserts_per_s),
+                format!("{:+.1}%", c.insert_error * 100.0),
+                fmt_count(c.predicted.point_qps),
+                fmt_count(c.point_qps),
+                format!("{:+.1}%", c.point_error * 100.0),
+                format!("{:.2}", c.reads_per_get),
+            ]
+        })
+        .collect();
+    let hl = b
+        .sizes
+        .iter()
+        .position(|c| c.shape.node_bytes == b.recommended_node_bytes);
+    s.push_str(&table(
+        &[
+            "node",
+            "basement",
+            "fanout",
+            "rows",
+            "cache",
+            "height",
+            "inserts/s pred.",
+            "inserts/s meas.",
+            "error",
+            "gets/s pred.",
+            "gets/s meas.",
+            "error",
+            "reads/get meas.",
+        ],
+        &rows,
+        hl,
+    ));
     s
 }
 

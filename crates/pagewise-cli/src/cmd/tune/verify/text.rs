@@ -52,8 +52,46 @@ pub fn render_text(v: &Verification) -> String {
         e.in_sample * 100.0
     ));
     s.push_str(&format!("Verdict: {}.\n", v.verdict));
+    if let Some(b) = &v.betree {
+        s.push_str(&render_betree(b));
+    }
     for n in &v.notes {
         s.push_str(&format!("note: {n}\n"));
     }
     s
+}
+
+fn render_betree(b: &super::betree::BeTreeVerification) -> String {
+    let mut t = Table::new(&[
+        "node",
+        "basement",
+        "fanout",
+        "rows",
+        "cache",
+        "inserts/s pred",
+        "meas",
+        "gets/s pred",
+        "meas",
+        "reads/get",
+    ]);
+    for c in &b.sizes {
+        t.row(vec![
+            fmt_bytes(c.shape.node_bytes as f64),
+            fmt_bytes(c.shape.basement_bytes as f64),
+            c.shape.fanout.to_string(),
+            fmt_count(c.rows as f64),
+            fmt_bytes(c.cache_bytes as f64),
+            fmt_count(c.predicted.inserts_per_s),
+            fmt_count(c.inserts_per_s),
+            fmt_count(c.predicted.point_qps),
+            fmt_count(c.point_qps),
+            format!("{:.2}", c.reads_per_get),
+        ]);
+    }
+    format!(
+        "\nB-epsilon node size on the engine ({:.0} s; random inserts, then point gets; predictions I/O only):\n{}Verdict: {}.\n",
+        b.elapsed_secs,
+        t.render(),
+        b.verdict
+    )
 }

@@ -1,0 +1,388 @@
+//! `pagewise tune` verification of the B-epsilon advice: trees at the advised
+//! node size and its neighbours (half, double), each loaded by random inserts
+//! and then read by random point gets, set against
+//! [`pagewise_model::advise::predict_betree`] on the same scaled dataset.
+//!
+//! **Scaling rule** ([`BETREE_RULE`]): `rows' = min(rows, budget)` records
+//! inserted in a random order (what a B-epsilon tree is for), batches of
+//! 1,000, buffered commits; the insert rate includes the final checkpoint
+//! (close). The cache keeps the described Db-to-cache ratio:
+//! `cache' = cache x rows' / rows`, at least 1 MiB. Basement and fanout are
+//! the advisor's (the basement at most half the node, as the engine
+//! requires). The prediction is the advisor's, I/O only: where the engine is
+//! CPU-bound (small scaled Dbs, fast drives) the measured insert rate is
+//! below it, which the table shows; the verdict compares the measured
+//! ranking of the node sizes with the recommendation.
+
+use super::build::DbFiles;
+use super::keys::{key, value, Rng};
+use super::Budget;
+use anyhow::Context;
+use pagewise::{BEpsOptions, Batch, Db, Durability, TreeKind};
+use pagewise_io::Fs;
+use pagewise_model::advise::{predict_betree, Advice, BeTreePrediction, BeTreeShape, Device};
+use pagewise_model::units::fmt_bytes;
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The tree every B-epsilon verification Db uses.
+const TREE: &str = "verify-beps";
+/// Records per insert batch (as `pagewise bench`'s fills).
+const BATCH: u64 = 1000;
+/// Node sizes the verification builds (the engine accepts 256 B..64 MiB;
+/// below 16 KiB a node holds too few messages to buffer).
+const MIN_NODE_BYTES: u64 = 16 << 10;
+const MAX_NODE_BYTES: u64 = 16 << 20;
+/// Below this a gap between two node sizes is run-to-run noise.
+const MARGIN: f64 = 0.03;
+
+pub const BETREE_RULE: &str = "rows' = min(rows, a quarter of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) on this scaled dataset";
+
+/// One measured node size.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeCheck {
+    pub shape: BeTreeShape,
+    pub rows: u64,
+    pub cache_bytes: u64,
+    pub predicted: BeTreePrediction,
+    pub insert_secs: f64,
+    pub inserts_per_s: f64,
+    pub point_qps: f64,
+    /// Data-file reads per point get.
+    pub reads_per_get: f64,
+    pub height: u32,
+    /// measured / predicted - 1.
+    pub insert_error: f64,
+    pub point_error: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BeTreeVerification {
+    pub recommended_node_bytes: u64,
+    /// The node size with the highest measured insert rate.
+    pub best_measured_node_bytes: u64,
+    pub verdict: String,
+    pub sizes: Vec<NodeCheck>,
+    pub rule: &'static str,
+    pub elapsed_secs: f64,
+}
+
+/// Node sizes to verify: N/2, N, 2N within the verified range.
+pub fn node_sizes(advised: u64) -> Vec<u64> {
+    let n = advised.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES);
+    let mut v: Vec<u64> = [n / 2, n, n.saturating_mul(2)]
+        .into_iter()
+        .map(|s| s.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES))
+        .collect();
+    v.dedup();
+    assert!(!v.is_empty() && v.windows(2).all(|w| w[0] < w[1]));
+    v
+}
+
+/// Verifies `advice.betree` in `dir` on `fs`; `None` without B-epsilon
+/// advice. Every Db's files are removed when its check ends (also on error).
+pub(super) fn run(
+    budget: &Budget,
+    dir: &Path,
+    fs: Arc<dyn Fs>,
+    dev: Device,
+    advice: &Advice,
+    quiet: bool,
+) -> anyhow::Result<Option<BeTreeVerification>> {
+    let Some(b) = &advice.betree else {
+        return Ok(None);
+    };
+    let start = Instant::now();
+    let d = &advice.dataset;
+    let rows = d.rows.min((budget.rows / 4).max(1000));
+    let cache = ((d.cache_bytes as f64 * rows as f64 / d.rows as f64) as u64).max(1 << 20);
+    let mut sizes = Vec::new();
+    for node in node_sizes(b.node_size) {
+        let shape = BeTreeShape {
+            node_bytes: node,
+            basement_bytes: b.basement_size.clamp(512, node / 2),
+            fanout: b.fanout.clamp(3, 1024),
+        };
+        if !quiet {
+            eprintln!(
+                "B-epsilon check: {} nodes, {rows} random inserts...",
+                fmt_bytes(node as f64)
+            );
+        }
+        sizes.push(check(
+            budget,
+            dir,
+            fs.clone(),
+            dev,
+            advice,
+            shape,
+            rows,
+            cache,
+        )?);
+    }
+    let best = sizes
+        .iter()
+        .max_by(|a, b| a.inserts_per_s.total_cmp(&b.inserts_per_s))
+        .map(|c| c.shape.node_bytes)
+        .unwrap_or(b.node_size);
+    let verdict = verdict(&sizes, b.node_size.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES));
+    Ok(Some(BeTreeVerification {
+        recommended_node_bytes: b.node_size,
+        best_measured_node_bytes: best,
+        verdict,
+        sizes,
+        rule: BETREE_RULE,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+    }))
+}
+
+/// Builds, loads and reads one node size.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    budget: &Budget,
+    dir: &Path,
+    fs: Arc<dyn Fs>,
+    dev: Device,
+    advice: &Advice,
+    shape: BeTreeShape,
+    rows: u64,
+    cache: u64,
+) -> anyhow::Result<NodeCheck> {
+    let d = &advice.dataset;
+    let files = DbFiles::new(dir, "beps", shape.node_bytes, fs)?;
+    let opts = BEpsOptions::default()
+        .node_bytes(shape.node_bytes as u32)
+        .basement_bytes(shape.basement_bytes as u32)
+        .fanout(shape.fanout as u16);
+    let limit = Duration::from_secs_f64(budget.load_secs);
+    let (done, insert_secs) = insert(&files, opts, rows, cache, d.key_bytes, d.value_bytes, limit)?;
+    let db = Db::open(
+        &files.path,
+        files.options().cache_bytes(cache as usize).direct_io(true),
+    )
+    .with_context(|| format!("cannot reopen {}", files.path.display()))?;
+    let (point_qps, reads_per_get, height) = gets(&db, rows, done, d.key_bytes, budget)?;
+    db.close()
+        .context("closing the B-epsilon verification Db failed")?;
+    let scaled = pagewise_model::advise::Dataset {
+        rows: done,
+        cache_bytes: cache,
+        ..d.clone()
+    };
+    let predicted = predict_betree(dev, &scaled, shape);
+    let inserts_per_s = done as f64 / insert_secs.max(1e-9);
+    let out = NodeCheck {
+        shape,
+        rows: done,
+        cache_bytes: cache,
+        insert_secs,
+        inserts_per_s,
+        point_qps,
+        reads_per_get,
+        height,
+        insert_error: inserts_per_s / predicted.inserts_per_s - 1.0,
+        point_error: point_qps / predicted.point_qps - 1.0,
+        predicted,
+    };
+    assert!(out.rows >= 1 && out.inserts_per_s > 0.0);
+    Ok(out)
+}
+
+/// Inserts keys 0..rows (even numbers) in a random order; the close (the
+/// final checkpoint) is timed. Returns the records inserted and the seconds.
+fn insert(
+    files: &DbFiles,
+    opts: BEpsOptions,
+    rows: u64,
+    cache: u64,
+    key_bytes: u64,
+    value_bytes: u64,
+    limit: Duration,
+) -> anyhow::Result<(u64, f64)> {
+    let o = files
+        .options()
+        .cache_bytes(cache as usize)
+        .direct_io(true)
+        .durability(Durability::Buffered);
+    let db = Db::create(&files.path, o)
+        .with_context(|| format!("cannot create {}", files.path.display()))?;
+    db.tree_with(TREE, TreeKind::BEpsilon(opts))
+        .context("cannot create the B-epsilon tree")?;
+    let step = coprime_step(rows);
+    let start = Instant::now();
+    let mut done = 0u64;
+    // Bounded: at most rows / BATCH + 1 batches.
+    while done < rows {
+        if pagewise_probe::interrupted() {
+            anyhow::bail!("interrupted: verification stopped, its files are removed");
+        }
+        if done > 0 && start.elapsed() >= limit {
+            break;
+        }
+        let end = (done + BATCH).min(rows);
+        let mut b = Batch::new();
+        for i in done..end {
+            let n = (i as u128 * step as u128 % rows as u128) as u64;
+            b.insert(TREE, key(2 * n, key_bytes), value(n, value_bytes));
+        }
+        db.apply(b).context("B-epsilon insert failed")?;
+        done = end;
+    }
+    db.close()
+        .context("closing the B-epsilon verification Db failed")?;
+    Ok((done, start.elapsed().as_secs_f64()))
+}
+
+/// A step coprime with `n`, so i -> i x step mod n visits 0..n once each in
+/// a scattered order.
+fn coprime_step(n: u64) -> u64 {
+    assert!(n >= 1);
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let mut s = (0x9e37_79b9_7f4a_7c15u64 % n).max(1);
+    // Bounded: consecutive integers include one coprime with n within
+    // fewer than 64 x ln(n) steps; give up at n (step 1 is coprime).
+    for _ in 0..n.min(1 << 20) {
+        if gcd(s, n) == 1 {
+            return s;
+        }
+        s = s % n + 1;
+    }
+    1
+}
+
+/// Warms with random gets, then times them (half the B+tree phases' time
+/// each): gets/s, data-file reads per
+/// get, the tree's height. The records inserted are the first `done`
+/// indices of `insert`'s permutation of `rows` (all of them unless the
+/// insert phase hit its time limit); gets pick among those.
+fn gets(
+    db: &Db,
+    rows: u64,
+    done: u64,
+    key_bytes: u64,
+    budget: &Budget,
+) -> anyhow::Result<(f64, f64, u32)> {
+    assert!(done >= 1 && done <= rows);
+    let t = db.tree(TREE).context("the B-epsilon tree is missing")?;
+    let step = coprime_step(rows);
+    let mut r = Rng(0xbe75);
+    let mut one = || -> anyhow::Result<()> {
+        let i = r.below(done);
+        let n = (i as u128 * step as u128 % rows as u128) as u64;
+        let v = t.get(key(2 * n, key_bytes)).context("get failed")?;
+        anyhow::ensure!(v.is_some(), "inserted key {n} is missing: engine bug");
+        Ok(())
+    };
+    let warm = Instant::now();
+    // Bounded by the clock.
+    while warm.elapsed().as_secs_f64() < budget.warm_secs / 2.0 {
+        one()?;
+    }
+    let s0 = db.stats();
+    let start = Instant::now();
+    let mut n = 0u64;
+    // Bounded by the clock, checked every 64 gets, and by a count.
+    while n < (1 << 32) {
+        if n.is_multiple_of(64) && n > 0 && start.elapsed().as_secs_f64() >= budget.phase_secs / 2.0
+        {
+            break;
+        }
+        one()?;
+        n += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let s1 = db.stats();
+    let reads = (s1.pages.read_ops - s0.pages.read_ops) as f64 / n.max(1) as f64;
+    let height = s1
+        .trees
+        .iter()
+        .find(|s| s.name == TREE)
+        .map_or(1, |s| s.height);
+    Ok((n as f64 / secs.max(1e-9), reads, height))
+}
+
+/// "confirmed: ..." when the recommended node size measured the highest
+/// insert rate (or within [`MARGIN`] of it), else the best and the gap.
+fn verdict(sizes: &[NodeCheck], recommended: u64) -> String {
+    let Some(best) = sizes
+        .iter()
+        .max_by(|a, b| a.inserts_per_s.total_cmp(&b.inserts_per_s))
+    else {
+        return "no node size was measured".into();
+    };
+    let rec = sizes.iter().find(|c| c.shape.node_bytes == recommended);
+    let Some(rec) = rec else {
+        return format!(
+            "measured best is {} nodes",
+            fmt_bytes(best.shape.node_bytes as f64)
+        );
+    };
+    let n = |c: &NodeCheck| fmt_bytes(c.shape.node_bytes as f64);
+    if best.shape.node_bytes == recommended {
+        let second = sizes
+            .iter()
+            .filter(|c| c.shape.node_bytes != recommended)
+            .max_by(|a, b| a.inserts_per_s.total_cmp(&b.inserts_per_s));
+        return match second {
+            Some(s) => format!(
+                "confirmed: {} nodes inserted fastest, {:.1}% ahead of {}",
+                n(rec),
+                (rec.inserts_per_s / s.inserts_per_s - 1.0) * 100.0,
+                n(s)
+            ),
+            None => format!("confirmed: {} nodes (the only size measured)", n(rec)),
+        };
+    }
+    let gap = best.inserts_per_s / rec.inserts_per_s - 1.0;
+    if gap < MARGIN {
+        return format!(
+            "confirmed within noise: {} nodes inserted {:.1}% faster than the recommended {}, under the {:.0}% margin",
+            n(best),
+            gap * 100.0,
+            n(rec),
+            MARGIN * 100.0
+        );
+    }
+    format!(
+        "measured best is {} nodes, {:.1}% ahead of the recommended {}: the model predicted {:.0} against {:.0} inserts/s (I/O only; measured {:.0} against {:.0})",
+        n(best),
+        gap * 100.0,
+        n(rec),
+        best.predicted.inserts_per_s,
+        rec.predicted.inserts_per_s,
+        best.inserts_per_s,
+        rec.inserts_per_s
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_sizes_clamp_and_dedup() {
+        assert_eq!(node_sizes(64 << 10), vec![32 << 10, 64 << 10, 128 << 10]);
+        assert_eq!(node_sizes(4096), vec![16 << 10, 32 << 10]);
+        assert_eq!(node_sizes(1 << 30), vec![8 << 20, 16 << 20]);
+    }
+
+    #[test]
+    fn coprime_step_visits_every_index_once() {
+        for n in [1u64, 2, 7, 1000, 1024, 999_983] {
+            let s = coprime_step(n);
+            let mut seen = vec![false; n as usize];
+            for i in 0..n {
+                let k = (i as u128 * s as u128 % n as u128) as usize;
+                assert!(!seen[k], "n {n} step {s} repeats {k}");
+                seen[k] = true;
+            }
+        }
+    }
+}
