@@ -105,6 +105,8 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
                 fmt_count(c.point_qps),
                 format!("{:+.1}%", c.point_error * 100.0),
                 format!("{:.2}", c.reads_per_get),
+                fmt_count(c.predicted_mix_ops),
+                fmt_count(c.mix_ops),
             ]
         })
         .collect();
@@ -127,6 +129,8 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
             "gets/s meas.",
             "error",
             "reads/get meas.",
+            "mix pred. (gets + inserts)",
+            "mix meas.",
         ],
         &rows,
         hl,

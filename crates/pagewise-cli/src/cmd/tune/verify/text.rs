@@ -73,6 +73,8 @@ fn render_betree(b: &super::betree::BeTreeVerification) -> String {
         "gets/s pred",
         "meas",
         "reads/get",
+        "mix/s pred",
+        "meas",
     ]);
     for c in &b.sizes {
         t.row(vec![
@@ -86,6 +88,8 @@ fn render_betree(b: &super::betree::BeTreeVerification) -> String {
             fmt_count(c.predicted.point_qps),
             fmt_count(c.point_qps),
             format!("{:.2}", c.reads_per_get),
+            fmt_count(c.predicted_mix_ops),
+            fmt_count(c.mix_ops),
         ]);
     }
     format!(
