@@ -315,9 +315,11 @@ fn build_whole_root(path: &Path) -> u64 {
 
 const KIND_BRANCH_BASES: u8 = 8;
 
-/// (offset of the base field, child, base) of each entry of a kind-8 branch
-/// page (docs/design.md, "B+tree node payload").
-fn branch_entries(page: &[u8]) -> Vec<(usize, u64, u64)> {
+/// A branch entry: (offset of its base field in the page, child, base).
+type Entry = (usize, u64, u64);
+
+/// Each entry of a kind-8 branch page (docs/design.md, "B+tree node payload").
+fn branch_entries(page: &[u8]) -> Vec<Entry> {
     let count = u16::from_le_bytes([page[6], page[7]]) as usize;
     let mut out = vec![(40, get_u64(page, 32), get_u64(page, 40))];
     let mut at = 48;
@@ -338,7 +340,7 @@ fn set_base(page: &mut [u8], at: usize, base: u64) {
 }
 
 /// The root's entries: those naming a base, and those naming none.
-fn root_entries(path: &Path, root: u64) -> (Vec<(usize, u64, u64)>, Vec<(usize, u64, u64)>) {
+fn root_entries(path: &Path, root: u64) -> (Vec<Entry>, Vec<Entry>) {
     let data = std::fs::read(path).unwrap();
     let (named, whole): (Vec<_>, Vec<_>) =
         branch_entries(&data[root as usize * PS..(root as usize + 1) * PS])

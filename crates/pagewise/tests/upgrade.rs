@@ -192,13 +192,16 @@ fn a_power_cut_anywhere_in_the_upgrade_loses_nothing() {
     eprintln!("{cases} power cuts during the upgrade of the version-1 fixture: all recovered");
 }
 
+/// A key and its new value, or None for a remove.
+type Change = (Vec<u8>, Option<Vec<u8>>);
+
 /// The version-3 fixture's history: phases of (key, value or None for a
 /// remove), a checkpoint after each (applied in batches of 100 by
 /// `tests/v3_fixture_gen.rs` at the commit that added the fixture, the last
 /// one of format 3). Tree "t", 512 B pages, delta flushes
 /// with T = 200 and 512 B blocks, so the last checkpoints leave delta blocks
 /// on leaves and on branches.
-fn v3_script() -> Vec<Vec<(Vec<u8>, Option<Vec<u8>>)>> {
+fn v3_script() -> Vec<Vec<Change>> {
     let k = |i: u32| format!("k{i:05}").into_bytes();
     let load = (0..2000u32)
         .map(|n| {
