@@ -9,7 +9,9 @@
 //!   O_DIRECT, so what the drive receives) / user bytes (key + value);
 //! - WA pages: the page part of that;
 //! - WA CSD: bytes the compressing drive stores / user bytes;
-//! - readrandom gets/s and data-file reads per get (median of `rounds`,
+//! - readrandom gets/s, data-file reads per get and node read rounds per
+//!   get (`Stats::node_read_rounds`: waits for node pages; a delta block
+//!   read with the base its parent names is one) (median of `rounds`,
 //!   configurations interleaved round by round).
 //!
 //! cargo run --release -p pagewise-bench --example delta_flush -- \
@@ -183,9 +185,9 @@ fn iibench(path: &Path, c: Config, cache: usize, rows: u64) -> Fill {
 }
 
 /// Random gets on the fillrandom Db reopened with a cache of 5% of the user
-/// bytes loaded: (gets/s, data-file reads per get) over `gets` after as many
-/// warm-up gets.
-fn readrandom(path: &Path, c: Config, rows: u64, gets: u64, round: u64) -> (f64, f64) {
+/// bytes loaded: (gets/s, data-file reads per get, read rounds per get) over
+/// `gets` after as many warm-up gets.
+fn readrandom(path: &Path, c: Config, rows: u64, gets: u64, round: u64) -> (f64, f64, f64) {
     let cache = (rows * 116 / 20) as usize;
     let drive = Arc::new(CompressingFs::with_meter(RealFs, CompressionMeter::new(1)));
     let db = Db::open(path, c.options(cache, drive)).unwrap();
@@ -204,9 +206,15 @@ fn readrandom(path: &Path, c: Config, rows: u64, gets: u64, round: u64) -> (f64,
             .expect("loaded key");
     }
     let secs = t0.elapsed().as_secs_f64();
-    let reads = db.stats().pages.read_ops - s0.pages.read_ops;
+    let s1 = db.stats();
+    let reads = s1.pages.read_ops - s0.pages.read_ops;
+    let waits = s1.node_read_rounds - s0.node_read_rounds;
+    if round == 0 {
+        eprintln!("{}: io engine {}", c.name(), s1.io_engine);
+    }
     db.close().unwrap();
-    (gets as f64 / secs, reads as f64 / gets as f64)
+    let per_get = |n: u64| n as f64 / gets as f64;
+    (gets as f64 / secs, per_get(reads), per_get(waits))
 }
 
 fn print_fill(phase: &str, c: &Config, f: &Fill) {
@@ -254,7 +262,7 @@ fn main() {
         print_fill("fillrandom", c, &f);
     }
     let gets = (rows / 10).clamp(10_000, 100_000);
-    let mut read: Vec<Vec<(f64, f64)>> = vec![Vec::new(); configs.len()];
+    let mut read: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); configs.len()];
     for round in 0..rounds {
         for (i, c) in configs.iter().enumerate() {
             read[i].push(readrandom(
@@ -266,8 +274,8 @@ fn main() {
             ));
         }
     }
-    println!("\n| config | readrandom gets/s (median of {rounds}) | all rounds | data-file reads per get |");
-    println!("| --- | ---: | --- | ---: |");
+    println!("\n| config | readrandom gets/s (median of {rounds}) | all rounds | data-file reads per get | read rounds per get |");
+    println!("| --- | ---: | --- | ---: | ---: |");
     for (i, c) in configs.iter().enumerate() {
         let mut r: Vec<f64> = read[i].iter().map(|x| x.0).collect();
         let all = r
@@ -280,10 +288,11 @@ fn main() {
             continue;
         }
         println!(
-            "| {} | {:.0} | {all} | {:.2} |",
+            "| {} | {:.0} | {all} | {:.2} | {:.2} |",
             c.name(),
             r[r.len() / 2],
-            read[i][0].1
+            read[i][0].1,
+            read[i][0].2
         );
     }
     for i in 0..configs.len() {

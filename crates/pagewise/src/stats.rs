@@ -55,6 +55,11 @@ pub struct Stats {
     /// Queued read rounds of commit-group prefetch, and the pages they loaded.
     pub prefetch_rounds: u64,
     pub prefetched_pages: u64,
+    /// Times a reader waited for node pages: each synchronous node or base
+    /// page read and each queued batch of them (a miss on a delta block
+    /// whose parent names its base is one round, docs/design.md "Delta
+    /// blocks for B+tree pages").
+    pub node_read_rounds: u64,
     /// Iterator read-ahead: batches read, sibling pages asked for, those
     /// later looked up, and those evicted before any lookup.
     pub readahead_rounds: u64,
@@ -151,6 +156,7 @@ impl Db {
             replayed_records: i.counters.replayed.load(Relaxed),
             prefetch_rounds: ic.prefetch_rounds.load(Relaxed),
             prefetched_pages: ic.prefetched_pages.load(Relaxed),
+            node_read_rounds: store.pager.read_rounds.load(Relaxed),
             readahead_rounds: ic.readahead_rounds.load(Relaxed),
             readahead_pages: ic.readahead_pages.load(Relaxed),
             readahead_hits: cache.ahead_hits.load(Relaxed),

@@ -220,7 +220,7 @@ fn deltas_read_and_consolidate_without_the_option() {
 
 #[test]
 fn version_2_file_opens_and_is_upgraded() {
-    assert_eq!(FORMAT_VERSION, 3);
+    assert_eq!(FORMAT_VERSION, 4);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let db = Db::create(&path, opts(false)).unwrap();
@@ -252,5 +252,137 @@ fn version_2_file_opens_and_is_upgraded() {
         .map(|s| (get_u64(&data[s * PS..], 48), get_u32(&data[s * PS..], 40)))
         .collect();
     let newest = versions.iter().max().unwrap();
-    assert_eq!(newest.1, 3, "{versions:?}");
+    assert_eq!(newest.1, FORMAT_VERSION, "{versions:?}");
+}
+
+/// A get that misses a leaf flushed as a delta block, under a parent that
+/// names its base, reads the delta block and its base in one round: two
+/// page reads, one wait (docs/design.md, "Delta blocks for B+tree pages").
+#[test]
+fn a_miss_on_a_delta_reads_it_and_its_base_in_one_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let want = build(&path);
+    let db = Db::open(&path, opts(true)).unwrap();
+    let t = db.tree("t").unwrap();
+    // The first get also reads the root, whose base nobody names.
+    t.get(key(0)).unwrap();
+    let mut pairs = 0;
+    for i in (0..3000).step_by(50) {
+        let s0 = db.stats();
+        assert_eq!(t.get(key(i)).unwrap().as_ref(), want.get(&key(i)));
+        let s1 = db.stats();
+        let reads = s1.pages.read_ops - s0.pages.read_ops;
+        let rounds = s1.node_read_rounds - s0.node_read_rounds;
+        // Hand count: a cached leaf reads nothing, a whole leaf one page,
+        // a delta leaf two pages; either miss is one round.
+        assert!(reads <= 2, "get {i}: {reads} page reads");
+        assert_eq!(
+            rounds,
+            reads.min(1),
+            "get {i}: {reads} reads in {rounds} rounds"
+        );
+        pairs += (reads == 2) as u32;
+    }
+    assert!(pairs >= 10, "{pairs} gets missed a delta leaf");
+}
+
+/// The delta Db of `build`, then one key changed without delta flushes: the
+/// root is written whole (kind 8) and names the bases of the leaves still
+/// flushed as delta blocks. Returns the root's page id.
+fn build_whole_root(path: &Path) -> u64 {
+    build(path);
+    let db = Db::open(path, opts(false)).unwrap();
+    db.tree("t").unwrap().insert(key(1), b"changed").unwrap();
+    db.close().unwrap();
+    let data = std::fs::read(path).unwrap();
+    let newest = data
+        .chunks(PS)
+        .skip(2)
+        .map(|p| get_u64(p, 16))
+        .max()
+        .unwrap();
+    let roots: Vec<u64> = (2..data.len() / PS)
+        .filter(|&i| {
+            let p = &data[i * PS..(i + 1) * PS];
+            p[4] == KIND_BRANCH_BASES && get_u64(p, 16) == newest
+        })
+        .map(|i| i as u64)
+        .collect();
+    assert_eq!(roots.len(), 1, "one branch written by the last checkpoint");
+    roots[0]
+}
+
+const KIND_BRANCH_BASES: u8 = 8;
+
+/// A branch entry: (offset of its base field in the page, child, base).
+type Entry = (usize, u64, u64);
+
+/// Each entry of a kind-8 branch page (docs/design.md, "B+tree node payload").
+fn branch_entries(page: &[u8]) -> Vec<Entry> {
+    let count = u16::from_le_bytes([page[6], page[7]]) as usize;
+    let mut out = vec![(40, get_u64(page, 32), get_u64(page, 40))];
+    let mut at = 48;
+    for _ in 1..count {
+        let klen = u16::from_le_bytes([page[at], page[at + 1]]) as usize;
+        at += 2 + klen;
+        out.push((at + 8, get_u64(page, at), get_u64(page, at + 8)));
+        at += 16;
+    }
+    out
+}
+
+/// Sets the base field at `at` of the whole page `page` and reseals it.
+fn set_base(page: &mut [u8], at: usize, base: u64) {
+    page[at..at + 8].copy_from_slice(&base.to_le_bytes());
+    let crc = crc32c::crc32c(&page[4..]);
+    page[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The root's entries: those naming a base, and those naming none.
+fn root_entries(path: &Path, root: u64) -> (Vec<Entry>, Vec<Entry>) {
+    let data = std::fs::read(path).unwrap();
+    let (named, whole): (Vec<_>, Vec<_>) =
+        branch_entries(&data[root as usize * PS..(root as usize + 1) * PS])
+            .into_iter()
+            .partition(|e| e.2 != 0);
+    assert!(named.len() >= 5 && !whole.is_empty(), "{named:?} {whole:?}");
+    assert!(named.iter().all(|e| e.2 >= 2), "no entry is left unnamed");
+    (named, whole)
+}
+
+#[test]
+fn branch_entry_naming_another_base_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let root = build_whole_root(&path);
+    let (named, _) = root_entries(&path, root);
+    let (at, child, _) = named[0];
+    damage(&path, root, |p| set_base(p, at, named[1].2));
+    let e = expect_detected(&path, child, false);
+    assert!(e.contains("its parent's entry names"), "{e}");
+}
+
+#[test]
+fn branch_entry_naming_no_base_for_a_delta_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let root = build_whole_root(&path);
+    let (named, _) = root_entries(&path, root);
+    let (at, child, _) = named[2];
+    damage(&path, root, |p| set_base(p, at, 0));
+    let e = expect_detected(&path, child, false);
+    assert!(e.contains("names no base"), "{e}");
+}
+
+#[test]
+fn branch_entry_naming_a_base_for_a_whole_page_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let root = build_whole_root(&path);
+    let (named, whole) = root_entries(&path, root);
+    let (at, child, _) = whole[0];
+    damage(&path, root, |p| set_base(p, at, named[0].2));
+    let e = expect_detected(&path, child, false);
+    assert!(e.contains("whole"), "{e}");
 }

@@ -312,7 +312,10 @@ fn delta_flushes_against_model() {
             "round {round} (T = {threshold}): {} rebases, {} carries, {} consolidations, {} checkpoints",
             s.delta_rebases, s.delta_carries, s.delta_consolidations, s.checkpoints
         );
-        assert!(s.delta_rebases > 10, "{} rebases", s.delta_rebases);
+        // T = 2000 (capped at 968) keeps bases long: 8 rebases with this
+        // seed since branch entries name bases (8 bytes more each: fewer
+        // children per branch at 1 KiB pages, another tree shape).
+        assert!(s.delta_rebases > 5, "{} rebases", s.delta_rebases);
         assert!(s.delta_carries > 20, "{} carries", s.delta_carries);
         assert!(
             s.delta_consolidations > 5,

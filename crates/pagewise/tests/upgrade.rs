@@ -77,7 +77,7 @@ fn fixture_is_version_1() {
         (1, 1),
         "both slots of the fixture are version 1"
     );
-    assert_eq!(FORMAT_VERSION, 3);
+    assert_eq!(FORMAT_VERSION, 4);
 }
 
 #[test]
@@ -190,4 +190,223 @@ fn a_power_cut_anywhere_in_the_upgrade_loses_nothing() {
         }
     }
     eprintln!("{cases} power cuts during the upgrade of the version-1 fixture: all recovered");
+}
+
+/// A key and its new value, or None for a remove.
+type Change = (Vec<u8>, Option<Vec<u8>>);
+
+/// The version-3 fixture's history: phases of (key, value or None for a
+/// remove), a checkpoint after each (applied in batches of 100 by
+/// `tests/v3_fixture_gen.rs` at the commit that added the fixture, the last
+/// one of format 3). Tree "t", 512 B pages, delta flushes
+/// with T = 200 and 512 B blocks, so the last checkpoints leave delta blocks
+/// on leaves and on branches.
+fn v3_script() -> Vec<Vec<Change>> {
+    let k = |i: u32| format!("k{i:05}").into_bytes();
+    let load = (0..2000u32)
+        .map(|n| {
+            let i = n * 7919 % 2000;
+            (k(i), Some(format!("v{i}-a").into_bytes()))
+        })
+        .collect();
+    let update = (0..2000u32)
+        .step_by(13)
+        .map(|i| (k(i), Some(format!("v{i}-b").into_bytes())))
+        .collect();
+    let remove = (0..2000u32).step_by(29).map(|i| (k(i), None)).collect();
+    let add = (0..2000u32)
+        .step_by(101)
+        .map(|i| {
+            let mut key = k(i);
+            key.push(b'x');
+            (key, Some(format!("new {i}").into_bytes()))
+        })
+        .collect();
+    vec![load, update, remove, add]
+}
+
+/// What the version-3 fixture holds, computed from the script alone.
+fn v3_expected() -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    for (key, val) in v3_script().into_iter().flatten() {
+        match val {
+            Some(v) => m.insert(key, v),
+            None => m.remove(&key),
+        };
+    }
+    m
+}
+
+const V3_DATA: &[u8] = include_bytes!("fixtures/v3/v3.pw");
+
+fn v3_opts() -> Options {
+    Options::default().page_size(512).direct_io(false)
+}
+
+fn v3_read(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.tree("t").unwrap().iter().map(Result::unwrap).collect()
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Page kinds of the bases of the file's delta blocks (live or not), and
+/// whether any page is a kind-8 branch.
+fn v3_kinds(data: &[u8]) -> (Vec<u8>, bool) {
+    let pages: Vec<&[u8]> = data.chunks(512).collect();
+    let bases = pages
+        .iter()
+        .filter(|p| p[4] == 6)
+        .filter_map(|p| pages.get(le_u64(p, 32) as usize).map(|b| b[4]))
+        .collect();
+    (bases, pages.iter().any(|p| p[4] == 8))
+}
+
+/// A version-3 file with delta blocks on leaves and on (kind-3) branches
+/// reads read-only without a write, then read-write with delta flushes:
+/// changed branches are converted to kind 8, the rest still read, `check`
+/// passes throughout, and the superblock says version 4.
+#[test]
+fn version_3_file_with_delta_blocks_reads_and_converts_its_branches() {
+    let [a, b] = slot_versions(V3_DATA);
+    assert_eq!(
+        (a.0, b.0),
+        (3, 3),
+        "both slots of the fixture are version 3"
+    );
+    let (bases, kind8) = v3_kinds(V3_DATA);
+    assert!(
+        bases.contains(&2) && bases.contains(&3) && !kind8,
+        "{bases:?}"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("v3.pw");
+    std::fs::write(&p, V3_DATA).unwrap();
+    std::fs::write(d.path().join("v3.pw-wal"), b"").unwrap();
+    let ro = Db::open(&p, v3_opts().read_only(true)).unwrap();
+    assert_eq!(v3_read(&ro), v3_expected());
+    assert!(ro.check().unwrap().is_ok());
+    ro.close().unwrap();
+    assert!(
+        std::fs::read(&p).unwrap() == V3_DATA,
+        "a read-only open writes nothing"
+    );
+    let delta = pagewise::DeltaFlush {
+        threshold_bytes: 200,
+        block_bytes: 512,
+    };
+    let db = Db::open(&p, v3_opts().delta_flush(Some(delta))).unwrap();
+    let t = db.tree("t").unwrap();
+    let mut want = v3_expected();
+    for i in (0..2000u32).step_by(17) {
+        let (k, v) = (format!("k{i:05}"), format!("v{i}-c"));
+        t.insert(&k, &v).unwrap();
+        want.insert(k.into_bytes(), v.into_bytes());
+    }
+    db.checkpoint().unwrap();
+    assert_eq!(v3_read(&db), want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+    db.close().unwrap();
+    let data = std::fs::read(&p).unwrap();
+    let newest = slot_versions(&data)
+        .into_iter()
+        .max_by_key(|s| s.1)
+        .unwrap();
+    assert_eq!(newest.0, FORMAT_VERSION);
+    assert!(v3_kinds(&data).1, "changed branches are written as kind 8");
+    let db = Db::open(&p, v3_opts().read_only(true)).unwrap();
+    assert_eq!(v3_read(&db), want);
+    assert!(db.check().unwrap().is_ok());
+}
+
+const V3_PATH: &str = "/db/v3.pw";
+
+/// The keys the version-3 tests change, and their new values.
+fn v3_updates() -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..2000u32)
+        .step_by(17)
+        .map(|i| {
+            let k = format!("k{i:05}").into_bytes();
+            (k, format!("v{i}-c").into_bytes())
+        })
+        .collect()
+}
+
+/// Opens the version-3 fixture with delta flushes, commits `v3_updates` in
+/// one batch and checkpoints, through a power cut after `fail_at` writes and
+/// syncs (0: none). Returns the image the drive keeps, the writes and syncs
+/// seen, and whether the batch was acknowledged.
+fn v3_upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64, bool) {
+    let sim = SimFs::with_alignment(512);
+    sim.create_dir_all(Path::new("/db")).unwrap();
+    let o = OpenOptions {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    let f = sim.open(Path::new(V3_PATH), &o).unwrap();
+    let mut buf = AlignedBuf::new(V3_DATA.len(), 4096);
+    buf.copy_from_slice(V3_DATA);
+    f.write_at(&buf, 0).unwrap();
+    f.sync().unwrap();
+    sim.open(Path::new(&format!("{V3_PATH}-wal")), &o).unwrap();
+    let kinds = FaultKinds {
+        reads: false,
+        writes: true,
+        syncs: true,
+    };
+    let injector = FaultInjector::new(kinds, 0);
+    injector.set_sticky(true);
+    if fail_at > 0 {
+        injector.arm(fail_at);
+    }
+    let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), injector.clone()));
+    let delta = pagewise::DeltaFlush {
+        threshold_bytes: 200,
+        block_bytes: 512,
+    };
+    let mut acked = false;
+    if let Ok(db) = Db::open(V3_PATH, v3_opts().delta_flush(Some(delta)).fs(fs)) {
+        let mut b = pagewise::Batch::new();
+        for (k, v) in v3_updates() {
+            b.insert("t", k, v);
+        }
+        acked = db.apply(b).is_ok();
+        let _ = db.checkpoint();
+        let _ = db.close();
+    }
+    (sim.crash(seed, mode), injector.seen(), acked)
+}
+
+/// A power cut at any write or sync while a version-3 file is upgraded and
+/// its branches converted leaves either the old contents or, once the batch
+/// was acknowledged, the new ones; `check` passes on every image.
+#[test]
+fn a_power_cut_anywhere_in_a_version_3_upgrade_loses_nothing() {
+    let (_, total, acked) = v3_upgrade_with_cut(0, CrashMode::DropUnsynced, 0);
+    assert!(acked && total > 5, "the upgrade wrote {total} times");
+    let old = v3_expected();
+    let mut new = old.clone();
+    new.extend(v3_updates());
+    let mut cases = [0u32; 2];
+    for fail_at in 1..=total {
+        for (m, mode) in CrashMode::ALL.into_iter().enumerate() {
+            let seed = fail_at * 3 + m as u64;
+            let (img, _, acked) = v3_upgrade_with_cut(fail_at, mode, seed);
+            let case = format!("seed {seed} cut at {fail_at} {mode:?}");
+            let db = Db::open(V3_PATH, v3_opts().fs(Arc::new(img)))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            let got = v3_read(&db);
+            assert!(
+                got == new || (!acked && got == old),
+                "{case}: acked {acked}"
+            );
+            let r = db.check().unwrap();
+            assert!(r.is_ok(), "{case}: {:?}", r.problems);
+            cases[(got == new) as usize] += 1;
+        }
+    }
+    assert!(cases[0] > 0 && cases[1] > 0, "old / new images: {cases:?}");
 }

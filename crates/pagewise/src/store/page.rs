@@ -29,6 +29,9 @@ pub enum Kind {
     Delta = 6,
     /// A page of a B-epsilon node extent.
     BEps = 7,
+    /// A B+tree branch whose entries name each child's base page (format
+    /// 4, docs/design.md "B+tree node payload").
+    BranchBases = 8,
 }
 
 impl Kind {
@@ -41,6 +44,7 @@ impl Kind {
             5 => Kind::Blob,
             6 => Kind::Delta,
             7 => Kind::BEps,
+            8 => Kind::BranchBases,
             _ => return None,
         })
     }

@@ -7,6 +7,7 @@
 use super::extent::{page_payload_bytes, pages_for, Extent};
 use super::image::{DeltaPages, Image, NodeCodec};
 use super::page::{self, Header, Kind, HDR};
+use super::read::{NodeRef, BASE_NONE, BASE_UNNAMED};
 use super::superblock::{Superblock, SUPERBLOCK_USED_BYTES};
 use crate::error::{Error, Result};
 use pagewise_io::{Accounted, AlignedBuf, Backend, Completion, IoOp, IoStats, OpKind};
@@ -41,6 +42,9 @@ pub struct Pager {
     /// Superblocks and the catalog blob.
     meta: CountedFile,
     buf_align: usize,
+    /// Times a reader waited for node pages: each synchronous node or base
+    /// page read, and each queued batch (`Db::stats().node_read_rounds`).
+    pub read_rounds: AtomicU64,
 }
 
 impl Pager {
@@ -66,6 +70,7 @@ impl Pager {
             pages: Accounted::new(file.clone(), pages),
             meta: Accounted::new(file, meta),
             buf_align,
+            read_rounds: AtomicU64::new(0),
         }
     }
 
@@ -110,12 +115,72 @@ impl Pager {
         }
     }
 
-    /// Reads, verifies and decodes one node page.
+    /// Reads, verifies and decodes one node page whose base nobody names:
+    /// a delta block's base is read after it (format 3's dependent read).
     pub fn read_node(&self, pid: u64) -> Result<Image> {
         self.check_pid(pid)?;
         let mut buf = self.buf(self.ps);
+        self.read_rounds.fetch_add(1, Ordering::Relaxed);
         self.pages.read_at(&mut buf, self.off(pid))?;
         self.decode_node(pid, &buf)
+    }
+
+    /// Reads node `r` as its parent's entry describes it (docs/design.md,
+    /// "Delta blocks for B+tree pages", the read table): a named base is read
+    /// with the delta block through one queue; a mismatch is corrupt.
+    pub fn read_node_ref(&self, r: NodeRef) -> Result<Image> {
+        match r.base {
+            BASE_UNNAMED => self.read_node(r.pid),
+            BASE_NONE => {
+                self.check_pid(r.pid)?;
+                let mut buf = self.buf(self.ps);
+                self.read_rounds.fetch_add(1, Ordering::Relaxed);
+                self.pages.read_at(&mut buf, self.off(r.pid))?;
+                self.decode_whole(r, &buf)
+            }
+            _ => {
+                let mut out = None;
+                self.read_nodes(&[r], |_, node| out = Some(node))?;
+                out.expect("read_nodes hands over every node it was given")
+            }
+        }
+    }
+
+    /// Decodes the page of node `r`, whose parent names no base: a delta
+    /// block there is corrupt.
+    fn decode_whole(&self, r: NodeRef, buf: &[u8]) -> Result<Image> {
+        assert_eq!(r.base, BASE_NONE);
+        if buf[4] == Kind::Delta as u8 {
+            let base = self.verify_delta(r.pid, buf)?;
+            let what =
+                format!("a delta block on base page {base}, but its parent's entry names no base");
+            return Err(self.corrupt(r.pid, what));
+        }
+        self.decode_node(r.pid, buf)
+    }
+
+    /// Rebuilds node `r` from its page and the base page its parent names,
+    /// read together: the page must be a delta block naming that base.
+    fn decode_pair(&self, r: NodeRef, buf: &[u8], base_buf: &[u8]) -> Result<Image> {
+        let Some(named) = r.named_base() else {
+            unreachable!("a pair is read only for a named base");
+        };
+        let h = page::verify(buf, r.pid, &self.node_kinds, &self.path, self.off(r.pid))?;
+        if h.kind != Kind::Delta {
+            let what = format!(
+                "its parent's entry names base page {named}, but it is a whole {:?} page",
+                h.kind
+            );
+            return Err(self.corrupt(r.pid, what));
+        }
+        let payload = &buf[HDR..HDR + h.used as usize];
+        let base = self.delta_base(r.pid, payload)?;
+        if base != named {
+            let what =
+                format!("the delta block names base page {base}, its parent's entry names {named}");
+            return Err(self.corrupt(r.pid, what));
+        }
+        self.apply_on_base(r.pid, h.count as usize, payload, base, base_buf)
     }
 
     /// Verifies a node page just read (checksum, page id, kind) and decodes
@@ -137,6 +202,7 @@ impl Pager {
     fn decode_delta(&self, pid: u64, count: usize, payload: &[u8]) -> Result<Image> {
         let base = self.delta_base(pid, payload)?;
         let mut buf = self.buf(self.ps);
+        self.read_rounds.fetch_add(1, Ordering::Relaxed);
         self.pages.read_at(&mut buf, self.off(base))?;
         self.apply_on_base(pid, count, payload, base, &buf)
     }
@@ -263,46 +329,112 @@ impl Pager {
         )
     }
 
-    /// Reads, verifies and decodes the node pages `pids` with up to
+    /// Reads, verifies and decodes the nodes `refs` with up to
     /// [`QUEUE_DEPTH`] reads in flight, handing each to `got` as it completes
-    /// (in any order). A failed page goes to `got` too; only a failure of the
-    /// queue itself is returned. Delta blocks wait for a second round that
-    /// reads their bases together.
-    pub fn read_nodes(&self, pids: &[u64], mut got: impl FnMut(u64, Result<Image>)) -> Result<()> {
-        for &pid in pids {
-            self.check_pid(pid)?;
+    /// (in any order). A base its parent names is read in the same queue as
+    /// its delta block; a delta block whose base is not named waits for a
+    /// second round that reads those bases together. A failed node goes to
+    /// `got` too; only a failure of the queue itself is returned.
+    pub fn read_nodes(
+        &self,
+        refs: &[NodeRef],
+        mut got: impl FnMut(u64, Result<Image>),
+    ) -> Result<()> {
+        for r in refs {
+            self.check_pid(r.pid)?;
+            if let Some(b) = r.named_base() {
+                self.check_pid(b).map_err(|_| {
+                    let what = format!("its parent's entry names base page {b}, outside the file");
+                    self.corrupt(r.pid, what)
+                })?;
+            }
         }
-        let mut waiting = Vec::new();
+        // Each node, then its named base: (index in refs, is the base).
+        let ops: Vec<(usize, bool)> = refs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| std::iter::once((i, false)).chain(r.named_base().map(|_| (i, true))))
+            .collect();
+        let mut batch = Batch {
+            refs,
+            held: (0..refs.len()).map(|_| None).collect(),
+            failed: vec![false; refs.len()],
+            waiting: Vec::new(),
+        };
+        self.read_rounds.fetch_add(1, Ordering::Relaxed);
         self.pump(
-            pids.len(),
-            |i, spare| IoOp {
-                kind: OpKind::Read,
-                offset: self.off(pids[i]),
-                buf: take_buf(spare, self.ps, self.buf_align),
-                tag: i as u64,
+            ops.len(),
+            |k, spare| {
+                let (i, is_base) = ops[k];
+                let pid = if is_base { refs[i].base } else { refs[i].pid };
+                IoOp {
+                    kind: OpKind::Read,
+                    offset: self.off(pid),
+                    buf: take_buf(spare, self.ps, self.buf_align),
+                    tag: k as u64,
+                }
             },
             |c, spare| {
-                let pid = pids[c.op.tag as usize];
-                let node = match c.result {
-                    Ok(()) if c.op.buf[4] == Kind::Delta as u8 => {
-                        // Its base is read in a second round, with the others.
-                        match self.verify_delta(pid, &c.op.buf) {
-                            Ok(base) => {
-                                waiting.push((pid, base, c.op.buf));
-                                return Ok(());
-                            }
-                            Err(e) => Err(e),
-                        }
-                    }
-                    Ok(()) => self.decode_node(pid, &c.op.buf),
-                    Err(e) => Err(e.into()),
-                };
-                spare.push(c.op.buf);
-                got(pid, node);
+                let (i, is_base) = ops[c.op.tag as usize];
+                let read = c.result.map(|()| c.op.buf).map_err(Error::from);
+                self.on_read(&mut batch, i, is_base, read, spare, &mut got);
                 Ok(())
             },
         )?;
-        self.read_bases(&waiting, got)
+        assert!(
+            batch.held.iter().all(Option::is_none),
+            "every pair completed"
+        );
+        if !batch.waiting.is_empty() {
+            self.read_rounds.fetch_add(1, Ordering::Relaxed);
+        }
+        self.read_bases(&batch.waiting, got)
+    }
+
+    /// One completed read of `read_nodes`: node `i` (or its named base when
+    /// `is_base`). Hands the node to `got` once both of a pair are in, once
+    /// per node on failure, or queues a delta whose base is not named.
+    fn on_read(
+        &self,
+        b: &mut Batch<'_>,
+        i: usize,
+        is_base: bool,
+        read: Result<AlignedBuf>,
+        spare: &mut Vec<AlignedBuf>,
+        got: &mut impl FnMut(u64, Result<Image>),
+    ) {
+        let r = b.refs[i];
+        let buf = match read {
+            Ok(buf) if !b.failed[i] => buf,
+            Ok(buf) => return spare.push(buf),
+            Err(e) => {
+                spare.extend(b.held[i].take());
+                if !std::mem::replace(&mut b.failed[i], true) {
+                    got(r.pid, Err(e));
+                }
+                return;
+            }
+        };
+        let node = if r.named_base().is_some() {
+            let Some(other) = b.held[i].take() else {
+                b.held[i] = Some(buf);
+                return;
+            };
+            let (page, base) = if is_base { (other, buf) } else { (buf, other) };
+            let node = self.decode_pair(r, &page, &base);
+            spare.extend([page, base]);
+            node
+        } else if r.base == BASE_UNNAMED && buf[4] == Kind::Delta as u8 {
+            match self.verify_delta(r.pid, &buf) {
+                Ok(base) => return b.waiting.push((r.pid, base, buf)),
+                Err(e) => Err(e),
+            }
+        } else if r.base == BASE_UNNAMED {
+            self.decode_node(r.pid, &buf)
+        } else {
+            self.decode_whole(r, &buf)
+        };
+        got(r.pid, node);
     }
 
     /// Verifies the delta block at `pid` in `buf`; returns its base page id.
@@ -556,6 +688,17 @@ impl Pager {
     pub fn set_len(&self, len: u64) -> Result<()> {
         Ok(self.pages.set_len(len)?)
     }
+}
+
+/// The reads of one `read_nodes` call that wait for something.
+struct Batch<'r> {
+    refs: &'r [NodeRef],
+    /// The first page of a pair to arrive.
+    held: Vec<Option<AlignedBuf>>,
+    /// Nodes already handed to `got` as failed.
+    failed: Vec<bool>,
+    /// Delta blocks whose base was not named: (page id, base, delta page).
+    waiting: Vec<(u64, u64, AlignedBuf)>,
 }
 
 /// A zeroed buffer of `len` bytes: a spare one if it is large enough (saves

@@ -18,10 +18,40 @@ use std::sync::atomic::Ordering;
 /// to this many checkpoints in a row (never seen; it fails loudly).
 pub const MAX_RESTARTS: usize = 1 << 20;
 
-/// One step of a traversal: finished, or blocked on a page not in memory.
+/// A parent's entry says: the child is a whole page.
+pub const BASE_NONE: u64 = 0;
+/// A parent's entry does not say whether the child has a base (a format-3
+/// branch, or the root descriptor): the child is read first.
+pub const BASE_UNNAMED: u64 = 1;
+
+/// A node's page id and what its parent's entry says of its base page
+/// (docs/design.md, "B+tree node payload"): [`BASE_NONE`], [`BASE_UNNAMED`],
+/// or the base page id (>= 2) of the delta block at `pid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeRef {
+    pub pid: u64,
+    pub base: u64,
+}
+
+impl NodeRef {
+    /// A node whose base, if any, nobody names (a root, a kind's own page).
+    pub fn unnamed(pid: u64) -> NodeRef {
+        NodeRef {
+            pid,
+            base: BASE_UNNAMED,
+        }
+    }
+
+    /// The base page to read with the node, when the parent names one.
+    pub fn named_base(&self) -> Option<u64> {
+        (self.base >= 2).then_some(self.base)
+    }
+}
+
+/// One step of a traversal: finished, or blocked on a node not in memory.
 pub enum Step<T> {
     Done(T),
-    Miss(u64),
+    Miss(NodeRef),
 }
 
 /// What a traversal sees: the trees, dirty pages, cached pages and pages it
@@ -81,12 +111,13 @@ impl<T> Store<T> {
                     .fetch_add(view.hits.get(), Ordering::Relaxed);
                 step
             };
-            let pid = match step {
+            let miss = match step {
                 Step::Done(t) => return Ok(t),
-                Step::Miss(pid) => pid,
+                Step::Miss(r) => r,
             };
+            let pid = miss.pid;
             self.cache.count_miss();
-            let loaded = self.pager.read_node(pid);
+            let loaded = self.pager.read_node_ref(miss);
             let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
             match loaded {
                 Ok(node) if still() => {
@@ -112,15 +143,21 @@ impl<T> Store<T> {
         r.map(Some)
     }
 
-    /// Reads `pids` through one queue and caches them (marked as read ahead
-    /// where `ahead(pid)`), unless a page id was released for reuse since
-    /// `gen` (then the content may be stale: drop it). Returns the pages
-    /// cached, or the first error not explained by such a reuse.
-    pub fn load_pages(&self, pids: &[u64], gen: u64, ahead: impl Fn(u64) -> bool) -> Result<u64> {
+    /// Reads the nodes `refs` (with the bases their parents name) through
+    /// one queue and caches them (marked as read ahead where `ahead(pid)`),
+    /// unless a page id was released for reuse since `gen` (then the content
+    /// may be stale: drop it). Returns the nodes cached, or the first error
+    /// not explained by such a reuse.
+    pub fn load_pages(
+        &self,
+        refs: &[NodeRef],
+        gen: u64,
+        ahead: impl Fn(u64) -> bool,
+    ) -> Result<u64> {
         let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
         let mut first_err = None;
         let mut loaded = 0u64;
-        self.pager.read_nodes(pids, |pid, node| match node {
+        self.pager.read_nodes(refs, |pid, node| match node {
             Ok(n) => {
                 self.cache.insert_marked(pid, n, ahead(pid), still);
                 loaded += 1;
@@ -128,7 +165,7 @@ impl<T> Store<T> {
             Err(e) if still() && first_err.is_none() => first_err = Some(e),
             Err(_) => {}
         })?;
-        assert!(loaded <= pids.len() as u64);
+        assert!(loaded <= refs.len() as u64);
         first_err.map_or(Ok(loaded), Err)
     }
 }

@@ -7,6 +7,7 @@ use super::{as_node, Meta};
 use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
 use crate::store::page::Kind;
+use crate::store::read::NodeRef;
 
 /// What the walk of one tree found.
 #[derive(Debug, Default)]
@@ -35,20 +36,23 @@ pub fn walk(ix: &Index, claims: &mut Claims, tm: &Meta) -> Walked {
     w.out.counted.root = tm.root;
     w.out.counted.height = tm.height;
     if tm.root != 0 {
-        w.node(tm.root, 1, None, None);
+        w.node(NodeRef::unnamed(tm.root), 1, None, None);
     }
     w.out
 }
 
 impl Walk<'_> {
-    /// Checks node `pid` at `depth` (1 = root), whose keys must lie in
+    /// Checks node `at` at `depth` (1 = root), whose keys must lie in
     /// `[lo, hi)`, then its subtree. Recursion is bounded by the height.
-    fn node(&mut self, pid: u64, depth: u32, lo: Option<&[u8]>, hi: Option<&[u8]>) {
+    /// The node is read with the base its parent's entry names, so an entry
+    /// that disagrees with the delta block is a problem naming the node.
+    fn node(&mut self, at: NodeRef, depth: u32, lo: Option<&[u8]>, hi: Option<&[u8]>) {
         assert!(depth >= 1 && depth <= self.height);
+        let pid = at.pid;
         if !self.claims.claim(pid, 1, Owner::Used, "node page") {
             return;
         }
-        let n = match self.ix.store.pager.read_node(pid) {
+        let n = match self.ix.store.pager.read_node_ref(at) {
             Ok(img) => as_node(img),
             Err(e) => return self.claims.problem(pid, e.to_string()),
         };
@@ -84,7 +88,7 @@ impl Walk<'_> {
             } else {
                 hi.map(<[u8]>::to_vec)
             };
-            self.node(n.child(i), depth + 1, clo.as_deref(), chi.as_deref());
+            self.node(n.child_ref(i), depth + 1, clo.as_deref(), chi.as_deref());
         }
     }
 

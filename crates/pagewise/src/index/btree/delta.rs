@@ -5,7 +5,7 @@
 use super::node::{Node, OVF_REF};
 use crate::store::extent::Extent;
 use crate::store::image::{DeltaPages, Image};
-use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
+use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, HDR};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -210,8 +210,7 @@ pub fn apply_delta(d: &DeltaPages) -> Result<Image, String> {
             changes.base_crc
         ));
     }
-    let leaf = d.base_kind == Kind::Leaf;
-    let mut node = Node::decode(d.base_payload, leaf, d.base_count, d.page_size)
+    let mut node = Node::decode(d.base_payload, d.base_kind, d.base_count, d.page_size)
         .map_err(|e| format!("base page: {e}"))?;
     node.replay(&changes)?;
     if node.len() != d.count {

@@ -8,7 +8,7 @@ use super::readahead::{self, Window};
 use crate::error::Result;
 use crate::index::{Index, Trees};
 use crate::store::page::Kind;
-use crate::store::read::{Step, View};
+use crate::store::read::{NodeRef, Step, View};
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -54,8 +54,8 @@ enum Visit {
     /// The tree is empty.
     End,
     Leaf(Chunk),
-    /// The next leaf is missing: read these pages (it first) together.
-    Fetch(Vec<u64>),
+    /// The next leaf is missing: read these nodes (it first) together.
+    Fetch(Vec<NodeRef>),
 }
 
 /// Ordered cursor over a key range. It does not hold a snapshot: each leaf
@@ -102,16 +102,16 @@ impl Cursor {
         let Some(tm) = v.trees().btree(&self.tree).filter(|t| t.root != 0).copied() else {
             return Step::Done(Visit::End);
         };
-        let (mut pid, mut depth) = (tm.root, 1);
+        let (mut at, mut depth) = (NodeRef::unnamed(tm.root), 1);
         let mut next = None;
         let mut parent: Option<(Arc<Node>, usize)> = None;
         let leaf: Arc<Node> = loop {
-            let Some(n) = node(v, pid) else {
+            let Some(n) = node(v, at.pid) else {
                 return match parent {
                     Some((p, i)) if depth == tm.height && window > 0 => {
                         self.fetch(v, &p, i, forward, window)
                     }
-                    _ => Step::Miss(pid),
+                    _ => Step::Miss(at),
                 };
             };
             if n.is_leaf() {
@@ -126,7 +126,7 @@ impl Cursor {
             if sep > 0 && sep < n.len() {
                 next = Some(n.key(sep).to_vec());
             }
-            pid = n.child(i);
+            at = n.child_ref(i);
             depth += 1;
             parent = Some((n, i));
         };
@@ -163,7 +163,7 @@ impl Cursor {
         forward: bool,
         window: usize,
     ) -> Step<Visit> {
-        let leaf = parent.child(i);
+        let leaf = parent.child_ref(i);
         // A sibling's keys start at its separator (forward) or end below the
         // next one (backward); past the bound, it holds nothing we want.
         let sibs: Vec<usize> = if forward {
@@ -178,16 +178,16 @@ impl Cursor {
                 .take_while(|&j| ends_above_lo(parent.key(j + 1), &self.lo))
                 .collect()
         };
-        let mut pids = vec![leaf];
-        pids.extend(
+        let mut refs = vec![leaf];
+        refs.extend(
             sibs.into_iter()
-                .map(|j| parent.child(j))
-                .filter(|&p| !v.resident(p)),
+                .map(|j| parent.child_ref(j))
+                .filter(|r| !v.resident(r.pid)),
         );
-        if pids.len() == 1 {
+        if refs.len() == 1 {
             return Step::Miss(leaf);
         }
-        Step::Done(Visit::Fetch(pids))
+        Step::Done(Visit::Fetch(refs))
     }
 
     fn collect_forward(&self, leaf: &Node, mut next: Option<Vec<u8>>) -> Chunk {
@@ -245,8 +245,8 @@ impl Cursor {
             let gen = ix.store.reuse_gen.load(Ordering::Acquire);
             let c = match ix.store.read(|v| self.visit(v, forward, window))? {
                 Visit::Leaf(c) => c,
-                Visit::Fetch(pids) => {
-                    readahead::read_ahead(ix, &pids, gen);
+                Visit::Fetch(refs) => {
+                    readahead::read_ahead(ix, &refs, gen);
                     self.window(forward).grow(cap);
                     // The leaf now comes from the cache, or (if the batch
                     // failed or was evicted) from the normal read path.

@@ -82,7 +82,7 @@ impl Meta {
 }
 
 /// Page kinds of B+tree nodes.
-pub const PAGE_KINDS: &[Kind] = &[Kind::Leaf, Kind::Branch];
+pub const PAGE_KINDS: &[Kind] = &[Kind::Leaf, Kind::Branch, Kind::BranchBases];
 
 /// Decodes a verified B+tree page payload.
 pub fn decode_page(
@@ -92,7 +92,7 @@ pub fn decode_page(
     page_size: usize,
 ) -> Result<Image, String> {
     assert!(PAGE_KINDS.contains(&kind));
-    let node = Node::decode(payload, kind == Kind::Leaf, count, page_size)?;
+    let node = Node::decode(payload, kind, count, page_size)?;
     Ok(Arc::new(node))
 }
 

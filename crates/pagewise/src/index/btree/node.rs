@@ -5,10 +5,15 @@ use super::delta::{Change, Changes};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::image::{NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
+use crate::store::read::{NodeRef, BASE_UNNAMED};
 
 pub const LEAF_ENT: usize = 6;
-pub const BRANCH_ENT: usize = 10;
-pub const BRANCH_BASE: usize = 8;
+/// Branch entry bytes beside the separator, and before the first separator:
+/// kind 8 (`klen | key | child | base`, `child0 | base0`) and kind 3 (no bases).
+pub const BRANCH_ENT: usize = 18;
+pub const BRANCH_BASE: usize = 16;
+pub const BRANCH_ENT_V3: usize = 10;
+pub const BRANCH_BASE_V3: usize = 8;
 pub const OVF_REF: usize = EXTENT_REF_BYTES;
 const OVF_BIT: u32 = 1 << 31;
 
@@ -66,6 +71,10 @@ pub struct Node {
     data: Vec<u8>,
     ents: Vec<Ent>,
     kids: Vec<u64>,
+    /// Branch: per child, its base as the entry names it (`NodeRef::base`).
+    bases: Vec<u64>,
+    /// Branch: written as kind 8 (entries name bases), else kind 3.
+    names_bases: bool,
     bytes: usize,
     garbage: usize,
     /// The base page and the changes since it, when the node is written as
@@ -82,15 +91,20 @@ impl Node {
             data: Vec::new(),
             ents: Vec::new(),
             kids: Vec::new(),
+            bases: Vec::new(),
+            names_bases: false,
             bytes: 0,
             garbage: 0,
             changes: None,
         }
     }
 
-    pub fn new_branch(page_size: usize, child0: u64) -> Self {
+    /// A kind-8 branch with one child.
+    pub fn new_branch(page_size: usize, child0: u64, base0: u64) -> Self {
         let mut n = Self::new_leaf(page_size);
         n.leaf = false;
+        n.names_bases = true;
+        n.bases.push(base0);
         n.ents.push(Ent {
             k: 0,
             kl: 0,
@@ -120,7 +134,8 @@ impl Node {
     /// Approximate heap footprint, charged against the cache budget.
     pub fn mem_size(&self) -> usize {
         let changes = self.changes.as_ref().map_or(0, |c| c.charge_bytes());
-        96 + self.data.capacity() + self.ents.capacity() * 20 + self.kids.capacity() * 8 + changes
+        let kids = (self.kids.capacity() + self.bases.capacity()) * 8;
+        96 + self.data.capacity() + self.ents.capacity() * 20 + kids + changes
     }
 
     /// The changes since the base page, if the node has a base.
@@ -177,19 +192,66 @@ impl Node {
         });
     }
 
-    /// Branch: logs child `i`'s pointer under its separator (child 0: the
-    /// empty key).
+    /// Branch: logs child `i`'s entry under its separator (child 0: the
+    /// empty key): `child | base` on a kind-8 branch, the child alone on
+    /// kind 3 (docs/design.md, the delta block's records).
     fn log_child(&mut self, i: usize) {
         let key = if i == 0 {
             Vec::new()
         } else {
             self.key(i).to_vec()
         };
-        let pid = self.kids[i];
+        let mut val = self.kids[i].to_le_bytes().to_vec();
+        if self.names_bases {
+            val.extend_from_slice(&self.bases[i].to_le_bytes());
+        }
         self.log(&key, || Change::Put {
-            val: pid.to_le_bytes().to_vec(),
+            val,
             overflow: false,
         });
+    }
+
+    /// Branch: whether it is written as kind 8 (its entries name bases).
+    pub fn names_bases(&self) -> bool {
+        self.names_bases
+    }
+
+    /// Bytes of a branch entry with a `klen`-byte separator, and before the
+    /// first separator, in this branch's layout.
+    fn branch_ent(&self, klen: usize) -> usize {
+        klen + if self.names_bases {
+            BRANCH_ENT
+        } else {
+            BRANCH_ENT_V3
+        }
+    }
+    fn branch_base(&self) -> usize {
+        if self.names_bases {
+            BRANCH_BASE
+        } else {
+            BRANCH_BASE_V3
+        }
+    }
+
+    /// Converts a kind-3 branch without a base to kind 8 if it still fits a
+    /// page with 8 more bytes per entry (docs/design.md, "B+tree node
+    /// payload"); entries it read from kind 3 stay "not named".
+    pub fn upgrade_if_fits(&mut self) -> bool {
+        if self.leaf || self.names_bases {
+            return false;
+        }
+        assert!(
+            self.changes.is_none(),
+            "a converted branch is written whole"
+        );
+        let bytes = self.bytes + 8 * self.len();
+        if bytes > capacity(self.page_size as usize) {
+            return false;
+        }
+        self.names_bases = true;
+        self.bytes = bytes;
+        debug_assert_eq!(self.bases.len(), self.len());
+        true
     }
 
     pub fn key(&self, i: usize) -> &[u8] {
@@ -214,7 +276,7 @@ impl Node {
         if self.leaf {
             LEAF_ENT + (e.kl + e.vl) as usize
         } else {
-            BRANCH_ENT + e.kl as usize
+            self.branch_ent(e.kl as usize)
         }
     }
 
@@ -237,13 +299,23 @@ impl Node {
     pub fn child(&self, i: usize) -> u64 {
         self.kids[i]
     }
+    /// Branch: child `i` with the base its entry names.
+    pub fn child_ref(&self, i: usize) -> NodeRef {
+        NodeRef {
+            pid: self.kids[i],
+            base: self.bases[i],
+        }
+    }
     #[cfg(test)]
     pub fn children(&self) -> &[u64] {
         &self.kids
     }
-    pub fn set_child(&mut self, i: usize, pid: u64) {
-        if self.kids[i] != pid {
+    /// Branch: points entry `i` at `pid` with base `base` (0: whole page).
+    pub fn set_child(&mut self, i: usize, pid: u64, base: u64) {
+        assert!(pid >= 2 && base != pid);
+        if self.kids[i] != pid || self.bases[i] != base {
             self.kids[i] = pid;
+            self.bases[i] = base;
             self.log_child(i);
         }
     }
@@ -310,13 +382,15 @@ impl Node {
         self.maybe_compact();
     }
 
-    /// Branch: inserts separator `sep` with child `pid` at position `i` (>= 1).
-    pub fn insert_child(&mut self, i: usize, sep: &[u8], pid: u64) {
+    /// Branch: inserts separator `sep` with child `pid` (base `base`) at
+    /// position `i` (>= 1).
+    pub fn insert_child(&mut self, i: usize, sep: &[u8], pid: u64, base: u64) {
         debug_assert!(!self.leaf && i >= 1);
         let e = self.make_ent(sep, Val::Inline(&[]));
         self.ents.insert(i, e);
         self.kids.insert(i, pid);
-        self.bytes += BRANCH_ENT + sep.len();
+        self.bases.insert(i, base);
+        self.bytes += self.branch_ent(sep.len());
         self.log_child(i);
     }
 
@@ -331,8 +405,9 @@ impl Node {
         }
         let old = self.ents.remove(idx);
         self.kids.remove(i);
+        self.bases.remove(i);
         self.garbage += old.kl as usize;
-        self.bytes -= BRANCH_ENT + old.kl as usize;
+        self.bytes -= self.branch_ent(old.kl as usize);
         if i == 0 {
             self.log_child(0);
         }
@@ -353,6 +428,7 @@ impl Node {
     fn rebuilt_empty(&self) -> Node {
         let mut n = Node::new_leaf(self.page_size as usize);
         n.leaf = self.leaf;
+        n.names_bases = self.names_bases;
         n.data.reserve(self.data.len() - self.garbage);
         n
     }
@@ -371,6 +447,7 @@ impl Node {
             let e = self.make_ent(key, Val::Inline(&[]));
             self.ents.push(e);
             self.kids.push(src.kids[i]);
+            self.bases.push(src.bases[i]);
         }
         self.recount_last();
     }
@@ -380,7 +457,7 @@ impl Node {
         if self.leaf {
             self.bytes += self.entry_bytes(i);
         } else if i == 0 {
-            self.bytes += BRANCH_BASE;
+            self.bytes += self.branch_base();
         } else {
             self.bytes += self.entry_bytes(i);
         }
@@ -406,6 +483,9 @@ impl Node {
         for i in m..n {
             right.push_from(self, i);
         }
+        // A kind-3 branch is converted at its split (the halves are written whole).
+        left.upgrade_if_fits();
+        right.upgrade_if_fits();
         *self = left;
         (sep, right)
     }
@@ -429,13 +509,14 @@ impl Node {
         self.len() / 2
     }
 
-    /// Size after merging `right` into `self` under separator `sep`.
+    /// Size after merging `right` into `self` under separator `sep` (in
+    /// `self`'s layout, which the merged node keeps).
     pub fn merged_bytes(&self, sep: &[u8], right: &Node) -> usize {
         if self.leaf {
-            self.bytes + right.bytes
-        } else {
-            self.bytes + right.bytes - BRANCH_BASE + BRANCH_ENT + sep.len()
+            return self.bytes + right.bytes;
         }
+        let seps: usize = (1..right.len()).map(|i| right.key(i).len()).sum();
+        self.bytes + self.branch_ent(sep.len()) + seps + (right.len() - 1) * self.branch_ent(0)
     }
 
     /// Appends all of `right` (whose keys are all >= `sep`).
@@ -446,7 +527,8 @@ impl Node {
                 let e = self.make_ent(sep, Val::Inline(&[]));
                 self.ents.push(e);
                 self.kids.push(right.kids[0]);
-                self.bytes += BRANCH_ENT + sep.len();
+                self.bases.push(right.bases[0]);
+                self.bytes += self.branch_ent(sep.len());
             } else {
                 self.push_from(right, i);
             }
@@ -509,26 +591,39 @@ impl Node {
         true
     }
 
+    /// A branch record's value: `child | base` on kind 8, the child alone
+    /// (base not named) on kind 3; None if malformed.
+    fn branch_val(&self, val: &[u8]) -> Option<(u64, u64)> {
+        let (pid, base) = match (val.len(), self.names_bases) {
+            (16, true) => (get_u64(val, 0), get_u64(val, 8)),
+            (8, false) => (get_u64(val, 0), BASE_UNNAMED),
+            _ => return None,
+        };
+        (pid >= 2 && base != pid).then_some((pid, base))
+    }
+
     fn replay_branch(&mut self, key: &[u8], change: &Change) -> bool {
-        let pid = match change {
+        let kid = match change {
             Change::Put {
                 val,
                 overflow: false,
-            } if val.len() == 8 => Some(get_u64(val, 0)),
+            } => match self.branch_val(val) {
+                Some(kid) => Some(kid),
+                None => return false,
+            },
             Change::Remove if !key.is_empty() => None,
             _ => return false,
         };
         if key.is_empty() {
-            self.kids[0] = pid.expect("checked above");
+            (self.kids[0], self.bases[0]) = kid.expect("checked above");
             return true;
         }
         let pos = self.ents[1..]
             .binary_search_by(|e| self.data[e.k as usize..(e.k + e.kl) as usize].cmp(key));
-        match (pos, pid) {
-            (Ok(j), Some(pid)) => self.kids[j + 1] = pid,
-            (Err(j), Some(pid)) if BRANCH_ENT + key.len() <= max_entry(self.page_size as usize) => {
-                self.insert_child(j + 1, key, pid)
-            }
+        let fits = self.branch_ent(key.len()) <= max_entry(self.page_size as usize);
+        match (pos, kid) {
+            (Ok(j), Some(kid)) => (self.kids[j + 1], self.bases[j + 1]) = kid,
+            (Err(j), Some((pid, base))) if fits => self.insert_child(j + 1, key, pid, base),
             (Err(_), Some(_)) => return false,
             (Ok(j), None) => self.remove_child(j + 1),
             (Err(_), None) => {}
@@ -552,16 +647,19 @@ impl Node {
                 at += v.len();
             }
         } else {
-            put_u64(page, at, self.kids[0]);
-            at += BRANCH_BASE;
-            for i in 1..self.len() {
-                let k = self.key(i);
-                put_u16(page, at, k.len() as u16);
-                at += 2;
-                page[at..at + k.len()].copy_from_slice(k);
-                at += k.len();
+            for i in 0..self.len() {
+                if i > 0 {
+                    let k = self.key(i);
+                    put_u16(page, at, k.len() as u16);
+                    page[at + 2..at + 2 + k.len()].copy_from_slice(k);
+                    at += 2 + k.len();
+                }
                 put_u64(page, at, self.kids[i]);
                 at += 8;
+                if self.names_bases {
+                    put_u64(page, at, self.bases[i]);
+                    at += 8;
+                }
             }
         }
         let used = at - HDR;
@@ -569,18 +667,20 @@ impl Node {
         used
     }
 
-    /// Parses a payload written by [`Node::encode`]. Every length is checked
-    /// against the payload before use; a bad one is an error, never a panic.
+    /// Parses a payload of page kind `kind` (leaf, kind-3 or kind-8 branch)
+    /// written by [`Node::encode`]. Every length is checked against the
+    /// payload before use; a bad one is an error, never a panic.
     pub fn decode(
         payload: &[u8],
-        leaf: bool,
+        kind: Kind,
         count: usize,
         page_size: usize,
     ) -> Result<Node, String> {
-        let (mut n, at) = if leaf {
-            Self::decode_leaf(payload, count, page_size)?
-        } else {
-            Self::decode_branch(payload, count, page_size)?
+        let (mut n, at) = match kind {
+            Kind::Leaf => Self::decode_leaf(payload, count, page_size)?,
+            Kind::Branch => Self::decode_branch(payload, count, page_size, false)?,
+            Kind::BranchBases => Self::decode_branch(payload, count, page_size, true)?,
+            _ => return Err(format!("page kind {kind:?} is not a B+tree node")),
         };
         if at != payload.len() {
             let trailing = payload.len() - at;
@@ -625,33 +725,58 @@ impl Node {
         Ok((n, at))
     }
 
+    /// A branch payload: kind 8 when `named` (entries carry a base), else
+    /// kind 3 (every base "not named").
     fn decode_branch(
         payload: &[u8],
         count: usize,
         page_size: usize,
+        named: bool,
     ) -> Result<(Node, usize), String> {
-        if count == 0 || payload.len() < BRANCH_BASE {
+        let ids = if named { 16 } else { 8 };
+        if count == 0 || payload.len() < ids {
             return Err("branch without children".into());
         }
         let short = || format!("entry runs past the payload ({} bytes)", payload.len());
-        let mut n = Node::new_branch(page_size, get_u64(payload, 0));
-        let mut at = BRANCH_BASE;
+        let mut n = Node::new_branch(page_size, get_u64(payload, 0), BASE_UNNAMED);
+        n.names_bases = named;
+        if named {
+            n.bases[0] = get_u64(payload, 8);
+        }
+        let mut at = ids;
         for _ in 1..count {
             if at + 2 > payload.len() {
                 return Err(short());
             }
             let kl = get_u16(payload, at) as usize;
             at += 2;
-            if at + kl + 8 > payload.len() {
+            if at + kl + ids > payload.len() {
                 return Err(short());
             }
             let k = n.push_bytes(&payload[at..at + kl]);
             let (kl, v, vl, ovf) = (kl as u32, 0, 0, false);
             n.ents.push(Ent { k, kl, v, vl, ovf });
-            n.kids.push(get_u64(payload, at + kl as usize));
-            at += kl as usize + 8;
+            at += kl as usize;
+            n.kids.push(get_u64(payload, at));
+            n.bases.push(if named {
+                get_u64(payload, at + 8)
+            } else {
+                BASE_UNNAMED
+            });
+            at += ids;
         }
+        n.check_bases()?;
         Ok((n, at))
+    }
+
+    /// Every child is a node page id and no entry names its child as its base.
+    fn check_bases(&self) -> Result<(), String> {
+        for (i, (&pid, &base)) in self.kids.iter().zip(&self.bases).enumerate() {
+            if pid < 2 || base == pid {
+                return Err(format!("entry {i} names child {pid} with base {base}"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -662,12 +787,14 @@ impl NodeImage for Node {
 
     fn encode_page(&self, page: &mut [u8]) -> PageFill {
         assert_eq!(page.len(), self.page_size as usize);
+        let kind = match (self.leaf, self.names_bases) {
+            (true, _) => Kind::Leaf,
+            (false, true) => Kind::BranchBases,
+            (false, false) => Kind::Branch,
+        };
         let (kind, used) = match &self.changes {
             Some(c) => (Kind::Delta, c.encode(page)),
-            None => (
-                if self.leaf { Kind::Leaf } else { Kind::Branch },
-                self.encode(page),
-            ),
+            None => (kind, self.encode(page)),
         };
         PageFill {
             kind,
@@ -713,7 +840,7 @@ mod tests {
         n.insert_at(40, b"zz", Val::Overflow(Extent::new(77, 1 << 20, 4096)));
         let mut page = vec![0u8; 4096];
         let used = n.encode(&mut page);
-        let d = Node::decode(&page[HDR..HDR + used], true, n.len(), 4096).unwrap();
+        let d = Node::decode(&page[HDR..HDR + used], Kind::Leaf, n.len(), 4096).unwrap();
         assert_eq!(d.len(), 41);
         assert_eq!(d.val(40), Val::Overflow(Extent::new(77, 1 << 20, 4096)));
         assert_eq!(d.key(3), b"key0003");
@@ -726,9 +853,9 @@ mod tests {
 
     #[test]
     fn branch_routing_split_merge() {
-        let mut b = Node::new_branch(4096, 10);
+        let mut b = Node::new_branch(4096, 10, 0);
         for i in 1..10u64 {
-            b.insert_child(i as usize, format!("k{i}").as_bytes(), 10 + i);
+            b.insert_child(i as usize, format!("k{i}").as_bytes(), 10 + i, 0);
         }
         assert_eq!(b.child(b.child_index(b"a")), 10);
         assert_eq!(b.child(b.child_index(b"k1")), 11);
@@ -745,11 +872,104 @@ mod tests {
         assert_eq!(left.child(left.child_index(b"k5")), 15);
         let mut page = vec![0u8; 4096];
         let used = left.encode(&mut page);
-        let d = Node::decode(&page[HDR..HDR + used], false, left.len(), 4096).unwrap();
+        let d = Node::decode(&page[HDR..HDR + used], Kind::BranchBases, left.len(), 4096).unwrap();
         assert_eq!(d.children(), left.children());
         left.remove_child(0);
         assert_eq!(left.child(0), 11);
         assert_eq!(left.bytes(), left.encode(&mut page));
+    }
+
+    /// A kind-3 branch payload by hand: child0 10, then "k1" -> 11.
+    fn kind3_payload() -> Vec<u8> {
+        let mut p = 10u64.to_le_bytes().to_vec();
+        p.extend(2u16.to_le_bytes());
+        p.extend(b"k1");
+        p.extend(11u64.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn kind_3_branch_reads_unnamed_and_converts_to_kind_8() {
+        let p = kind3_payload();
+        let mut n = Node::decode(&p, Kind::Branch, 2, 4096).unwrap();
+        assert!(!n.names_bases());
+        let unnamed = |pid| NodeRef {
+            pid,
+            base: BASE_UNNAMED,
+        };
+        assert_eq!(n.child_ref(1), unnamed(11));
+        // Hand count: 8 (child0) + 2 + 2 ("k1") + 8 (child).
+        assert_eq!(n.bytes(), 20);
+        let mut page = vec![0u8; 4096];
+        assert_eq!(n.encode(&mut page), 20);
+        assert_eq!(&page[HDR..HDR + 20], &p[..], "kind 3 re-encodes as read");
+        assert!(n.upgrade_if_fits());
+        // Kind 8: 16 (child0 | base0) + 2 + 2 + 16.
+        assert_eq!(n.bytes(), 36);
+        n.set_child(1, 12, 40);
+        let used = n.encode(&mut page);
+        assert_eq!(used, 36);
+        let d = Node::decode(&page[HDR..HDR + used], Kind::BranchBases, 2, 4096).unwrap();
+        assert_eq!(d.child_ref(0), unnamed(10));
+        assert_eq!(d.child_ref(1), NodeRef { pid: 12, base: 40 });
+        // An entry naming its child as its own base is malformed.
+        page[HDR + 28..HDR + 36].copy_from_slice(&12u64.to_le_bytes());
+        assert!(Node::decode(&page[HDR..HDR + used], Kind::BranchBases, 2, 4096).is_err());
+    }
+
+    #[test]
+    fn a_full_kind_3_branch_stays_kind_3_until_it_splits() {
+        let mut n = Node::decode(&kind3_payload(), Kind::Branch, 2, 512).unwrap();
+        // 20 + 32 entries of 10 + 4 bytes = 468 of 480 as kind 3; kind 8
+        // would add 8 per child (34 children).
+        for i in 2..34u64 {
+            n.insert_child(i as usize, format!("k1{i:02}").as_bytes(), 10 + i, 0);
+        }
+        assert_eq!(n.bytes(), 468);
+        assert!(n.bytes() <= capacity(512) && n.bytes() + 8 * n.len() > capacity(512));
+        assert!(!n.upgrade_if_fits() && !n.names_bases());
+        let (_, right) = n.split(None);
+        assert!(
+            n.names_bases() && right.names_bases(),
+            "both halves convert"
+        );
+        let mut page = vec![0u8; 512];
+        assert_eq!(right.encode(&mut page), right.bytes());
+    }
+
+    #[test]
+    fn branch_records_carry_the_base_on_kind_8_only() {
+        let mut base = Node::new_branch(4096, 10, 0);
+        base.insert_child(1, b"k1", 11, 0);
+        let put = |ids: &[u64]| Change::Put {
+            val: ids.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            overflow: false,
+        };
+        let mut c = Changes::new(5, 0, 4096);
+        c.record(b"k1", put(&[12, 40]));
+        let mut n = base.clone();
+        n.replay(&c).unwrap();
+        assert_eq!(n.child_ref(1), NodeRef { pid: 12, base: 40 });
+        let mut short = Changes::new(5, 0, 4096);
+        short.record(b"k1", put(&[12]));
+        assert!(
+            base.clone().replay(&short).is_err(),
+            "kind 8 needs the base"
+        );
+        let mut legacy = Node::decode(&kind3_payload(), Kind::Branch, 2, 4096).unwrap();
+        legacy.replay(&short).unwrap();
+        assert_eq!(legacy.child_ref(1).base, BASE_UNNAMED);
+        assert!(legacy.clone().replay(&c).is_err(), "kind 3 holds no base");
+        // A change to a kind-8 branch logs child and base.
+        base.set_changes(Some(Changes::new(5, 0, 4096)));
+        base.set_child(1, 13, 41);
+        let logged: Vec<_> = base
+            .changes()
+            .unwrap()
+            .iter()
+            .map(|(_, c)| c.clone())
+            .collect();
+        assert_eq!(logged, vec![put(&[13, 41])]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::Meta;
 use crate::error::Result;
 use crate::index::{Index, Trees};
 use crate::store::cache::PidHasher;
+use crate::store::read::NodeRef;
 use crate::store::Epoch;
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
@@ -35,7 +36,7 @@ pub fn prefetch_group(ix: &Index, mut todo: Vec<(&Arc<str>, &[u8])>) -> Result<(
         if missing.is_empty() {
             return Ok(());
         }
-        missing.sort_unstable();
+        missing.sort_unstable_by_key(|r| r.pid);
         missing.truncate(cap);
         let loaded = store.load_pages(&missing, gen, |_| false)?;
         store
@@ -50,16 +51,16 @@ pub fn prefetch_group(ix: &Index, mut todo: Vec<(&Arc<str>, &[u8])>) -> Result<(
     Ok(())
 }
 
-/// Descends every key; keeps in `todo` only those that hit a missing page
-/// and returns those pages, each once.
-fn first_misses(ix: &Index, todo: &mut Vec<(&Arc<str>, &[u8])>) -> Vec<u64> {
+/// Descends every key; keeps in `todo` only those that hit a missing node
+/// and returns those nodes (with the bases their parents name), each once.
+fn first_misses(ix: &Index, todo: &mut Vec<(&Arc<str>, &[u8])>) -> Vec<NodeRef> {
     let st = ix.store.state.read();
     let mut seen = PidSet::default();
     let mut missing = Vec::new();
     todo.retain(|(tree, key)| match first_miss(ix, &st, tree, key) {
-        Some(pid) => {
-            if seen.insert(pid) {
-                missing.push(pid);
+        Some(r) => {
+            if seen.insert(r.pid) {
+                missing.push(r);
             }
             true
         }
@@ -68,23 +69,23 @@ fn first_misses(ix: &Index, todo: &mut Vec<(&Arc<str>, &[u8])>) -> Vec<u64> {
     missing
 }
 
-/// The first page on `key`'s path that is neither dirty nor cached.
-fn first_miss(ix: &Index, st: &Epoch<Trees>, tree: &str, key: &[u8]) -> Option<u64> {
+/// The first node on `key`'s path that is neither dirty nor cached.
+fn first_miss(ix: &Index, st: &Epoch<Trees>, tree: &str, key: &[u8]) -> Option<NodeRef> {
     let tm: &Meta = st.trees.btree(tree).filter(|t| t.root != 0)?;
-    let mut pid = tm.root;
+    let mut at = NodeRef::unnamed(tm.root);
     for _ in 0..tm.height {
-        let img = match st.dirty.get(pid) {
+        let img = match st.dirty.get(at.pid) {
             Some(n) => n.clone(),
-            None => match ix.store.cache.lookup(pid) {
+            None => match ix.store.cache.lookup(at.pid) {
                 Some(n) => n,
-                None => return Some(pid),
+                None => return Some(at),
             },
         };
         let n = super::node_ref(&img);
         if n.is_leaf() {
             return None;
         }
-        pid = n.child(n.child_index(key));
+        at = n.child_ref(n.child_index(key));
     }
     // A corrupt tree deeper than its height: the apply path reports it.
     None

@@ -11,7 +11,7 @@ pub struct NotBTree;
 use crate::store::extent::Extent;
 use crate::store::image::Image;
 use crate::store::page::Kind;
-use crate::store::read::{Step, View, MAX_RESTARTS};
+use crate::store::read::{NodeRef, Step, View, MAX_RESTARTS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -45,20 +45,21 @@ pub fn node<T>(v: &View<T>, pid: u64) -> Option<Arc<Node>> {
 #[inline]
 pub fn find_leaf<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Image> {
     assert!(tm.root != 0 && tm.height >= 1);
-    let mut pid = tm.root;
+    // The root descriptor names no base; every child comes with its entry's.
+    let mut at = NodeRef::unnamed(tm.root);
     for _ in 1..tm.height {
-        let Some(img) = v.node(pid) else {
-            return Step::Miss(pid);
+        let Some(img) = v.node(at.pid) else {
+            return Step::Miss(at);
         };
         let n = node_ref(&img);
         if n.is_leaf() {
             return Step::Done(img);
         }
-        pid = n.child(n.child_index(key));
+        at = n.child_ref(n.child_index(key));
     }
-    match v.node(pid) {
+    match v.node(at.pid) {
         Some(img) => Step::Done(img),
-        None => Step::Miss(pid),
+        None => Step::Miss(at),
     }
 }
 

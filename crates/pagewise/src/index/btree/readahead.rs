@@ -16,6 +16,7 @@
 //! pages staying cached.
 
 use crate::index::Index;
+use crate::store::read::NodeRef;
 use std::sync::atomic::Ordering;
 
 /// Default bound on the siblings read with one leaf.
@@ -56,20 +57,20 @@ pub fn cap_pages(ix: &Index) -> usize {
     (ix.store.cache.capacity() / ix.store.page_size() / 16).min(ix.read_ahead_pages)
 }
 
-/// Reads the missing leaf `pids[0]` and the sibling leaves after it
-/// through one queue. `gen` is the reuse generation the page ids were
-/// seen under: pages read after a reuse are not cached. Errors are
-/// ignored, see the module comment.
-pub fn read_ahead(ix: &Index, pids: &[u64], gen: u64) {
-    let Some(&leaf) = pids.first() else {
+/// Reads the missing leaf `refs[0]` and the sibling leaves after it (each
+/// with the base its parent names) through one queue. `gen` is the reuse
+/// generation the page ids were seen under: pages read after a reuse are
+/// not cached. Errors are ignored, see the module comment.
+pub fn read_ahead(ix: &Index, refs: &[NodeRef], gen: u64) {
+    let Some(leaf) = refs.first().map(|r| r.pid) else {
         return;
     };
     ix.store.cache.count_miss();
     let c = &ix.counters;
     c.readahead_rounds.fetch_add(1, Ordering::Relaxed);
     c.readahead_pages
-        .fetch_add(pids.len() as u64 - 1, Ordering::Relaxed);
-    let _ = ix.store.load_pages(pids, gen, |pid| pid != leaf);
+        .fetch_add(refs.len() as u64 - 1, Ordering::Relaxed);
+    let _ = ix.store.load_pages(refs, gen, |pid| pid != leaf);
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use crate::store::extent::Extent;
 use crate::store::image::{self, Image};
 use crate::store::page::HDR;
 use crate::store::pager::Pager;
+use crate::store::read::BASE_NONE;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -129,6 +130,9 @@ impl Writer<'_> {
     /// Effect: frees what the copy no longer needs and sets its base
     /// (docs/design.md, "Delta blocks for B+tree pages", the copy table).
     fn rebase(&mut self, pid: u64, copy: &mut Node) {
+        if !copy.is_leaf() && !copy.names_bases() && self.convert(pid, copy) {
+            return;
+        }
         match (self.delta, copy.base_pid()) {
             (Some(d), Some(_)) => {
                 self.alloc.free_later(pid, 1); // the old delta block
@@ -149,6 +153,33 @@ impl Writer<'_> {
             (None, None) => self.alloc.free_later(pid, 1),
         }
         debug_assert!(self.delta.is_some() || copy.base_pid().is_none());
+    }
+
+    /// Requires: `copy` is the clean kind-3 branch at `pid`. Effect: if it
+    /// fits a page as kind 8, converts it, to be written whole (its page and
+    /// base are freed); returns whether it did (docs/design.md, "B+tree node
+    /// payload").
+    fn convert(&mut self, pid: u64, copy: &mut Node) -> bool {
+        let old = copy.set_changes(None);
+        if !copy.upgrade_if_fits() {
+            copy.set_changes(old);
+            return false;
+        }
+        self.alloc.free_later(pid, 1);
+        if let Some(c) = old {
+            self.alloc.free_later(c.base_pid, 1);
+        }
+        debug_assert!(copy.names_bases() && copy.changes().is_none());
+        true
+    }
+
+    /// What a parent's entry names as dirty node `pid`'s base: its base
+    /// page, or `BASE_NONE` when it is written whole.
+    fn base_of(&self, pid: u64) -> u64 {
+        let n = self.dirty.get(pid).expect("a changed child is dirty");
+        let base = super::node_ref(n).base_pid().unwrap_or(BASE_NONE);
+        assert_ne!(base, pid);
+        base
     }
 
     /// Largest change-record bytes a delta block may hold.
@@ -252,8 +283,8 @@ impl Writer<'_> {
             let (root, split, old) = self.ins(tm.root, tm.height, key, val, true, tm)?;
             tm.root = root;
             if let Some((sep, right)) = split {
-                let mut b = Node::new_branch(self.pager.ps, root);
-                b.insert_child(1, &sep, right);
+                let mut b = Node::new_branch(self.pager.ps, root, self.base_of(root));
+                b.insert_child(1, &sep, right, BASE_NONE);
                 tm.root = self.add(b);
                 tm.height += 1;
                 tm.branch_pages += 1;
@@ -318,13 +349,14 @@ impl Writer<'_> {
         drop(n);
         let (new_child, split, old) = self.ins(child, level - 1, key, val, rm, tm)?;
         let pid = self.cow(pid)?;
+        let base = self.base_of(new_child);
         let node = self.get_mut(pid);
-        node.set_child(i, new_child);
+        node.set_child(i, new_child, base);
         let Some((sep, r)) = split else {
             self.settle(pid);
             return Ok((pid, None, old));
         };
-        node.insert_child(i + 1, &sep, r);
+        node.insert_child(i + 1, &sep, r, BASE_NONE);
         if node.bytes() <= cap {
             self.settle(pid);
             return Ok((pid, None, old));
@@ -405,7 +437,8 @@ impl Writer<'_> {
             return Ok(None);
         };
         let pid = self.cow(pid)?;
-        self.get_mut(pid).set_child(i, new_child);
+        let base = self.base_of(new_child);
+        self.get_mut(pid).set_child(i, new_child, base);
         self.rebalance(pid, i, level - 1, tm)?;
         self.settle(pid);
         Ok(Some((pid, old)))
@@ -470,8 +503,9 @@ impl Writer<'_> {
         self.consolidate(lnew);
         self.get_mut(lnew).merge_from(&sep, &rn);
         self.free_node(rpid)?;
+        let base = self.base_of(lnew);
         let pn = self.get_mut(parent);
-        pn.set_child(l, lnew);
+        pn.set_child(l, lnew, base);
         pn.remove_child(r);
         if child_level == 1 {
             tm.leaf_pages -= 1;
