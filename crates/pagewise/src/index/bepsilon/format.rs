@@ -343,13 +343,10 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
             },
             _ => return Err(format!("message type {ty}")),
         };
-        match out.get_mut(k) {
-            Some(old) if p.base.is_none() => old.absorb(p),
-            Some(_) => return Err("a put or delete after other messages of its key".into()),
-            None => {
-                out.insert(k.to_vec(), p);
-            }
+        if p.base.is_some() && out.contains_key(k) {
+            return Err("a put or delete after other messages of its key".into());
         }
+        out.add(k.to_vec(), p);
     }
     Ok(out)
 }

@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod format;
+pub mod heap;
 pub mod iter;
 pub mod node;
 pub mod packed;

@@ -53,6 +53,12 @@ impl Packed {
         self.data.len()
     }
 
+    /// Heap bytes of its data and offsets.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::alloc_bytes;
+        alloc_bytes(self.data.capacity()) + alloc_bytes(4 * self.offs.capacity())
+    }
+
     pub fn raw(&self) -> &[u8] {
         &self.data
     }

@@ -2,7 +2,7 @@
 //! flushes the child with the most buffered bytes one level down in one
 //! batch; nodes split and merge by serialized size (docs/design.md,
 //! "B-epsilon nodes"). Dirty nodes live in the store's dirty set under
-//! provisional ids, charged by their serialized bytes.
+//! provisional ids, charged by their heap bytes (heap.rs).
 
 use super::node::{Base, Buffer, Node, Part, Pending};
 use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
@@ -364,14 +364,17 @@ impl Writer<'_> {
     fn take(&mut self, id: u64) -> Node {
         let img = self.dirty.remove(id).expect("dirty node");
         let n = downcast::<Node>(img).expect("a B-epsilon node");
-        let n = Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone());
-        self.dirty.extra_bytes -= n.bytes() as u64;
-        n
+        // Charged as stored (a copy below may have other capacities).
+        let charge = n.heap_bytes() as u64;
+        assert!(self.dirty.extra_bytes >= charge, "dirty charge underflow");
+        self.dirty.extra_bytes -= charge;
+        Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone())
     }
 
+    /// Puts `n` into the dirty set, charged at its heap bytes.
     fn put(&mut self, id: u64, n: Node) {
         debug_assert!(n.all_loaded() && n.pivots.len() + 1 == n.parts.len());
-        self.dirty.extra_bytes += n.bytes() as u64;
+        self.dirty.extra_bytes += n.heap_bytes() as u64;
         self.dirty.insert(id, Arc::new(n) as Image);
     }
 }
