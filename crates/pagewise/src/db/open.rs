@@ -275,9 +275,9 @@ fn start(
         opts.sparse_log,
     );
     let trees = Trees::from_catalog(catalog.trees, ps).expect("validated by read_catalog");
-    // Shards hold at least 8 units of 64 KiB (or a page, if larger): a
-    // B-epsilon node image is tens of KiB, and one larger than its shard's
-    // budget would push the shard over it.
+    // Shards hold at least 8 units of 512 KiB (or a page, if larger): a
+    // B-epsilon node image is up to 3 MiB in heap with the default node
+    // bytes, and one larger than its shard's budget pushes the shard over it.
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps.max(SHARD_UNIT_BYTES));
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
     let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);

@@ -9,8 +9,11 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// The smallest unit of a shard's budget the engine asks for (see `new`).
-pub const SHARD_UNIT_BYTES: usize = 64 << 10;
+/// The smallest unit of a shard's budget the engine asks for (see `new`):
+/// shards of at least 4 MiB hold a B-epsilon node image of the default 1 MiB
+/// nodes (up to 3 MiB in heap, `bepsilon::write::HEAP_FACTOR`), so no image
+/// pushes its shard far over budget.
+pub const SHARD_UNIT_BYTES: usize = 512 << 10;
 
 /// Hasher for page ids: one multiply (SipHash costs more than the lookup).
 #[derive(Default, Clone, Copy)]

@@ -2,6 +2,7 @@
 //! and partitions (message buffers or basements), each loaded or not, with
 //! its serialized size kept per partition so budgets cost nothing to check.
 
+use super::packed::Packed;
 use super::Child;
 use crate::store::image::{Image, NodeImage, PageFill};
 use super::heap::{alloc_bytes, arc_bytes, map_slot_bytes, vec_bytes};
@@ -129,7 +130,8 @@ impl Buffer {
         self.heap_bytes
     }
 
-    /// [`Self::heap_bytes`] recounted from the entries (tests).
+    /// [`Self::heap_bytes`] recounted from the entries.
+    #[cfg(test)]
     pub fn count_heap_bytes(&self) -> usize {
         let slot = map_slot_bytes::<Vec<u8>, Pending>();
         self.map
@@ -155,8 +157,8 @@ impl<'a> IntoIterator for &'a Buffer {
     }
 }
 
-/// A basement being changed (dirty leaves): entries by key, with the heap
-/// bytes it holds kept as it changes.
+/// A basement as a map, read only (tests unpack basements to compare them;
+/// dirty leaves keep theirs packed, leaf.rs), with its heap bytes.
 #[derive(Debug, Clone, Default)]
 pub struct Basement {
     map: BTreeMap<Vec<u8>, Vec<u8>>,
@@ -170,73 +172,22 @@ impl std::ops::Deref for Basement {
     }
 }
 
-/// Heap bytes of one basement entry.
-fn base_entry_heap(k: &Vec<u8>, v: &Vec<u8>) -> usize {
-    map_slot_bytes::<Vec<u8>, Vec<u8>>() + vec_bytes(k) + vec_bytes(v)
-}
-
 impl Basement {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Sets `key` to `v`; returns the value it replaced.
-    pub fn insert(&mut self, key: Vec<u8>, v: Vec<u8>) -> Option<Vec<u8>> {
-        match self.map.entry(key) {
-            Entry::Occupied(mut o) => {
-                self.heap_bytes = self.heap_bytes - vec_bytes(o.get()) + vec_bytes(&v);
-                Some(o.insert(v))
-            }
-            Entry::Vacant(e) => {
-                self.heap_bytes += base_entry_heap(e.key(), &v);
-                e.insert(v);
-                None
-            }
-        }
-    }
-
-    pub fn remove(&mut self, key: &[u8]) -> Option<Vec<u8>> {
-        let (k, v) = self.map.remove_entry(key)?;
-        self.heap_bytes -= base_entry_heap(&k, &v);
-        Some(v)
-    }
-
-    /// The entries from `key` on, removed into a basement of their own.
-    pub fn split_off(&mut self, key: &[u8]) -> Basement {
-        let right = Basement::from_map(self.map.split_off(key));
-        self.heap_bytes -= right.heap_bytes;
-        right
-    }
-
-    /// Moves every entry of `other` (all above this one's keys) here.
-    pub fn append(&mut self, other: &mut Basement) {
-        assert!(match (self.map.keys().next_back(), other.map.keys().next()) {
-            (Some(a), Some(b)) => a < b,
-            _ => true,
-        });
-        self.map.append(&mut other.map);
-        self.heap_bytes += std::mem::take(&mut other.heap_bytes);
-    }
-
-    fn from_map(map: BTreeMap<Vec<u8>, Vec<u8>>) -> Basement {
-        let heap_bytes = map.iter().map(|(k, v)| base_entry_heap(k, v)).sum();
-        Basement { map, heap_bytes }
-    }
-
     /// Heap bytes of the map's slots, keys and values.
     pub fn heap_bytes(&self) -> usize {
         self.heap_bytes
-    }
-
-    /// [`Self::heap_bytes`] recounted from the entries (tests).
-    pub fn count_heap_bytes(&self) -> usize {
-        self.map.iter().map(|(k, v)| base_entry_heap(k, v)).sum()
     }
 }
 
 impl FromIterator<(Vec<u8>, Vec<u8>)> for Basement {
     fn from_iter<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(iter: I) -> Self {
-        Basement::from_map(iter.into_iter().collect())
+        let map: BTreeMap<Vec<u8>, Vec<u8>> = iter.into_iter().collect();
+        let slot = map_slot_bytes::<Vec<u8>, Vec<u8>>();
+        let heap_bytes = map
+            .iter()
+            .map(|(k, v)| slot + vec_bytes(k) + vec_bytes(v))
+            .sum();
+        Basement { map, heap_bytes }
     }
 }
 
@@ -252,10 +203,11 @@ impl<'a> IntoIterator for &'a Basement {
 #[derive(Debug, Clone)]
 pub enum Part {
     Buf(Buffer),
-    /// A basement being changed (dirty nodes).
+    /// A basement as a map (decoded for tests; dirty leaves hold packed
+    /// basements and merge batches into them, leaf.rs).
     Base(Basement),
-    /// A clean basement as stored (read or just written).
-    Packed(super::packed::Packed),
+    /// A basement as stored: clean (read or just written) or dirty.
+    Packed(Packed),
 }
 
 impl Part {
@@ -366,7 +318,7 @@ impl Node {
             height: 0,
             pivots: Vec::new(),
             children: Vec::new(),
-            parts: vec![Some(Arc::new(Part::Base(Basement::new())))],
+            parts: vec![Some(Arc::new(Part::Packed(Packed::default())))],
             part_bytes: vec![0],
             dir: Vec::new(),
             comp: 0,
@@ -411,13 +363,13 @@ impl Node {
             + alloc_bytes(self.part_bytes.capacity() * size_of::<usize>())
             + alloc_bytes(self.dir.capacity() * size_of::<DirEntry>())
             + alloc_bytes(16 + self.uses.len());
-        let parts: usize = self
-            .parts
-            .iter()
-            .flatten()
-            .map(|p| arc_bytes::<Part>() + p.heap_bytes())
-            .sum();
-        arc_bytes::<Node>() + vecs + pivots + parts
+        arc_bytes::<Node>() + vecs + pivots + self.parts_heap_bytes()
+    }
+
+    /// Heap bytes of the loaded partitions.
+    pub fn parts_heap_bytes(&self) -> usize {
+        let parts = self.parts.iter().flatten();
+        parts.map(|p| arc_bytes::<Part>() + p.heap_bytes()).sum()
     }
 
     pub fn all_loaded(&self) -> bool {
@@ -447,30 +399,6 @@ impl Node {
             Part::Buf(b) => b,
             Part::Base(_) | Part::Packed(_) => panic!("take_buf on a leaf"),
         }
-    }
-
-    /// Sets (`Some`) or removes (`None`) `key` in its basement; returns the
-    /// change in entries (-1, 0 or 1).
-    pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
-        assert!(self.is_leaf());
-        let i = self.find(key);
-        let Part::Base(b) = self.part_mut(i) else {
-            panic!("leaf partition is not a basement")
-        };
-        let has = value.is_some();
-        let old = match value {
-            Some(v) => {
-                let add = entry_bytes(key, &v);
-                let old = b.insert(key.to_vec(), v);
-                self.part_bytes[i] += add;
-                old
-            }
-            None => b.remove(key),
-        };
-        if let Some(o) = &old {
-            self.part_bytes[i] -= entry_bytes(key, o);
-        }
-        has as i64 - old.is_some() as i64
     }
 
     /// Splits before partition `s` (1..P): (left, separator, right).
@@ -510,67 +438,7 @@ impl Node {
         left
     }
 
-    /// Leaves: splits basements above `basement_bytes` at their byte
-    /// midpoint and joins neighbours that together fill at most half of it
-    /// (or of which one is empty). Bounded by the entries.
-    pub fn fix_basements(&mut self, basement_bytes: usize) {
-        assert!(self.is_leaf() && self.all_loaded());
-        let mut i = 0;
-        while i < self.parts.len() {
-            let big = self.part_bytes[i] > basement_bytes;
-            match self.parts[i].as_deref() {
-                Some(Part::Base(b)) if big && b.len() >= 2 => self.split_basement(i),
-                _ => i += 1,
-            }
-        }
-        let mut i = 0;
-        while i + 1 < self.parts.len() {
-            let sum = self.part_bytes[i] + self.part_bytes[i + 1];
-            let empty = self.part_bytes[i] == 0 || self.part_bytes[i + 1] == 0;
-            if empty || sum <= basement_bytes / 2 {
-                let Some(Part::Base(mut right)) = self.parts.remove(i + 1).map(unwrap_part) else {
-                    panic!("leaf partition is not a basement")
-                };
-                let rb = self.part_bytes.remove(i + 1);
-                self.pivots.remove(i);
-                let Part::Base(left) = self.part_mut(i) else {
-                    panic!("leaf partition is not a basement")
-                };
-                left.append(&mut right);
-                self.part_bytes[i] += rb;
-            } else {
-                i += 1;
-            }
-        }
-        debug_assert_eq!(self.pivots.len() + 1, self.parts.len());
-    }
-
-    fn split_basement(&mut self, i: usize) {
-        let total = self.part_bytes[i];
-        let Part::Base(b) = self.part_mut(i) else {
-            panic!("leaf partition is not a basement")
-        };
-        let last = b.len() - 1;
-        let mut acc = 0;
-        let mut mid = None;
-        for (n, (k, v)) in b.iter().enumerate() {
-            if n > 0 && (acc >= total / 2 || n == last) {
-                mid = Some(k.clone());
-                break;
-            }
-            acc += entry_bytes(k, v);
-        }
-        let mid = mid.expect("a basement of two entries or more splits");
-        let right = b.split_off(&mid);
-        let rb = total - acc;
-        self.part_bytes[i] = acc;
-        self.parts.insert(i + 1, Some(Arc::new(Part::Base(right))));
-        self.part_bytes.insert(i + 1, rb);
-        self.pivots.insert(i, mid);
-        debug_assert_eq!(self.parts[i].as_ref().unwrap().bytes(), acc);
-    }
-
-    /// Packed basements as maps, for changing (a clean node becoming dirty).
+    /// Packed basements as maps (tests compare them with what was encoded).
     pub fn unpack(&mut self) {
         for p in self.parts.iter_mut().flatten() {
             if let Part::Packed(b) = &**p {
@@ -680,8 +548,7 @@ mod tests {
         for p in n.parts.iter().flatten() {
             match &**p {
                 Part::Buf(b) => assert_eq!(b.heap_bytes(), b.count_heap_bytes()),
-                Part::Base(b) => assert_eq!(b.heap_bytes(), b.count_heap_bytes()),
-                Part::Packed(_) => {}
+                Part::Base(_) | Part::Packed(_) => {}
             }
         }
     }
@@ -705,8 +572,9 @@ mod tests {
     }
 
     /// A dirty node's charge is its heap bytes within 15-20%, for buffers
-    /// of puts, of single upserts and of repeated upserts, and for leaves;
-    /// serialized bytes were half to a sixth of it.
+    /// of puts, of single upserts and of repeated upserts, and for leaves
+    /// (packed basements); a buffer's serialized bytes are half to a sixth
+    /// of its heap bytes.
     #[test]
     fn charge_tracks_the_measured_heap() {
         let puts = |n: &mut Node, i: u64| {
@@ -751,8 +619,10 @@ mod tests {
             let mut n = Node::new_leaf();
             for i in 0..20_000 {
                 n.base_set(&key(i), Some(vec![i as u8; 100]));
+                if i % 256 == 0 {
+                    n.fix_basements(16 << 10);
+                }
             }
-            n.fix_basements(16 << 10);
             for i in 0..5000 {
                 n.base_set(&key(i * 3), None);
                 n.base_set(&key(i * 3 + 1), Some(vec![1; 50]));
