@@ -7,24 +7,15 @@
 use super::node::{Base, Node, Part, Pending};
 use super::packed::Packed;
 use crate::error::Result;
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Resolves one key's messages against its value before them.
 pub type Resolve<'r> = dyn FnMut(&[u8], Option<&[u8]>, &Pending) -> Result<Option<Vec<u8>>> + 'r;
 
-/// The basement of `p` packed (a map is packed first).
-fn packed(p: &Part) -> Cow<'_, Packed> {
+/// The basement of `p`.
+fn packed(p: &Part) -> &Packed {
     match p {
-        Part::Packed(b) => Cow::Borrowed(b),
-        Part::Base(b) => {
-            let bytes = p.bytes();
-            let mut out = Packed::with_capacity(bytes, b.len());
-            for (k, v) in b.iter() {
-                out.push(k, v);
-            }
-            Cow::Owned(out)
-        }
+        Part::Packed(b) => b,
         Part::Buf(_) => panic!("leaf partition is a buffer"),
     }
 }
@@ -74,7 +65,7 @@ impl Node {
                 continue;
             }
             let part = self.parts[i].as_deref().expect("dirty leaves are loaded");
-            let (new, d) = merge(&packed(part), &msgs[from..to], resolve)?;
+            let (new, d) = merge(packed(part), &msgs[from..to], resolve)?;
             self.part_bytes[i] = new.bytes();
             self.parts[i] = Some(Arc::new(Part::Packed(new)));
             delta += d;
@@ -86,6 +77,7 @@ impl Node {
 
     /// Sets (`Some`) or removes (`None`) `key` in its basement; returns the
     /// change in entries (-1, 0 or 1).
+    #[cfg(test)]
     pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
         let p = Pending {
             base: Some(match value {
@@ -203,9 +195,7 @@ mod tests {
                     1 | 2 => Pending { base: None, ops: vec![(round, vec![b'+'; 3])] },
                     _ => Pending { base: Some(Base::Put(round, vec![x as u8; 40])), ops: vec![] },
                 };
-                let mut m = model.get(&k).cloned();
-                m = append(&k, m.as_deref(), &p).unwrap();
-                match m {
+                match append(&k, model.get(&k).map(Vec::as_slice), &p).unwrap() {
                     Some(v) => model.insert(k.clone(), v),
                     None => model.remove(&k),
                 };

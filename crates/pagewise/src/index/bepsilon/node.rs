@@ -157,55 +157,10 @@ impl<'a> IntoIterator for &'a Buffer {
     }
 }
 
-/// A basement as a map, read only (tests unpack basements to compare them;
-/// dirty leaves keep theirs packed, leaf.rs), with its heap bytes.
-#[derive(Debug, Clone, Default)]
-pub struct Basement {
-    map: BTreeMap<Vec<u8>, Vec<u8>>,
-    heap_bytes: usize,
-}
-
-impl std::ops::Deref for Basement {
-    type Target = BTreeMap<Vec<u8>, Vec<u8>>;
-    fn deref(&self) -> &Self::Target {
-        &self.map
-    }
-}
-
-impl Basement {
-    /// Heap bytes of the map's slots, keys and values.
-    pub fn heap_bytes(&self) -> usize {
-        self.heap_bytes
-    }
-}
-
-impl FromIterator<(Vec<u8>, Vec<u8>)> for Basement {
-    fn from_iter<I: IntoIterator<Item = (Vec<u8>, Vec<u8>)>>(iter: I) -> Self {
-        let map: BTreeMap<Vec<u8>, Vec<u8>> = iter.into_iter().collect();
-        let slot = map_slot_bytes::<Vec<u8>, Vec<u8>>();
-        let heap_bytes = map
-            .iter()
-            .map(|(k, v)| slot + vec_bytes(k) + vec_bytes(v))
-            .sum();
-        Basement { map, heap_bytes }
-    }
-}
-
-impl<'a> IntoIterator for &'a Basement {
-    type Item = (&'a Vec<u8>, &'a Vec<u8>);
-    type IntoIter = std::collections::btree_map::Iter<'a, Vec<u8>, Vec<u8>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.map.iter()
-    }
-}
-
 /// One partition: an internal node's buffer for one child, or a basement.
 #[derive(Debug, Clone)]
 pub enum Part {
     Buf(Buffer),
-    /// A basement as a map (decoded for tests; dirty leaves hold packed
-    /// basements and merge batches into them, leaf.rs).
-    Base(Basement),
     /// A basement as stored: clean (read or just written) or dirty.
     Packed(Packed),
 }
@@ -214,7 +169,6 @@ impl Part {
     pub fn entries(&self) -> usize {
         match self {
             Part::Buf(b) => b.values().map(Pending::count).sum(),
-            Part::Base(b) => b.len(),
             Part::Packed(p) => p.len(),
         }
     }
@@ -223,7 +177,6 @@ impl Part {
     pub fn bytes(&self) -> usize {
         match self {
             Part::Buf(b) => b.iter().map(|(k, p)| p.bytes(k.len())).sum(),
-            Part::Base(b) => b.iter().map(|(k, v)| entry_bytes(k, v)).sum(),
             Part::Packed(p) => p.bytes(),
         }
     }
@@ -234,7 +187,6 @@ impl Part {
     pub fn heap_bytes(&self) -> usize {
         match self {
             Part::Buf(b) => b.heap_bytes(),
-            Part::Base(b) => b.heap_bytes(),
             Part::Packed(p) => p.heap_bytes(),
         }
     }
@@ -397,7 +349,7 @@ impl Node {
         self.part_bytes[i] = 0;
         match old {
             Part::Buf(b) => b,
-            Part::Base(_) | Part::Packed(_) => panic!("take_buf on a leaf"),
+            Part::Packed(_) => panic!("take_buf on a leaf"),
         }
     }
 
@@ -438,15 +390,6 @@ impl Node {
         left
     }
 
-    /// Packed basements as maps (tests compare them with what was encoded).
-    pub fn unpack(&mut self) {
-        for p in self.parts.iter_mut().flatten() {
-            if let Part::Packed(b) = &**p {
-                *p = Arc::new(Part::Base(b.to_map()));
-            }
-        }
-    }
-
     /// A copy with partition `i` loaded.
     /// A cached clean node's next image: partition `i` loaded, and the
     /// loaded partitions no read marked since the cache last looked dropped,
@@ -466,11 +409,6 @@ impl Node {
         n.uses.mark(i);
         n
     }
-}
-
-/// The partition itself, copied if shared.
-pub fn unwrap_part(p: Arc<Part>) -> Part {
-    Arc::try_unwrap(p).unwrap_or_else(|a| (*a).clone())
 }
 
 impl NodeImage for Node {
@@ -548,7 +486,7 @@ mod tests {
         for p in n.parts.iter().flatten() {
             match &**p {
                 Part::Buf(b) => assert_eq!(b.heap_bytes(), b.count_heap_bytes()),
-                Part::Base(_) | Part::Packed(_) => {}
+                Part::Packed(_) => {}
             }
         }
     }

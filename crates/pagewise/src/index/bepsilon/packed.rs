@@ -4,7 +4,6 @@
 //! it by merging a sorted batch into a new one (leaf.rs). Entry layout:
 //! docs/design.md, basement entry.
 
-use super::node::Basement;
 use crate::store::page::{get_u16, get_u32};
 use std::ops::Bound;
 
@@ -190,15 +189,6 @@ impl Packed {
                 Bound::Unbounded => true,
             })
     }
-
-    pub fn to_map(&self) -> Basement {
-        (0..self.len())
-            .map(|i| {
-                let (k, v) = self.entry(i);
-                (k.to_vec(), v.to_vec())
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -227,7 +217,6 @@ mod tests {
             .map(|e| e.0.to_vec())
             .collect();
         assert_eq!(r, vec![vec![b'k', 12], vec![b'k', 14], vec![b'k', 16]]);
-        assert_eq!(p.to_map().len(), 50);
         assert!(
             Packed::new(raw, Some(&[b'k', 1][..]), None).is_err(),
             "key below lo"

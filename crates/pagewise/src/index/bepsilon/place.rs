@@ -116,7 +116,6 @@ impl Index {
         let shell = format::decode_shell(&bytes, ext.len_bytes, pager.ps)
             .expect("a node just encoded decodes");
         (clean.dir, clean.comp) = (shell.dir, shell.comp);
-        clean.pack();
         placed.push((id, ext, Arc::new(clean)));
         Ok(ext)
     }
