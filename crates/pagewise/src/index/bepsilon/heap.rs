@@ -107,8 +107,8 @@ mod tests {
     }
 
     /// The slot estimate against the allocator, for maps filled in random
-    /// order, in sorted order (decoded partitions) and collected (unpacked
-    /// basements).
+    /// order (buffers taking messages; measured 1.08x) and in sorted order
+    /// (partitions decoded from disk; 0.85x).
     #[test]
     fn map_slot_estimate_tracks_the_allocator() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -121,27 +121,21 @@ mod tests {
             })
             .collect();
         let estimate = keys.len() * map_slot_bytes::<u64, [u8; 32]>();
-        for how in ["random", "sorted", "collected"] {
-            if how != "random" {
+        for sorted in [false, true] {
+            if sorted {
                 keys.sort_unstable();
             }
             let before = live();
-            let m: BTreeMap<u64, [u8; 32]> = if how == "collected" {
-                keys.iter().map(|k| (*k, [0u8; 32])).collect()
-            } else {
-                let mut m = BTreeMap::new();
-                for k in &keys {
-                    m.insert(*k, [0u8; 32]);
-                }
-                m
-            };
+            let mut m = BTreeMap::new();
+            for k in &keys {
+                m.insert(*k, [0u8; 32]);
+            }
             let measured = (live() - before) as usize;
             assert_eq!(m.len(), keys.len());
             let ratio = estimate as f64 / measured as f64;
-            eprintln!("{how}: estimate {estimate}, measured {measured}, ratio {ratio:.2}");
             assert!(
-                (0.75..1.6).contains(&ratio),
-                "{how}: estimate {estimate}, measured {measured}"
+                (0.8..1.25).contains(&ratio),
+                "sorted {sorted}: estimate {estimate}, measured {measured}"
             );
         }
     }

@@ -4,7 +4,7 @@
 //! pass that copies the untouched runs of entries as they are. Basements
 //! then split at their byte midpoint and join small neighbours.
 
-use super::node::{Base, Node, Part, Pending};
+use super::node::{Node, Part, Pending};
 use super::packed::Packed;
 use crate::error::Result;
 use std::sync::Arc;
@@ -79,6 +79,7 @@ impl Node {
     /// change in entries (-1, 0 or 1).
     #[cfg(test)]
     pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
+        use super::node::Base;
         let p = Pending {
             base: Some(match value {
                 Some(v) => Base::Put(0, v),
@@ -163,6 +164,7 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::bepsilon::node::Base;
     use std::collections::BTreeMap;
 
     /// Batches of puts, deletes and appends against a map model, with
