@@ -112,16 +112,33 @@ fn bepsilon_fill_and_upserts_stay_within_the_cache_budget() {
     run(&db, n / 100, |b, i| b.insert("t", key(i, n), value));
     let fill_peak = PEAK.swap(LIVE.load(Relaxed), Relaxed) - base;
     let s = db.stats();
-    assert!(s.checkpoints >= 3, "the fill outgrew the dirty budget: {s:?}");
-    run(&db, n / 100, |b, i| b.upsert("t", key(i * 7, n), 1u64.to_le_bytes()));
+    assert!(
+        s.checkpoints >= 3,
+        "the fill outgrew the dirty budget: {s:?}"
+    );
+    run(&db, n / 100, |b, i| {
+        b.upsert("t", key(i * 7, n), 1u64.to_le_bytes())
+    });
     // Every key took one increment (7 is prime to n).
     let upsert_peak = PEAK.load(Relaxed) - base;
     let t = db.tree("t").unwrap();
     let v = t.get(key(0, n)).unwrap().unwrap();
-    assert_eq!(u64::from_le_bytes(v[..8].try_into().unwrap()), 0x0707_0707_0707_0708);
+    assert_eq!(
+        u64::from_le_bytes(v[..8].try_into().unwrap()),
+        0x0707_0707_0707_0708
+    );
     let limit = CACHE_BYTES as isize + OVERHEAD_BYTES;
     eprintln!("peak live heap: fill {fill_peak}, upserts {upsert_peak}, limit {limit}");
-    assert!(fill_peak <= limit, "fill: {fill_peak} bytes live, limit {limit}");
-    assert!(upsert_peak <= limit, "upserts: {upsert_peak} bytes live, limit {limit}");
-    assert!(fill_peak > CACHE_BYTES as isize / 2, "the cache was used: {fill_peak}");
+    assert!(
+        fill_peak <= limit,
+        "fill: {fill_peak} bytes live, limit {limit}"
+    );
+    assert!(
+        upsert_peak <= limit,
+        "upserts: {upsert_peak} bytes live, limit {limit}"
+    );
+    assert!(
+        fill_peak > CACHE_BYTES as isize / 2,
+        "the cache was used: {fill_peak}"
+    );
 }

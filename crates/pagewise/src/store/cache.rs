@@ -352,7 +352,10 @@ mod tests {
             assert!(c.used_bytes() <= 8192 - 3000, "inserts respect it");
         }
         c.reserve(1 << 20);
-        assert!(c.used_bytes() <= 4096 && c.used_bytes() > 3000, "at least half");
+        assert!(
+            c.used_bytes() <= 4096 && c.used_bytes() > 3000,
+            "at least half"
+        );
         assert_eq!(c.reserve(0), 0, "releasing evicts nothing");
         for pid in 40..80 {
             c.insert(pid, node(300), || true);

@@ -22,7 +22,11 @@ fn packed(p: &Part) -> &Packed {
 
 /// `old` with `msgs` (sorted, distinct keys) applied; and the change in
 /// entries. Bounded by the entries and messages.
-fn merge(old: &Packed, msgs: &[(&[u8], &Pending)], resolve: &mut Resolve<'_>) -> Result<(Packed, i64)> {
+fn merge(
+    old: &Packed,
+    msgs: &[(&[u8], &Pending)],
+    resolve: &mut Resolve<'_>,
+) -> Result<(Packed, i64)> {
     let extra: usize = msgs.iter().map(|(k, p)| 6 + k.len() + p.bytes(0)).sum();
     let mut out = Packed::with_capacity(old.bytes() + extra, old.len() + msgs.len());
     let mut at = 0;
@@ -51,7 +55,11 @@ impl Node {
     /// Applies `msgs` (sorted by key, distinct) to the basements holding
     /// their keys; returns the change in entries. A basement is replaced
     /// only once its merge succeeded.
-    pub fn apply_sorted(&mut self, msgs: &[(&[u8], &Pending)], resolve: &mut Resolve<'_>) -> Result<i64> {
+    pub fn apply_sorted(
+        &mut self,
+        msgs: &[(&[u8], &Pending)],
+        resolve: &mut Resolve<'_>,
+    ) -> Result<i64> {
         assert!(self.is_leaf() && self.all_loaded());
         debug_assert!(msgs.windows(2).all(|w| w[0].0 < w[1].0));
         let mut delta = 0;
@@ -130,8 +138,8 @@ impl Node {
         let left = self.parts[i].take().expect("loaded");
         let (l, r) = (packed(&left), packed(&right));
         let mut joined = Packed::with_capacity(l.bytes() + r.bytes(), l.len() + r.len());
-        joined.extend_from(&l, 0, l.len());
-        joined.extend_from(&r, 0, r.len());
+        joined.extend_from(l, 0, l.len());
+        joined.extend_from(r, 0, r.len());
         self.part_bytes[i] = joined.bytes();
         self.part_bytes.remove(i + 1);
         self.pivots.remove(i);
@@ -149,15 +157,19 @@ impl Node {
             .find(|&n| b.offset_of(n) >= half)
             .unwrap_or(b.len() - 1);
         let mut left = Packed::with_capacity(b.offset_of(mid), mid);
-        left.extend_from(&b, 0, mid);
+        left.extend_from(b, 0, mid);
         let mut right = Packed::with_capacity(b.bytes() - b.offset_of(mid), b.len() - mid);
-        right.extend_from(&b, mid, b.len());
-        let pivot = right.first_key().expect("a split leaves entries right").to_vec();
+        right.extend_from(b, mid, b.len());
+        let pivot = right
+            .first_key()
+            .expect("a split leaves entries right")
+            .to_vec();
         self.part_bytes[i] = left.bytes();
         self.part_bytes.insert(i + 1, right.bytes());
         self.pivots.insert(i, pivot);
         self.parts[i] = Some(Arc::new(Part::Packed(left)));
-        self.parts.insert(i + 1, Some(Arc::new(Part::Packed(right))));
+        self.parts
+            .insert(i + 1, Some(Arc::new(Part::Packed(right))));
     }
 }
 
@@ -193,9 +205,18 @@ mod tests {
                 x ^= x << 17;
                 let k = format!("{:05}", x % 3000).into_bytes();
                 let p = match x % 5 {
-                    0 => Pending { base: Some(Base::Delete(round)), ops: vec![] },
-                    1 | 2 => Pending { base: None, ops: vec![(round, vec![b'+'; 3])] },
-                    _ => Pending { base: Some(Base::Put(round, vec![x as u8; 40])), ops: vec![] },
+                    0 => Pending {
+                        base: Some(Base::Delete(round)),
+                        ops: vec![],
+                    },
+                    1 | 2 => Pending {
+                        base: None,
+                        ops: vec![(round, vec![b'+'; 3])],
+                    },
+                    _ => Pending {
+                        base: Some(Base::Put(round, vec![x as u8; 40])),
+                        ops: vec![],
+                    },
                 };
                 match append(&k, model.get(&k).map(Vec::as_slice), &p).unwrap() {
                     Some(v) => model.insert(k.clone(), v),
@@ -205,7 +226,8 @@ mod tests {
             }
             // Collapsed per key, as a buffer holds them.
             let msgs: Vec<(Vec<u8>, Pending)> = batch.into_iter().collect();
-            let refs: Vec<(&[u8], &Pending)> = msgs.iter().map(|(k, p)| (k.as_slice(), p)).collect();
+            let refs: Vec<(&[u8], &Pending)> =
+                msgs.iter().map(|(k, p)| (k.as_slice(), p)).collect();
             let before = n.parts.iter().flatten().map(|p| p.entries()).sum::<usize>() as i64;
             let d = n.apply_sorted(&refs, &mut append).unwrap();
             n.fix_basements(2048);
@@ -221,7 +243,9 @@ mod tests {
         assert!(n.parts.len() > 10, "basements split: {}", n.parts.len());
         let mut got = Vec::new();
         for p in n.parts.iter().flatten() {
-            let Part::Packed(b) = &**p else { unreachable!() };
+            let Part::Packed(b) = &**p else {
+                unreachable!()
+            };
             got.extend((0..b.len()).map(|i| (b.at(i).0.to_vec(), b.at(i).1.to_vec())));
         }
         assert_eq!(got, model.into_iter().collect::<Vec<_>>());
@@ -232,7 +256,10 @@ mod tests {
                 unreachable!()
             };
             assert!(l.last_key().is_none_or(|k| k < piv.as_slice()), "pivot {i}");
-            assert!(r.first_key().is_none_or(|k| k >= piv.as_slice()), "pivot {i}");
+            assert!(
+                r.first_key().is_none_or(|k| k >= piv.as_slice()),
+                "pivot {i}"
+            );
         }
     }
 }

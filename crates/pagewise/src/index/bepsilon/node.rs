@@ -2,10 +2,10 @@
 //! and partitions (message buffers or basements), each loaded or not, with
 //! its serialized size kept per partition so budgets cost nothing to check.
 
+use super::heap::{alloc_bytes, arc_bytes, map_slot_bytes, vec_bytes};
 use super::packed::Packed;
 use super::Child;
 use crate::store::image::{Image, NodeImage, PageFill};
-use super::heap::{alloc_bytes, arc_bytes, map_slot_bytes, vec_bytes};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::mem::size_of;
@@ -497,7 +497,10 @@ mod tests {
     fn assert_close(what: &str, n: &Node, heap: usize) {
         let charge = n.charge_bytes();
         let ratio = charge as f64 / heap as f64;
-        eprintln!("{what}: charged {charge}, measured {heap}, serialized {}", n.bytes());
+        eprintln!(
+            "{what}: charged {charge}, measured {heap}, serialized {}",
+            n.bytes()
+        );
         assert!(
             (0.85..1.2).contains(&ratio),
             "{what}: charged {charge}, measured {heap} (serialized {})",

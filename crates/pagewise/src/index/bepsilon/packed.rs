@@ -70,14 +70,19 @@ impl Packed {
         debug_assert!(self.last_key().is_none_or(|l| l < src.entry(from).0));
         let (lo, hi) = (src.offs[from] as usize, src.end_of(to - 1));
         let shift = self.data.len() as i64 - lo as i64;
-        self.offs
-            .extend(src.offs[from..to].iter().map(|&o| (o as i64 + shift) as u32));
+        self.offs.extend(
+            src.offs[from..to]
+                .iter()
+                .map(|&o| (o as i64 + shift) as u32),
+        );
         self.data.extend_from_slice(&src.data[lo..hi]);
     }
 
     /// Byte offset just past entry `i`.
     fn end_of(&self, i: usize) -> usize {
-        self.offs.get(i + 1).map_or(self.data.len(), |&o| o as usize)
+        self.offs
+            .get(i + 1)
+            .map_or(self.data.len(), |&o| o as usize)
     }
 
     /// Byte offset of entry `i` (the bytes of the entries before it).

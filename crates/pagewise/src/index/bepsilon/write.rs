@@ -251,11 +251,20 @@ impl Writer<'_> {
     }
 
     /// Merges `batch` (sorted by key) into the leaf's packed basements.
-    fn leaf_apply(&mut self, m: &mut Meta, leaf: &mut Node, batch: &[(&[u8], &Pending)]) -> Result<()> {
+    fn leaf_apply(
+        &mut self,
+        m: &mut Meta,
+        leaf: &mut Node,
+        batch: &[(&[u8], &Pending)],
+    ) -> Result<()> {
         let (merge, tree) = (self.merge, self.tree);
         let mut res = |key: &[u8], existing: Option<&[u8]>, p: &Pending| {
             // A put or delete ignores the value before it: no copy.
-            let before = if p.ops.is_empty() { None } else { existing.map(<[u8]>::to_vec) };
+            let before = if p.ops.is_empty() {
+                None
+            } else {
+                existing.map(<[u8]>::to_vec)
+            };
             resolve(merge, tree, key, before, p)
         };
         let d = leaf.apply_sorted(batch, &mut res)?;
@@ -332,9 +341,9 @@ impl Writer<'_> {
         };
         let mut node = self.load_full(&ext)?;
         node.dir.clear(); // basements stay packed (leaf.rs merges into them)
-        // No lookup reaches the clean image again (its parent now names the
-        // dirty copy), and it would keep the partitions the copy changes
-        // alive beside theirs: both charged, both held.
+                          // No lookup reaches the clean image again (its parent now names the
+                          // dirty copy), and it would keep the partitions the copy changes
+                          // alive beside theirs: both charged, both held.
         self.cache.remove(ext.first_page);
         self.alloc.free_later(ext.first_page, ext.count_pages);
         let id = provisional_id();
