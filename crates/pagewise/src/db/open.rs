@@ -280,7 +280,7 @@ fn start(
     // bytes, and one larger than its shard's budget pushes the shard over it.
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps.max(SHARD_UNIT_BYTES));
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
-    let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);
+    let dirty_budget = (opts.cache_bytes / dirty_share()).max(16 * ps);
     let inner = Inner {
         path: path.to_path_buf(),
         durability: opts.durability,
@@ -338,4 +338,15 @@ impl Inner {
         }
         Ok(())
     }
+}
+
+/// The dirty set triggers a checkpoint at `cache_bytes` divided by this
+/// (4; 2 at most: the cache keeps half its budget for clean images).
+/// `PAGEWISE_DIRTY_SHARE` overrides it for sweeps (docs/benchmarks.md,
+/// "Memory within the cache budget (session 6)").
+fn dirty_share() -> usize {
+    std::env::var("PAGEWISE_DIRTY_SHARE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(4, |d| d.clamp(2, 64))
 }
