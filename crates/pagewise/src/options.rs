@@ -21,10 +21,13 @@ pub struct Options {
     /// Page size in bytes: a power of two in 512..=65536, at least the device's
     /// logical block size. Fixed at creation; `open` reads it from the file.
     pub page_size: usize,
-    /// Memory for cached clean pages, in bytes (their decoded in-memory size,
-    /// about one page each). Dirty pages between checkpoints are bounded
-    /// separately, at a quarter of this (at least 16 pages): reaching that
-    /// bound triggers a checkpoint.
+    /// Memory for node images, in bytes: cached clean pages and nodes (their
+    /// decoded in-memory size, about one page each for B+tree pages, their
+    /// heap bytes for B-epsilon nodes) and the dirty ones changed since the
+    /// last checkpoint, together. Clean images give up what the dirty ones
+    /// hold; the dirty ones reaching a quarter of this (at least 16 pages)
+    /// triggers a checkpoint. The process holds about this plus a few MiB
+    /// (docs/design.md, "Buffer pool").
     pub cache_bytes: usize,
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).

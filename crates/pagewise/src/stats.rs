@@ -42,8 +42,8 @@ pub struct Stats {
     pub cache_capacity: usize,
     pub cache_pages: usize,
     pub dirty_pages: usize,
-    /// Bytes the next checkpoint writes for dirty pages (checkpoints start
-    /// at a quarter of `cache_bytes`).
+    /// Memory the dirty pages and nodes hold (checkpoints start at a
+    /// quarter of `cache_bytes`; the cache's clean images give it up).
     pub dirty_bytes: u64,
     pub file_pages: u64,
     pub free_pages: u64,

@@ -106,6 +106,7 @@ impl Inner {
         cs.catalog = Some(catalog);
         cs.wal.reset(gen);
         store.finish_epoch(nodes);
+        store.cache.reserve(0); // the dirty set is empty
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

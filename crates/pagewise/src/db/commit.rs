@@ -234,10 +234,18 @@ impl Inner {
         assert_eq!(ops.len(), placed.len());
         let mut st = self.ix.store.state.write();
         let mut al = self.ix.store.alloc.lock();
+        let mut r = Ok(());
         for (op, ext) in ops.iter().zip(placed) {
-            self.ix.apply(&mut st, &mut al, op, ext)?;
+            r = self.ix.apply(&mut st, &mut al, op, ext);
+            if r.is_err() {
+                break;
+            }
         }
-        Ok(())
+        let dirty_bytes = st.dirty.bytes(self.ix.store.page_size());
+        drop((st, al));
+        // Clean images give up what the dirty set now holds.
+        self.ix.store.cache.reserve(dirty_bytes as usize);
+        r
     }
 
     /// Places and applies a replayed batch.

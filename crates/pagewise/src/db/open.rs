@@ -275,12 +275,12 @@ fn start(
         opts.sparse_log,
     );
     let trees = Trees::from_catalog(catalog.trees, ps).expect("validated by read_catalog");
-    // Shards hold at least 8 units of 64 KiB (or a page, if larger): a
-    // B-epsilon node image is tens of KiB, and one larger than its shard's
-    // budget would push the shard over it.
+    // Shards hold at least 8 units of 512 KiB (or a page, if larger): a
+    // B-epsilon node image is up to 3 MiB in heap with the default node
+    // bytes, and one larger than its shard's budget pushes the shard over it.
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps.max(SHARD_UNIT_BYTES));
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
-    let dirty_budget = (opts.cache_bytes / 4).max(16 * ps);
+    let dirty_budget = (opts.cache_bytes / dirty_share()).max(16 * ps);
     let inner = Inner {
         path: path.to_path_buf(),
         durability: opts.durability,
@@ -338,4 +338,15 @@ impl Inner {
         }
         Ok(())
     }
+}
+
+/// The dirty set triggers a checkpoint at `cache_bytes` divided by this
+/// (4; 2 at most: the cache keeps half its budget for clean images).
+/// `PAGEWISE_DIRTY_SHARE` overrides it for sweeps (docs/benchmarks.md,
+/// "Memory within the cache budget (session 6)").
+fn dirty_share() -> usize {
+    std::env::var("PAGEWISE_DIRTY_SHARE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(4, |d| d.clamp(2, 64))
 }

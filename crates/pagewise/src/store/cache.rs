@@ -7,10 +7,13 @@ use super::image::Image;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// The smallest unit of a shard's budget the engine asks for (see `new`).
-pub const SHARD_UNIT_BYTES: usize = 64 << 10;
+/// The smallest unit of a shard's budget the engine asks for (see `new`):
+/// shards of at least 4 MiB hold a B-epsilon node image of the default 1 MiB
+/// nodes (up to 3 MiB in heap, `bepsilon::write::HEAP_FACTOR`), so no image
+/// pushes its shard far over budget.
+pub const SHARD_UNIT_BYTES: usize = 512 << 10;
 
 /// Hasher for page ids: one multiply (SipHash costs more than the lookup).
 #[derive(Default, Clone, Copy)]
@@ -58,6 +61,9 @@ struct Shard {
 pub struct Cache {
     shards: Vec<RwLock<Shard>>,
     budget: usize,
+    /// Bytes the dirty set holds ([`Cache::reserve`]): clean images give
+    /// them up, so clean and dirty together stay within the budget.
+    reserved: AtomicUsize,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
@@ -75,12 +81,40 @@ impl Cache {
         Self {
             shards: (0..n).map(|_| RwLock::new(Shard::default())).collect(),
             budget: budget / n,
+            reserved: AtomicUsize::new(0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             ahead_hits: AtomicU64::new(0),
             ahead_unused: AtomicU64::new(0),
         }
+    }
+
+    /// A shard's budget for clean images: its share of the budget less its
+    /// share of the reservation, and at least half its share (the dirty
+    /// budget, a quarter of the cache, triggers a checkpoint well before).
+    fn shard_budget(&self) -> usize {
+        let r = self.reserved.load(Ordering::Relaxed) / self.shards.len();
+        self.budget.saturating_sub(r).max(self.budget / 2)
+    }
+
+    /// Sets the bytes the dirty set holds outside the cache; shards above
+    /// their new budget evict down to it now. Returns the pages evicted.
+    pub fn reserve(&self, dirty_bytes: usize) -> u64 {
+        self.reserved.store(dirty_bytes, Ordering::Relaxed);
+        let budget = self.shard_budget();
+        let mut evicted_total = 0;
+        for shard in &self.shards {
+            if shard.read().used <= budget {
+                continue;
+            }
+            let mut s = shard.write();
+            let (evicted, unused) = Self::make_room(&mut s, 0, budget);
+            self.evictions.fetch_add(evicted, Ordering::Relaxed);
+            self.ahead_unused.fetch_add(unused, Ordering::Relaxed);
+            evicted_total += evicted;
+        }
+        evicted_total
     }
 
     fn shard(&self, pid: u64) -> &RwLock<Shard> {
@@ -158,7 +192,7 @@ impl Cache {
     fn put(&self, s: &mut Shard, pid: u64, node: Image, ahead: bool, referenced: bool) {
         debug_assert!(!s.map.contains_key(&pid));
         let charge = node.charge_bytes();
-        let (evicted, unused) = Self::make_room(s, charge, self.budget);
+        let (evicted, unused) = Self::make_room(s, charge, self.shard_budget());
         self.evictions.fetch_add(evicted, Ordering::Relaxed);
         self.ahead_unused.fetch_add(unused, Ordering::Relaxed);
         let slot = Slot {
@@ -300,6 +334,33 @@ mod tests {
         assert_eq!(c.get(1).unwrap().charge_bytes(), 100);
         c.replace(2, node(10), || false);
         assert!(!c.contains(2), "an invalid replace stores nothing");
+    }
+
+    #[test]
+    fn a_reservation_shrinks_the_clean_budget_down_to_half() {
+        let c = Cache::new(8192, 1024);
+        assert_eq!(c.shards.len(), 1);
+        for pid in 0..20 {
+            c.insert(pid, node(300), || true);
+        }
+        let full = c.used_bytes();
+        assert!(full > 6000 && full <= 8192, "{full}");
+        assert!(c.reserve(3000) > 0, "evicted down to the new budget");
+        assert!(c.used_bytes() <= 8192 - 3000);
+        for pid in 20..40 {
+            c.insert(pid, node(300), || true);
+            assert!(c.used_bytes() <= 8192 - 3000, "inserts respect it");
+        }
+        c.reserve(1 << 20);
+        assert!(
+            c.used_bytes() <= 4096 && c.used_bytes() > 3000,
+            "at least half"
+        );
+        assert_eq!(c.reserve(0), 0, "releasing evicts nothing");
+        for pid in 40..80 {
+            c.insert(pid, node(300), || true);
+        }
+        assert!(c.used_bytes() > 6000, "the whole budget again");
     }
 
     #[test]

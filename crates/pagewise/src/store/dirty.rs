@@ -1,6 +1,7 @@
 //! The epoch's dirty set: node images allocated since the last checkpoint,
 //! changed in place until the checkpoint writes them (docs/design.md,
-//! "Checkpoints"). Charged in bytes of the pages they will occupy.
+//! "Checkpoints"). Charged in bytes of memory: a page each for B+tree
+//! pages, their heap bytes for B-epsilon nodes.
 
 use super::cache::PidMap;
 use super::image::Image;
@@ -10,8 +11,8 @@ pub struct Dirty {
     map: PidMap<Image>,
     /// Pages the dirty images occupy (one each today), for the byte budget.
     count_pages: u64,
-    /// Bytes of dirty images that are not one page each (B-epsilon nodes,
-    /// kept by their tree kind), added to the page bytes.
+    /// Heap bytes of dirty images that are not one page each (B-epsilon
+    /// nodes, kept by their tree kind), added to the page bytes.
     pub extra_bytes: u64,
 }
 
@@ -49,7 +50,8 @@ impl Dirty {
         self.map.is_empty()
     }
 
-    /// Bytes the checkpoint will write for the dirty set.
+    /// Memory the dirty set holds: what the dirty budget and the cache's
+    /// reservation count.
     pub fn bytes(&self, page_size: usize) -> u64 {
         debug_assert_eq!(self.count_pages, self.map.len() as u64);
         self.count_pages * page_size as u64 + self.extra_bytes

@@ -69,7 +69,7 @@ fn visit(
     }
     for (i, p) in node.parts.iter().enumerate() {
         match p.as_deref() {
-            Some(Part::Base(_) | Part::Packed(_)) => {
+            Some(Part::Packed(_)) => {
                 w.counted.entries += p.as_ref().map_or(0, |p| p.entries()) as u64
             }
             Some(Part::Buf(_)) => {
@@ -108,7 +108,6 @@ fn out_of_range(node: &Node, range: (Option<&[u8]>, Option<&[u8]>)) -> Option<St
 fn first_key(p: &Part) -> Option<&[u8]> {
     match p {
         Part::Buf(b) => b.keys().next().map(Vec::as_slice),
-        Part::Base(b) => b.keys().next().map(Vec::as_slice),
         Part::Packed(b) => b.first_key(),
     }
 }
@@ -116,7 +115,6 @@ fn first_key(p: &Part) -> Option<&[u8]> {
 fn last_key(p: &Part) -> Option<&[u8]> {
     match p {
         Part::Buf(b) => b.keys().next_back().map(Vec::as_slice),
-        Part::Base(b) => b.keys().next_back().map(Vec::as_slice),
         Part::Packed(b) => b.last_key(),
     }
 }

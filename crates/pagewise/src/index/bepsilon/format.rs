@@ -80,35 +80,12 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
     out
 }
 
-impl Node {
-    /// Basements as their stored bytes (a node just written stays cached
-    /// packed: a few bytes per entry instead of a map's tens).
-    pub fn pack(&mut self) {
-        for p in self.parts.iter_mut().flatten() {
-            if let Part::Base(_) = &**p {
-                let raw = encode_part(p).0;
-                let packed = super::packed::Packed::new(raw, None, None)
-                    .expect("a basement just encoded indexes");
-                *p = Arc::new(Part::Packed(packed));
-            }
-        }
-    }
-}
-
 /// The partition's raw bytes and its highest sequence number.
 fn encode_part(p: &Part) -> (Vec<u8>, u64) {
     let mut out = Vec::with_capacity(p.bytes());
     let mut max_seq = 0;
     match p {
         Part::Packed(p) => out.extend_from_slice(p.raw()),
-        Part::Base(b) => {
-            for (k, v) in b {
-                out.extend_from_slice(&(k.len() as u16).to_le_bytes());
-                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                out.extend_from_slice(k);
-                out.extend_from_slice(v);
-            }
-        }
         Part::Buf(b) => {
             for (k, pend) in b {
                 max_seq = max_seq.max(pend.max_seq());
@@ -343,13 +320,10 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
             },
             _ => return Err(format!("message type {ty}")),
         };
-        match out.get_mut(k) {
-            Some(old) if p.base.is_none() => old.absorb(p),
-            Some(_) => return Err("a put or delete after other messages of its key".into()),
-            None => {
-                out.insert(k.to_vec(), p);
-            }
+        if p.base.is_some() && out.contains_key(k) {
+            return Err("a put or delete after other messages of its key".into());
         }
+        out.add(k.to_vec(), p);
     }
     Ok(out)
 }
@@ -380,8 +354,7 @@ mod tests {
         assert!(n.parts.len() > 3, "basements split: {}", n.parts.len());
         for comp in [Compression::None, Compression::Lz4, Compression::Zstd] {
             let b = encode(&n, comp, 3);
-            let mut d = decode_full(&b, 4096).unwrap();
-            d.unpack();
+            let d = decode_full(&b, 4096).unwrap();
             assert_eq!(encode(&d, comp, 3), b, "decode then encode is the identity");
             assert_eq!(d.pivots, n.pivots);
             assert_eq!(d.part_bytes, n.part_bytes);
@@ -442,8 +415,6 @@ mod tests {
                     assert!(e.comp_bytes <= e.raw_bytes / 2, "{comp:?} {e:?}");
                 }
             }
-            let mut d = d;
-            d.unpack();
             assert_eq!(d.part_bytes, n.part_bytes);
             assert_eq!(encode(&d, comp, 3), b, "{comp:?}: decode then encode");
         }

@@ -185,11 +185,6 @@ fn resolve_unit(
     let keep = |k: &[u8]| in_bounds(k, bounds.0, bounds.1);
     let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     match base {
-        Part::Base(b) => {
-            for (k, val) in b.range(range.clone()).filter(|e| keep(e.0)) {
-                out.insert(k.clone(), Some(val.clone()));
-            }
-        }
         Part::Packed(b) => {
             let lo = range.0.as_ref().map(Vec::as_slice);
             let hi = range.1.as_ref().map(Vec::as_slice);

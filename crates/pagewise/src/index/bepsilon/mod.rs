@@ -6,7 +6,9 @@
 
 pub mod check;
 pub mod format;
+pub mod heap;
 pub mod iter;
+pub mod leaf;
 pub mod node;
 pub mod packed;
 pub mod place;

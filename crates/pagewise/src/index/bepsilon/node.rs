@@ -2,18 +2,21 @@
 //! and partitions (message buffers or basements), each loaded or not, with
 //! its serialized size kept per partition so budgets cost nothing to check.
 
+use super::heap::{alloc_bytes, arc_bytes, map_slot_bytes, vec_bytes};
+use super::packed::Packed;
 use super::Child;
 use crate::store::image::{Image, NodeImage, PageFill};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::mem::size_of;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Node header bytes (docs/design.md, "B-epsilon nodes").
 pub const HEADER_BYTES: usize = 64;
 pub const DIR_ENTRY_BYTES: usize = 24;
-/// Fixed bytes of a message entry and of a basement entry.
+/// Fixed bytes of a message entry (a basement entry's are 6: packed.rs).
 pub const MSG_FIXED_BYTES: usize = 15;
-pub const BASEMENT_FIXED_BYTES: usize = 6;
 
 /// A put or delete with its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,24 +70,104 @@ impl Pending {
     }
 }
 
-pub type Buffer = BTreeMap<Vec<u8>, Pending>;
-pub type Basement = BTreeMap<Vec<u8>, Vec<u8>>;
+impl Pending {
+    /// Heap bytes of its values and operand list (its map slot and key are
+    /// the buffer's).
+    pub fn heap_bytes(&self) -> usize {
+        let base = match &self.base {
+            Some(Base::Put(_, v)) => vec_bytes(v),
+            Some(Base::Delete(_)) | None => 0,
+        };
+        let list = alloc_bytes(self.ops.capacity() * size_of::<(u64, Vec<u8>)>());
+        base + list + self.ops.iter().map(|o| vec_bytes(&o.1)).sum::<usize>()
+    }
+}
+
+/// A message buffer: the messages of each key, collapsed, by key; with the
+/// heap bytes it holds kept as it changes (readers use the map directly).
+#[derive(Debug, Clone, Default)]
+pub struct Buffer {
+    map: BTreeMap<Vec<u8>, Pending>,
+    heap_bytes: usize,
+}
+
+impl std::ops::Deref for Buffer {
+    type Target = BTreeMap<Vec<u8>, Pending>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl Buffer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `p` after what `key` holds. Returns the serialized bytes of the
+    /// key's messages before and after.
+    pub fn add(&mut self, key: Vec<u8>, p: Pending) -> (usize, usize) {
+        let klen = key.len();
+        match self.map.entry(key) {
+            Entry::Occupied(mut o) => {
+                let (before, heap_before) = (o.get().bytes(klen), o.get().heap_bytes());
+                o.get_mut().absorb(p);
+                let (after, heap_after) = (o.get().bytes(klen), o.get().heap_bytes());
+                self.heap_bytes = self.heap_bytes - heap_before + heap_after;
+                (before, after)
+            }
+            Entry::Vacant(v) => {
+                let key_heap = vec_bytes(v.key());
+                let p = v.insert(p);
+                self.heap_bytes += map_slot_bytes::<Vec<u8>, Pending>() + key_heap + p.heap_bytes();
+                (0, p.bytes(klen))
+            }
+        }
+    }
+
+    /// Heap bytes of the map's slots, keys and messages.
+    pub fn heap_bytes(&self) -> usize {
+        self.heap_bytes
+    }
+
+    /// [`Self::heap_bytes`] recounted from the entries.
+    #[cfg(test)]
+    pub fn count_heap_bytes(&self) -> usize {
+        let slot = map_slot_bytes::<Vec<u8>, Pending>();
+        self.map
+            .iter()
+            .map(|(k, p)| slot + vec_bytes(k) + p.heap_bytes())
+            .sum()
+    }
+}
+
+impl IntoIterator for Buffer {
+    type Item = (Vec<u8>, Pending);
+    type IntoIter = std::collections::btree_map::IntoIter<Vec<u8>, Pending>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.map.into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Buffer {
+    type Item = (&'a Vec<u8>, &'a Pending);
+    type IntoIter = std::collections::btree_map::Iter<'a, Vec<u8>, Pending>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.map.iter()
+    }
+}
 
 /// One partition: an internal node's buffer for one child, or a basement.
 #[derive(Debug, Clone)]
 pub enum Part {
     Buf(Buffer),
-    /// A basement being changed (dirty nodes).
-    Base(Basement),
-    /// A clean basement as stored (read or just written).
-    Packed(super::packed::Packed),
+    /// A basement as stored: clean (read or just written) or dirty.
+    Packed(Packed),
 }
 
 impl Part {
     pub fn entries(&self) -> usize {
         match self {
             Part::Buf(b) => b.values().map(Pending::count).sum(),
-            Part::Base(b) => b.len(),
             Part::Packed(p) => p.len(),
         }
     }
@@ -93,14 +176,19 @@ impl Part {
     pub fn bytes(&self) -> usize {
         match self {
             Part::Buf(b) => b.iter().map(|(k, p)| p.bytes(k.len())).sum(),
-            Part::Base(b) => b.iter().map(|(k, v)| entry_bytes(k, v)).sum(),
             Part::Packed(p) => p.bytes(),
         }
     }
 }
 
-pub fn entry_bytes(k: &[u8], v: &[u8]) -> usize {
-    BASEMENT_FIXED_BYTES + k.len() + v.len()
+impl Part {
+    /// Heap bytes it holds.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Part::Buf(b) => b.heap_bytes(),
+            Part::Packed(p) => p.heap_bytes(),
+        }
+    }
 }
 
 /// Where a partition lies in a stored node (docs/design.md, partition directory).
@@ -177,7 +265,7 @@ impl Node {
             height: 0,
             pivots: Vec::new(),
             children: Vec::new(),
-            parts: vec![Some(Arc::new(Part::Base(Basement::new())))],
+            parts: vec![Some(Arc::new(Part::Packed(Packed::default())))],
             part_bytes: vec![0],
             dir: Vec::new(),
             comp: 0,
@@ -212,6 +300,25 @@ impl Node {
         self.shell_bytes() + self.part_bytes.iter().sum::<usize>()
     }
 
+    /// Heap bytes of the node in memory, loaded partitions included: what
+    /// the cache and the dirty set charge for it (heap.rs).
+    pub fn heap_bytes(&self) -> usize {
+        let pivots: usize = self.pivots.iter().map(vec_bytes).sum();
+        let vecs = alloc_bytes(self.pivots.capacity() * size_of::<Vec<u8>>())
+            + alloc_bytes(self.children.capacity() * size_of::<Child>())
+            + alloc_bytes(self.parts.capacity() * size_of::<Option<Arc<Part>>>())
+            + alloc_bytes(self.part_bytes.capacity() * size_of::<usize>())
+            + alloc_bytes(self.dir.capacity() * size_of::<DirEntry>())
+            + alloc_bytes(16 + self.uses.len());
+        arc_bytes::<Node>() + vecs + pivots + self.parts_heap_bytes()
+    }
+
+    /// Heap bytes of the loaded partitions.
+    pub fn parts_heap_bytes(&self) -> usize {
+        let parts = self.parts.iter().flatten();
+        parts.map(|p| arc_bytes::<Part>() + p.heap_bytes()).sum()
+    }
+
     pub fn all_loaded(&self) -> bool {
         self.parts.iter().all(Option::is_some)
     }
@@ -224,18 +331,10 @@ impl Node {
     /// Buffers `p` for `key` in partition `i`, after what is there.
     pub fn buf_add(&mut self, i: usize, key: Vec<u8>, p: Pending) {
         assert!(!self.is_leaf() && i < self.parts.len());
-        let klen = key.len();
         let Part::Buf(buf) = self.part_mut(i) else {
             panic!("internal node partition is not a buffer")
         };
-        let (before, after) = match buf.entry(key) {
-            std::collections::btree_map::Entry::Occupied(mut o) => {
-                let before = o.get().bytes(klen);
-                o.get_mut().absorb(p);
-                (before, o.get().bytes(klen))
-            }
-            std::collections::btree_map::Entry::Vacant(v) => (0, v.insert(p).bytes(klen)),
-        };
+        let (before, after) = buf.add(key, p);
         self.part_bytes[i] = self.part_bytes[i] + after - before;
     }
 
@@ -245,32 +344,8 @@ impl Node {
         self.part_bytes[i] = 0;
         match old {
             Part::Buf(b) => b,
-            Part::Base(_) | Part::Packed(_) => panic!("take_buf on a leaf"),
+            Part::Packed(_) => panic!("take_buf on a leaf"),
         }
-    }
-
-    /// Sets (`Some`) or removes (`None`) `key` in its basement; returns the
-    /// change in entries (-1, 0 or 1).
-    pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
-        assert!(self.is_leaf());
-        let i = self.find(key);
-        let Part::Base(b) = self.part_mut(i) else {
-            panic!("leaf partition is not a basement")
-        };
-        let has = value.is_some();
-        let old = match value {
-            Some(v) => {
-                let add = entry_bytes(key, &v);
-                let old = b.insert(key.to_vec(), v);
-                self.part_bytes[i] += add;
-                old
-            }
-            None => b.remove(key),
-        };
-        if let Some(o) = &old {
-            self.part_bytes[i] -= entry_bytes(key, o);
-        }
-        has as i64 - old.is_some() as i64
     }
 
     /// Splits before partition `s` (1..P): (left, separator, right).
@@ -310,75 +385,6 @@ impl Node {
         left
     }
 
-    /// Leaves: splits basements above `basement_bytes` at their byte
-    /// midpoint and joins neighbours that together fill at most half of it
-    /// (or of which one is empty). Bounded by the entries.
-    pub fn fix_basements(&mut self, basement_bytes: usize) {
-        assert!(self.is_leaf() && self.all_loaded());
-        let mut i = 0;
-        while i < self.parts.len() {
-            let big = self.part_bytes[i] > basement_bytes;
-            match self.parts[i].as_deref() {
-                Some(Part::Base(b)) if big && b.len() >= 2 => self.split_basement(i),
-                _ => i += 1,
-            }
-        }
-        let mut i = 0;
-        while i + 1 < self.parts.len() {
-            let sum = self.part_bytes[i] + self.part_bytes[i + 1];
-            let empty = self.part_bytes[i] == 0 || self.part_bytes[i + 1] == 0;
-            if empty || sum <= basement_bytes / 2 {
-                let Some(Part::Base(mut right)) = self.parts.remove(i + 1).map(unwrap_part) else {
-                    panic!("leaf partition is not a basement")
-                };
-                let rb = self.part_bytes.remove(i + 1);
-                self.pivots.remove(i);
-                let Part::Base(left) = self.part_mut(i) else {
-                    panic!("leaf partition is not a basement")
-                };
-                left.append(&mut right);
-                self.part_bytes[i] += rb;
-            } else {
-                i += 1;
-            }
-        }
-        debug_assert_eq!(self.pivots.len() + 1, self.parts.len());
-    }
-
-    fn split_basement(&mut self, i: usize) {
-        let total = self.part_bytes[i];
-        let Part::Base(b) = self.part_mut(i) else {
-            panic!("leaf partition is not a basement")
-        };
-        let last = b.len() - 1;
-        let mut acc = 0;
-        let mut mid = None;
-        for (n, (k, v)) in b.iter().enumerate() {
-            if n > 0 && (acc >= total / 2 || n == last) {
-                mid = Some(k.clone());
-                break;
-            }
-            acc += entry_bytes(k, v);
-        }
-        let mid = mid.expect("a basement of two entries or more splits");
-        let right = b.split_off(&mid);
-        let rb = total - acc;
-        self.part_bytes[i] = acc;
-        self.parts.insert(i + 1, Some(Arc::new(Part::Base(right))));
-        self.part_bytes.insert(i + 1, rb);
-        self.pivots.insert(i, mid);
-        debug_assert_eq!(self.parts[i].as_ref().unwrap().bytes(), acc);
-    }
-
-    /// Packed basements as maps, for changing (a clean node becoming dirty).
-    pub fn unpack(&mut self) {
-        for p in self.parts.iter_mut().flatten() {
-            if let Part::Packed(b) = &**p {
-                *p = Arc::new(Part::Base(b.to_map()));
-            }
-        }
-    }
-
     /// A copy with partition `i` loaded.
     /// A cached clean node's next image: partition `i` loaded, and the
     /// loaded partitions no read marked since the cache last looked dropped,
@@ -400,24 +406,9 @@ impl Node {
     }
 }
 
-/// The partition itself, copied if shared.
-pub fn unwrap_part(p: Arc<Part>) -> Part {
-    Arc::try_unwrap(p).unwrap_or_else(|a| (*a).clone())
-}
-
 impl NodeImage for Node {
     fn charge_bytes(&self) -> usize {
-        let loaded: usize = self
-            .parts
-            .iter()
-            .zip(&self.part_bytes)
-            .filter(|(p, _)| p.is_some())
-            .map(|(p, b)| match p.as_deref() {
-                Some(Part::Packed(x)) => b + 4 * x.len(),
-                p => b + 48 * p.map_or(0, Part::entries),
-            })
-            .sum();
-        256 + self.shell_bytes() + loaded
+        self.heap_bytes()
     }
 
     /// Requires: a clean node (its directory names every partition on disk).
@@ -454,5 +445,158 @@ impl NodeImage for Node {
 
     fn encode_page(&self, _page: &mut [u8]) -> PageFill {
         panic!("B-epsilon nodes are written as extents by their placement, never as pages")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::bepsilon::heap::counting::live;
+    use crate::index::bepsilon::PROVISIONAL_BIT;
+
+    /// A 16-byte key in a scattered order.
+    fn key(i: u64) -> Vec<u8> {
+        format!("{:016x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15)).into_bytes()
+    }
+
+    fn internal(count: usize) -> Node {
+        Node {
+            height: 1,
+            pivots: (1..count).map(|i| vec![(i * 256 / count) as u8]).collect(),
+            children: (0..count as u64)
+                .map(|i| Child::Dirty(PROVISIONAL_BIT | i))
+                .collect(),
+            parts: (0..count)
+                .map(|_| Some(Arc::new(Part::Buf(Buffer::new()))))
+                .collect(),
+            part_bytes: vec![0; count],
+            dir: Vec::new(),
+            comp: 0,
+            uses: UseMarks::default(),
+        }
+    }
+
+    /// The tracked heap bytes of every partition equal a recount.
+    fn assert_tracked(n: &Node) {
+        for p in n.parts.iter().flatten() {
+            match &**p {
+                Part::Buf(b) => assert_eq!(b.heap_bytes(), b.count_heap_bytes()),
+                Part::Packed(_) => {}
+            }
+        }
+    }
+
+    /// Builds a node with `fill` on this thread; returns it and the heap
+    /// bytes that stayed allocated.
+    fn measured(fill: impl FnOnce() -> Node) -> (Arc<Node>, usize) {
+        let before = live();
+        let n = Arc::new(fill());
+        (n.clone(), (live() - before) as usize)
+    }
+
+    fn assert_close(what: &str, n: &Node, heap: usize) {
+        let charge = n.charge_bytes();
+        let ratio = charge as f64 / heap as f64;
+        eprintln!(
+            "{what}: charged {charge}, measured {heap}, serialized {}",
+            n.bytes()
+        );
+        assert!(
+            (0.85..1.2).contains(&ratio),
+            "{what}: charged {charge}, measured {heap} (serialized {})",
+            n.bytes()
+        );
+    }
+
+    /// A dirty node's charge is its heap bytes within 15-20%, for buffers
+    /// of puts, of single upserts and of repeated upserts, and for leaves
+    /// (packed basements); a buffer's serialized bytes are half to a sixth
+    /// of its heap bytes.
+    #[test]
+    fn charge_tracks_the_measured_heap() {
+        let puts = |n: &mut Node, i: u64| {
+            let p = Pending {
+                base: Some(Base::Put(i, vec![i as u8; 100])),
+                ops: Vec::new(),
+            };
+            let k = key(i);
+            n.buf_add(n.find(&k), k, p);
+        };
+        let upsert = |n: &mut Node, i: u64, k: Vec<u8>| {
+            let p = Pending {
+                base: None,
+                ops: vec![(i, 1u64.to_le_bytes().to_vec())],
+            };
+            n.buf_add(n.find(&k), k, p);
+        };
+        let (n, heap) = measured(|| {
+            let mut n = internal(16);
+            (0..20_000).for_each(|i| puts(&mut n, i));
+            n
+        });
+        assert_close("puts", &n, heap);
+        assert!(n.bytes() * 3 / 2 < heap, "maps cost more than serialized");
+        assert_tracked(&n);
+        let (n, heap) = measured(|| {
+            let mut n = internal(16);
+            (0..20_000).for_each(|i| upsert(&mut n, i, key(i)));
+            n
+        });
+        assert_close("upserts", &n, heap);
+        assert!(n.bytes() * 4 < heap, "small messages cost several times");
+        let (n, heap) = measured(|| {
+            let mut n = internal(16);
+            (0..20_000).for_each(|i| upsert(&mut n, i, key(i % 3000)));
+            (0..1000).for_each(|i| puts(&mut n, i));
+            n
+        });
+        assert_close("repeated upserts, then puts over some", &n, heap);
+        assert_tracked(&n);
+        let (n, heap) = measured(|| {
+            let mut n = Node::new_leaf();
+            for i in 0..20_000 {
+                n.base_set(&key(i), Some(vec![i as u8; 100]));
+                if i % 256 == 0 {
+                    n.fix_basements(16 << 10);
+                }
+            }
+            for i in 0..5000 {
+                n.base_set(&key(i * 3), None);
+                n.base_set(&key(i * 3 + 1), Some(vec![1; 50]));
+            }
+            n.fix_basements(16 << 10);
+            n
+        });
+        assert!(n.parts.len() > 50, "basements split and joined");
+        assert_close("leaf", &n, heap);
+        assert_tracked(&n);
+    }
+
+    /// Taking a buffer, splitting and joining nodes keep the charge a
+    /// function of what the node holds.
+    #[test]
+    fn tracked_bytes_survive_take_split_and_concat() {
+        let mut n = internal(8);
+        for i in 0..4000 {
+            let k = key(i);
+            let p = Pending {
+                base: None,
+                ops: vec![(i, vec![1; 8])],
+            };
+            n.buf_add(n.find(&k), k, p);
+        }
+        let parts = |n: &Node| -> usize { n.parts.iter().flatten().map(|p| p.heap_bytes()).sum() };
+        let whole = parts(&n);
+        let taken = n.take_buf(3);
+        assert!(taken.heap_bytes() > 0 && !taken.is_empty());
+        assert_eq!(parts(&n) + taken.heap_bytes(), whole);
+        assert_eq!(n.part_bytes[3], 0);
+        let (l, sep, r) = n.split_at(4);
+        assert_tracked(&l);
+        assert_tracked(&r);
+        assert_eq!(parts(&l) + parts(&r) + taken.heap_bytes(), whole);
+        let joined = Node::concat(l, sep, r);
+        assert_eq!(joined.parts.len(), 8);
+        assert_tracked(&joined);
     }
 }

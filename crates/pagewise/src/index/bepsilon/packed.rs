@@ -1,9 +1,9 @@
-//! A clean basement as its stored bytes plus an offset per entry: what
-//! readers and the cache keep (about 4 bytes per entry over the data, where
-//! a map costs tens), binary-searched in place. Dirty nodes unpack it into a
-//! map (`Node::unpack`). Entry layout: docs/design.md, basement entry.
+//! A basement as its stored bytes plus an offset per entry: what readers,
+//! the cache and dirty leaves keep (about 4 bytes per entry over the data,
+//! where a map costs tens), binary-searched in place. Dirty leaves change
+//! it by merging a sorted batch into a new one (leaf.rs). Entry layout:
+//! docs/design.md, basement entry.
 
-use super::node::Basement;
 use crate::store::page::{get_u16, get_u32};
 use std::ops::Bound;
 
@@ -41,6 +41,76 @@ impl Packed {
         Ok(Packed { data: raw, offs })
     }
 
+    /// An empty basement with room for `bytes` of entries.
+    pub fn with_capacity(bytes: usize, entries: usize) -> Packed {
+        Packed {
+            data: Vec::with_capacity(bytes),
+            offs: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Appends an entry. Requires: `k` above every key held.
+    pub fn push(&mut self, k: &[u8], v: &[u8]) {
+        debug_assert!(self.last_key().is_none_or(|l| l < k));
+        assert!(k.len() <= u16::MAX as usize && self.data.len() < u32::MAX as usize);
+        self.offs.push(self.data.len() as u32);
+        self.data.extend_from_slice(&(k.len() as u16).to_le_bytes());
+        self.data.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        self.data.extend_from_slice(k);
+        self.data.extend_from_slice(v);
+    }
+
+    /// Appends entries `from..to` of `src`. Requires: their keys above
+    /// every key held.
+    pub fn extend_from(&mut self, src: &Packed, from: usize, to: usize) {
+        assert!(from <= to && to <= src.len());
+        if from == to {
+            return;
+        }
+        debug_assert!(self.last_key().is_none_or(|l| l < src.entry(from).0));
+        let (lo, hi) = (src.offs[from] as usize, src.end_of(to - 1));
+        let shift = self.data.len() as i64 - lo as i64;
+        self.offs.extend(
+            src.offs[from..to]
+                .iter()
+                .map(|&o| (o as i64 + shift) as u32),
+        );
+        self.data.extend_from_slice(&src.data[lo..hi]);
+    }
+
+    /// Byte offset just past entry `i`.
+    fn end_of(&self, i: usize) -> usize {
+        self.offs
+            .get(i + 1)
+            .map_or(self.data.len(), |&o| o as usize)
+    }
+
+    /// Byte offset of entry `i` (the bytes of the entries before it).
+    pub fn offset_of(&self, i: usize) -> usize {
+        self.offs[i] as usize
+    }
+
+    /// Releases spare capacity above an eighth of what is held (a merge
+    /// reserves for the worst case).
+    pub fn trim(&mut self) {
+        if self.data.capacity() > self.data.len() + self.data.len() / 8 + 64 {
+            self.data.shrink_to_fit();
+        }
+        if self.offs.capacity() > self.offs.len() + self.offs.len() / 8 + 16 {
+            self.offs.shrink_to_fit();
+        }
+    }
+
+    /// Index of the first entry whose key is not below `key`.
+    pub fn lower_bound(&self, key: &[u8]) -> usize {
+        self.lower(key)
+    }
+
+    /// Entry `i`: key and value.
+    pub fn at(&self, i: usize) -> (&[u8], &[u8]) {
+        self.entry(i)
+    }
+
     pub fn len(&self) -> usize {
         self.offs.len()
     }
@@ -51,6 +121,12 @@ impl Packed {
 
     pub fn bytes(&self) -> usize {
         self.data.len()
+    }
+
+    /// Heap bytes of its data and offsets.
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::alloc_bytes;
+        alloc_bytes(self.data.capacity()) + alloc_bytes(4 * self.offs.capacity())
     }
 
     pub fn raw(&self) -> &[u8] {
@@ -118,15 +194,6 @@ impl Packed {
                 Bound::Unbounded => true,
             })
     }
-
-    pub fn to_map(&self) -> Basement {
-        (0..self.len())
-            .map(|i| {
-                let (k, v) = self.entry(i);
-                (k.to_vec(), v.to_vec())
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -155,7 +222,6 @@ mod tests {
             .map(|e| e.0.to_vec())
             .collect();
         assert_eq!(r, vec![vec![b'k', 12], vec![b'k', 14], vec![b'k', 16]]);
-        assert_eq!(p.to_map().len(), 50);
         assert!(
             Packed::new(raw, Some(&[b'k', 1][..]), None).is_err(),
             "key below lo"

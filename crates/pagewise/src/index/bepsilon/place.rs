@@ -40,7 +40,7 @@ impl Index {
         for (id, ext, node) in placed {
             let img = st.dirty.remove(id).expect("a collected node is dirty");
             let was = downcast::<Node>(img).expect("a B-epsilon node");
-            st.dirty.extra_bytes -= was.bytes() as u64;
+            st.dirty.extra_bytes -= was.heap_bytes() as u64;
             self.store.cache.remove(ext.first_page);
             self.store
                 .cache
@@ -116,7 +116,6 @@ impl Index {
         let shell = format::decode_shell(&bytes, ext.len_bytes, pager.ps)
             .expect("a node just encoded decodes");
         (clean.dir, clean.comp) = (shell.dir, shell.comp);
-        clean.pack();
         placed.push((id, ext, Arc::new(clean)));
         Ok(ext)
     }

@@ -199,12 +199,8 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
                 }
                 cur = n.children[i];
             }
-            Part::Base(_) | Part::Packed(_) => {
-                let mut val = match &*p {
-                    Part::Base(b) => b.get(key).cloned(),
-                    Part::Packed(b) => b.get(key).map(<[u8]>::to_vec),
-                    Part::Buf(_) => unreachable!(),
-                };
+            Part::Packed(b) => {
+                let mut val = b.get(key).map(<[u8]>::to_vec);
                 for pend in path.iter().rev() {
                     match resolve(v.ix.merge.as_deref(), tree, key, val, pend) {
                         Ok(x) => val = x,

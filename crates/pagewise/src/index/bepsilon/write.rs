@@ -2,7 +2,7 @@
 //! flushes the child with the most buffered bytes one level down in one
 //! batch; nodes split and merge by serialized size (docs/design.md,
 //! "B-epsilon nodes"). Dirty nodes live in the store's dirty set under
-//! provisional ids, charged by their serialized bytes.
+//! provisional ids, charged by their heap bytes (heap.rs).
 
 use super::node::{Base, Buffer, Node, Part, Pending};
 use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
@@ -96,7 +96,7 @@ impl Writer<'_> {
         m.root = Some(Child::Dirty(root_id));
         let mut root = self.take(root_id);
         let r = if root.is_leaf() {
-            let r = self.leaf_apply(m, &mut root, key, &p);
+            let r = self.leaf_apply(m, &mut root, &[(key, &p)]);
             root.fix_basements(m.opts.basement_bytes as usize);
             r
         } else {
@@ -174,12 +174,14 @@ impl Writer<'_> {
     }
 
     /// Flushes the buffer chosen by [`flush_choice`] while `node` is over
-    /// its budget.
+    /// its budget: its node bytes serialized, or [`HEAP_FACTOR`] times them
+    /// in heap (small messages held as maps).
     fn flush_until_fits(&mut self, m: &mut Meta, node: &mut Node) -> Result<()> {
         assert!(!node.is_leaf());
         let bound = 4 * m.opts.fanout as usize + 8;
+        let budget = m.opts.node_bytes as usize;
         for _ in 0..bound {
-            if node.bytes() <= m.opts.node_bytes as usize {
+            if node.bytes() <= budget && node.parts_heap_bytes() <= HEAP_FACTOR * budget {
                 break;
             }
             let Some(c) = flush_choice(node) else {
@@ -235,11 +237,11 @@ impl Writer<'_> {
 
     fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
         if child.is_leaf() {
-            for (k, p) in &msgs {
-                self.leaf_apply(m, child, k, p)?;
-            }
+            let batch: Vec<(&[u8], &Pending)> =
+                msgs.iter().map(|(k, p)| (k.as_slice(), p)).collect();
+            let r = self.leaf_apply(m, child, &batch);
             child.fix_basements(m.opts.basement_bytes as usize);
-            return Ok(());
+            return r;
         }
         for (k, p) in msgs {
             let i = child.find(&k);
@@ -248,17 +250,24 @@ impl Writer<'_> {
         self.flush_until_fits(m, child)
     }
 
-    fn leaf_apply(&mut self, m: &mut Meta, leaf: &mut Node, key: &[u8], p: &Pending) -> Result<()> {
-        let existing = if p.ops.is_empty() {
-            None
-        } else {
-            match leaf.parts[leaf.find(key)].as_deref() {
-                Some(Part::Base(b)) => b.get(key).cloned(),
-                _ => panic!("dirty leaf partitions are loaded basements"),
-            }
+    /// Merges `batch` (sorted by key) into the leaf's packed basements.
+    fn leaf_apply(
+        &mut self,
+        m: &mut Meta,
+        leaf: &mut Node,
+        batch: &[(&[u8], &Pending)],
+    ) -> Result<()> {
+        let (merge, tree) = (self.merge, self.tree);
+        let mut res = |key: &[u8], existing: Option<&[u8]>, p: &Pending| {
+            // A put or delete ignores the value before it: no copy.
+            let before = if p.ops.is_empty() {
+                None
+            } else {
+                existing.map(<[u8]>::to_vec)
+            };
+            resolve(merge, tree, key, before, p)
         };
-        let v = resolve(self.merge, self.tree, key, existing, p)?;
-        let d = leaf.base_set(key, v);
+        let d = leaf.apply_sorted(batch, &mut res)?;
         m.entries = m.entries.checked_add_signed(d).expect("entry count");
         Ok(())
     }
@@ -331,8 +340,11 @@ impl Writer<'_> {
             Child::Clean(ext) => ext,
         };
         let mut node = self.load_full(&ext)?;
-        node.dir.clear();
-        node.unpack();
+        node.dir.clear(); // basements stay packed (leaf.rs merges into them)
+                          // No lookup reaches the clean image again (its parent now names the
+                          // dirty copy), and it would keep the partitions the copy changes
+                          // alive beside theirs: both charged, both held.
+        self.cache.remove(ext.first_page);
         self.alloc.free_later(ext.first_page, ext.count_pages);
         let id = provisional_id();
         self.put(id, node);
@@ -364,17 +376,27 @@ impl Writer<'_> {
     fn take(&mut self, id: u64) -> Node {
         let img = self.dirty.remove(id).expect("dirty node");
         let n = downcast::<Node>(img).expect("a B-epsilon node");
-        let n = Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone());
-        self.dirty.extra_bytes -= n.bytes() as u64;
-        n
+        // Charged as stored (a copy below may have other capacities).
+        let charge = n.heap_bytes() as u64;
+        assert!(self.dirty.extra_bytes >= charge, "dirty charge underflow");
+        self.dirty.extra_bytes -= charge;
+        Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone())
     }
 
+    /// Puts `n` into the dirty set, charged at its heap bytes.
     fn put(&mut self, id: u64, n: Node) {
         debug_assert!(n.all_loaded() && n.pivots.len() + 1 == n.parts.len());
-        self.dirty.extra_bytes += n.bytes() as u64;
+        self.dirty.extra_bytes += n.heap_bytes() as u64;
         self.dirty.insert(id, Arc::new(n) as Image);
     }
 }
+
+/// An internal node flushes once its heap bytes pass this many times its
+/// node bytes, even while its serialized bytes fit: buffered puts of 100-byte
+/// values take about twice their serialized bytes, 8-byte upserts about six
+/// times (docs/design.md, "Memory charge"), and a node image must fit a cache
+/// shard (`SHARD_UNIT_BYTES`).
+pub const HEAP_FACTOR: usize = 3;
 
 /// A dirty child's buffer counts this many times its bytes when choosing
 /// which buffer to flush: the child is written once at the next checkpoint
