@@ -38,6 +38,7 @@ pub use error::{Error, Result};
 pub use index::bepsilon::{BEpsOptions, Compression};
 pub use index::TreeKind;
 pub use options::{DeltaFlush, Durability, MergeOperator, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use index::bepsilon::trace::LevelReads;
 pub use stats::{Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
 pub use tree::{Iter, Tree};

@@ -5,6 +5,7 @@
 //! placement, merge operator).
 
 pub mod check;
+pub mod filter;
 pub mod format;
 pub mod iter;
 pub mod node;

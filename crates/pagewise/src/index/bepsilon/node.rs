@@ -103,14 +103,17 @@ pub fn entry_bytes(k: &[u8], v: &[u8]) -> usize {
     BASEMENT_FIXED_BYTES + k.len() + v.len()
 }
 
-/// Where a partition lies in a stored node (docs/design.md, partition directory).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Where a partition lies in a stored node (docs/design.md, partition
+/// directory), and the key filter of a stored buffer (None: the node has no
+/// filters, or the partition is a basement).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirEntry {
     pub offset: u32,
     pub comp_bytes: u32,
     pub raw_bytes: u32,
     pub crc: u32,
     pub entries: u32,
+    pub filter: Option<super::filter::Filter>,
 }
 
 #[derive(Debug, Clone)]
@@ -205,6 +208,15 @@ impl Node {
             + DIR_ENTRY_BYTES * self.parts.len()
             + self.pivots.iter().map(|p| 2 + p.len()).sum::<usize>()
             + refs
+    }
+
+    /// Bytes of the stored buffer filters (clean internal nodes).
+    pub fn filter_bytes(&self) -> usize {
+        self.dir
+            .iter()
+            .filter_map(|d| d.filter.as_ref())
+            .map(|f| f.bytes().len())
+            .sum()
     }
 
     /// Serialized bytes before compression: what budgets are measured in.
@@ -385,19 +397,28 @@ impl Node {
     /// so an image grows only by what reads use (partial eviction).
     pub fn with_part(&self, i: usize, p: Part) -> Node {
         let mut n = self.clone();
-        if n.is_leaf() && n.uses.len() == n.parts.len() && n.dir.len() == n.parts.len() {
+        let marked = n.uses.len() == n.parts.len() && n.dir.len() == n.parts.len();
+        if marked && (n.is_leaf() || shed_buffers()) {
             for j in 0..n.parts.len() {
                 if j != i && n.parts[j].is_some() && !n.uses.is_marked(j) {
                     n.parts[j] = None;
                 }
             }
-        } else {
+        } else if !marked {
             n.uses = UseMarks::new(n.parts.len());
         }
         n.parts[i] = Some(Arc::new(p));
         n.uses.mark(i);
         n
     }
+}
+
+/// Whether the cache's CLOCK hand sheds internal nodes' unused buffers
+/// (default on; `PAGEWISE_BEPS_SHED_BUFFERS=off` keeps them with their node,
+/// the behaviour before session 6, for back-to-back comparisons).
+fn shed_buffers() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_SHED_BUFFERS").map_or(true, |v| v != "off"))
 }
 
 /// The partition itself, copied if shared.
@@ -417,20 +438,20 @@ impl NodeImage for Node {
                 p => b + 48 * p.map_or(0, Part::entries),
             })
             .sum();
-        256 + self.shell_bytes() + loaded
+        256 + self.shell_bytes() + self.filter_bytes() + loaded
     }
 
     /// Requires: a clean node (its directory names every partition on disk).
-    /// Effect: drops the loaded partitions no read marked since the last
-    /// call, clearing the marks of the rest; the shell stays cached.
+    /// Effect: drops the loaded partitions (basements, and buffers of
+    /// internal nodes) no read marked since the last call, clearing the
+    /// marks of the rest; the shell (with its buffer filters) stays cached,
+    /// so a cold buffer is re-read only by a get its filter lets through.
     fn shed(&self) -> Option<Image> {
         if self.dir.len() != self.parts.len() {
             return None; // not a stored node: nothing could be read back
         }
-        if !self.is_leaf() {
-            // A buffer is on the path of 1/fanout of all reads, as often as
-            // the shells around it: it goes with its node, not before.
-            return None;
+        if !self.is_leaf() && !shed_buffers() {
+            return None; // PAGEWISE_BEPS_SHED_BUFFERS=off: buffers go with their node
         }
         let mut drop: Vec<usize> = Vec::new();
         for (i, p) in self.parts.iter().enumerate() {
