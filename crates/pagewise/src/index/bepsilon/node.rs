@@ -413,6 +413,11 @@ impl Node {
     }
 }
 
+/// Extra CLOCK passes an unreferenced B-epsilon node image survives
+/// (`NodeImage::keep_passes`; `PAGEWISE_BEPS_SHELL_PASSES` overrides it for
+/// comparisons, 0 being the plain second chance of the B+tree's pages).
+pub const SHELL_KEEP_PASSES: u8 = 2;
+
 /// Whether the cache's CLOCK hand sheds internal nodes' unused buffers
 /// (default on; `PAGEWISE_BEPS_SHED_BUFFERS=off` keeps them with their node,
 /// the behaviour before session 6, for back-to-back comparisons).
@@ -471,6 +476,19 @@ impl NodeImage for Node {
         }
         debug_assert!(n.charge_bytes() <= self.charge_bytes());
         Some(Arc::new(n))
+    }
+
+    /// A missing shell costs a dependent read before the partition a get
+    /// needs (and a leaf shell is small next to its basements), so shells
+    /// outlive the partitions shed around them: [`SHELL_KEEP_PASSES`].
+    fn keep_passes(&self) -> u8 {
+        static PASSES: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+        *PASSES.get_or_init(|| {
+            std::env::var("PAGEWISE_BEPS_SHELL_PASSES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(SHELL_KEEP_PASSES)
+        })
     }
 
     fn encode_page(&self, _page: &mut [u8]) -> PageFill {
