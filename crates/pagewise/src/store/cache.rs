@@ -313,7 +313,7 @@ mod tests {
         assert!(!c.contains(2), "an invalid replace stores nothing");
     }
 
-    /// A plain image of 300 bytes that asks for `0` extra passes.
+    /// An image of 300 bytes that asks for `.0` extra passes.
     struct Kept(u8);
 
     impl crate::store::image::NodeImage for Kept {
@@ -333,13 +333,15 @@ mod tests {
         let c = Cache::new(4096, 512);
         c.insert(1, std::sync::Arc::new(Kept(2)), || true);
         c.insert(2, std::sync::Arc::new(Kept(0)), || true);
-        for pid in 10..30 {
+        // 13 images fit; from pid 33 on the hand passes slot 0 once per 13
+        // inserts: a plain image there would go at once.
+        for pid in 10..40 {
             c.insert(pid, std::sync::Arc::new(Kept(0)), || true);
             assert!(c.used_bytes() <= 4096);
         }
         assert!(!c.contains(2), "a plain image goes on the first pass");
         assert!(c.contains(1), "two more passes for the kept image");
-        for pid in 30..80 {
+        for pid in 40..100 {
             c.insert(pid, std::sync::Arc::new(Kept(0)), || true);
         }
         assert!(!c.contains(1), "unreferenced, it goes after its passes");
