@@ -423,7 +423,7 @@ pub const SHELL_KEEP_PASSES: u8 = 2;
 /// the behaviour before session 6, for back-to-back comparisons).
 fn shed_buffers() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_SHED_BUFFERS").map_or(true, |v| v != "off"))
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_SHED_BUFFERS").as_deref() != Ok("off"))
 }
 
 /// The partition itself, copied if shared.

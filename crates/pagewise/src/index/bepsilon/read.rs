@@ -190,7 +190,7 @@ fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
 /// in one binary: docs/benchmarks.md, "Reads at a small cache (session 6)").
 fn filters_on() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_FILTERS").map_or(true, |v| v != "off"))
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_FILTERS").as_deref() != Ok("off"))
 }
 
 fn corrupt(pager: &Pager, ext: &Extent, what: String) -> Error {
