@@ -85,10 +85,6 @@ impl Filter {
     pub fn bytes(&self) -> &[u8] {
         &self.bits
     }
-
-    pub fn probes(&self) -> u8 {
-        self.probes
-    }
 }
 
 fn split(h: u64) -> (u64, u64) {
@@ -112,7 +108,7 @@ mod tests {
         assert!(fp < 20_000 / 50, "{fp} false positives in 20,000");
         let empty = Filter::build(std::iter::empty(), PROBES);
         assert!(empty.bytes().is_empty() && !empty.may_contain(b"k00000001"));
-        let again = Filter::from_stored(f.probes(), f.bytes());
+        let again = Filter::from_stored(PROBES, f.bytes());
         assert_eq!(again, f);
     }
 

@@ -85,7 +85,8 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         w += f.bytes().len();
     }
     if !filters.is_empty() {
-        put_u32(&mut out, 36, crc32c::crc32c(&out[area..w]));
+        let crc = crc32c::crc32c(&out[area..w]);
+        put_u32(&mut out, 36, crc);
     }
     assert_eq!(w, shell);
     for c in comps {
