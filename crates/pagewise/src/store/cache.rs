@@ -243,6 +243,12 @@ impl Cache {
         }
     }
 
+    /// Whether `pid`'s shard can take `bytes` more without evicting.
+    pub fn has_room(&self, pid: u64, bytes: usize) -> bool {
+        let s = self.shard(pid).read();
+        s.used + bytes <= self.budget
+    }
+
     pub fn used_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.read().used).sum()
     }

@@ -409,6 +409,25 @@ fn take_kv<'a>(raw: &'a [u8], r: &mut usize, skip: usize) -> Result<(&'a [u8], &
     Ok((key, val))
 }
 
+/// One stored message (type `ty`, sequence `seq`, value or operand `v`).
+fn pending_of(ty: u8, seq: u64, v: &[u8]) -> Result<Pending, String> {
+    Ok(match ty {
+        MSG_PUT => Pending {
+            base: Some(Base::Put(seq, v.to_vec())),
+            ops: vec![],
+        },
+        MSG_DELETE => Pending {
+            base: Some(Base::Delete(seq)),
+            ops: vec![],
+        },
+        MSG_UPSERT => Pending {
+            base: None,
+            ops: vec![(seq, v.to_vec())],
+        },
+        _ => return Err(format!("message type {ty}")),
+    })
+}
+
 fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buffer, String> {
     let mut out = Buffer::new();
     let mut r = 0;
@@ -422,21 +441,7 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
         if !in_range(k, lo, hi) || last.is_some_and(|l| l.as_slice() > k) {
             return Err("message keys out of order or outside the pivots".into());
         }
-        let p = match ty {
-            MSG_PUT => Pending {
-                base: Some(Base::Put(seq, v.to_vec())),
-                ops: vec![],
-            },
-            MSG_DELETE => Pending {
-                base: Some(Base::Delete(seq)),
-                ops: vec![],
-            },
-            MSG_UPSERT => Pending {
-                base: None,
-                ops: vec![(seq, v.to_vec())],
-            },
-            _ => return Err(format!("message type {ty}")),
-        };
+        let p = pending_of(ty, seq, v)?;
         match out.get_mut(k) {
             Some(old) if p.base.is_none() => old.absorb(p),
             Some(_) => return Err("a put or delete after other messages of its key".into()),
@@ -446,6 +451,43 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
         }
     }
     Ok(out)
+}
+
+/// The messages buffer `i` of `node` holds for `key` (a buffer of that key
+/// alone, possibly empty), from the buffer's stored bytes `c`: verified by
+/// checksum like [`decode_part`], but scanned in place up to the key instead
+/// of decoded whole (a point read that does not cache the buffer).
+pub fn probe_buffer(node: &Node, i: usize, c: &[u8], key: &[u8]) -> Result<Buffer, String> {
+    assert!(!node.is_leaf() && i < node.parts.len());
+    let d = &node.dir[i];
+    let crc = crc32c::crc32c(c);
+    if crc != d.crc || c.len() != d.comp_bytes as usize {
+        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
+    }
+    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
+    let raw = decompress(c, comp, d.raw_bytes as usize)?;
+    let mut found = Buffer::new();
+    let mut r = 0;
+    while r < raw.len() {
+        let ty = raw[r];
+        let seq = get_u64(raw.get(r + 1..r + 9).ok_or("message overruns")?, 0);
+        let (k, v) = take_kv(&raw, &mut r, 9)?;
+        if k > key {
+            break; // sorted: the key's messages are behind
+        }
+        if k == key {
+            let p = pending_of(ty, seq, v)?;
+            match found.get_mut(k) {
+                Some(old) if p.base.is_none() => old.absorb(p),
+                Some(_) => return Err("a put or delete after other messages of its key".into()),
+                None => {
+                    found.insert(k.to_vec(), p);
+                }
+            }
+        }
+    }
+    assert!(found.len() <= 1);
+    Ok(found)
 }
 
 /// A whole stored node, every partition loaded.

@@ -30,6 +30,9 @@ pub enum Miss {
     Shell(Extent),
     /// Partition `.1` of the node at this extent (whose image is `.2`).
     Part(Extent, usize, Arc<Node>),
+    /// The messages buffer `.1` of the node at this extent holds for key
+    /// `.3`, read without caching the buffer (a get under a full cache).
+    Probe(Extent, usize, Arc<Node>, Vec<u8>),
 }
 
 pub enum Step<T> {
@@ -45,6 +48,9 @@ pub struct View<'a> {
     hits: std::cell::Cell<u64>,
     /// Buffer reads saved by key filters in this try, by height.
     skips: std::cell::Cell<[u32; READ_LEVELS]>,
+    /// Buffers this read probed: (node's first page, partition, the
+    /// probed key's messages).
+    probed: &'a [(u64, usize, Arc<Part>)],
 }
 
 impl View<'_> {
@@ -104,7 +110,13 @@ impl View<'_> {
                 n.uses.mark(i);
                 Ok(p.clone())
             }
-            (None, Child::Clean(ext)) => Err(Miss::Part(ext, i, n.clone())),
+            (None, Child::Clean(ext)) => {
+                let probe = self.probed.iter().find(|p| p.0 == ext.first_page && p.1 == i);
+                match probe {
+                    Some(p) => Ok(p.2.clone()),
+                    None => Err(Miss::Part(ext, i, n.clone())),
+                }
+            }
             (None, Child::Dirty(id)) => panic!("dirty node {id:#x} with a partition not loaded"),
         }
     }
@@ -115,6 +127,7 @@ impl View<'_> {
 pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
     let store = &ix.store;
     let mut pinned: PidMap<Arc<Node>> = PidMap::default();
+    let mut probed: Vec<(u64, usize, Arc<Part>)> = Vec::new();
     for _ in 0..MAX_RESTARTS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let step = {
@@ -125,6 +138,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 pinned: &pinned,
                 hits: std::cell::Cell::new(0),
                 skips: std::cell::Cell::new([0; READ_LEVELS]),
+                probed: &probed,
             };
             let step = f(&view);
             store
@@ -141,8 +155,21 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
             Step::Miss(m) => m,
         };
         store.cache.count_miss();
-        let (ext, loaded) = load(ix, miss);
         let still = || store.reuse_gen.load(Ordering::Acquire) == gen;
+        if let Miss::Probe(ext, i, n, key) = miss {
+            match probe(ix, &ext, &n, i, &key) {
+                Ok(p) if still() => probed.push((ext.first_page, i, Arc::new(p))),
+                _ if !still() => {
+                    pinned.clear();
+                    probed.clear();
+                }
+                Ok(_) => unreachable!(),
+                Err(e) => return Err(e),
+            }
+            assert!(probed.len() <= super::MAX_HEIGHT as usize + 1);
+            continue;
+        }
+        let (ext, loaded) = load(ix, miss);
         match loaded {
             Ok(n) if still() => {
                 let n = Arc::new(n);
@@ -152,7 +179,10 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 pinned.insert(ext.first_page, n);
             }
             // The extent was reused under us; its old content is gone. Retry.
-            _ if !still() => pinned.clear(),
+            _ if !still() => {
+                pinned.clear();
+                probed.clear();
+            }
             Ok(_) => unreachable!(),
             Err(e) => return Err(e),
         }
@@ -182,7 +212,33 @@ fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
             let r = read_part(pager, &ext, &n, i).map(|p| n.with_part(i, p));
             (ext, r)
         }
+        Miss::Probe(..) => unreachable!("probes are not cached loads"),
     }
+}
+
+/// The messages buffer `i` of `n` (the node at `ext`) holds for `key`, read
+/// and scanned without decoding or caching the buffer (counted).
+fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Part> {
+    let (pager, d) = (&ix.store.pager, &n.dir[i]);
+    assert!(!n.is_leaf() && d.comp_bytes > 0, "probing an empty buffer");
+    let (_, pages) = ext.pages_of_range(d.offset as u64, d.comp_bytes as u64, pager.ps);
+    ix.counters.beps_reads.probe_read(n.height, pages * pager.ps as u64);
+    let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
+    let buf = format::probe_buffer(n, i, &c, key)
+        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
+    Ok(Part::Buf(buf))
+}
+
+/// Whether a get reads a cold buffer as a probe rather than loading it
+/// into the cache: when the node's cache shard has no room for it (a full
+/// cache would evict for it; an unfull one keeps it for later gets).
+/// `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
+fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
+    let d = &n.dir[i];
+    let charge = n.part_bytes[i] + 48 * d.entries as usize;
+    on && !n.is_leaf() && d.comp_bytes > 0 && !v.ix.store.cache.has_room(ext.first_page, charge)
 }
 
 /// Whether gets consult buffer filters (default on;
@@ -261,6 +317,9 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
         }
         let p = match v.part(cur, &n, i) {
             Ok(p) => p,
+            Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
+                return Step::Miss(Miss::Probe(ext, i, n, key.to_vec()))
+            }
             Err(miss) => return Step::Miss(miss),
         };
         match &*p {

@@ -65,6 +65,7 @@ pub struct ReadCounters {
     part_reads: [AtomicU64; LEVELS],
     part_bytes: [AtomicU64; LEVELS],
     filter_skips: [AtomicU64; LEVELS],
+    probes: [AtomicU64; LEVELS],
 }
 
 /// One height's figures of [`ReadCounters`].
@@ -79,6 +80,9 @@ pub struct LevelReads {
     /// Gets that skipped a buffer not in memory because its filter said
     /// the key cannot be there.
     pub filter_skips: u64,
+    /// Of `part_reads`, buffers a get read as a probe (scanned for its key,
+    /// not cached) because the cache had no room.
+    pub probes: u64,
 }
 
 impl ReadCounters {
@@ -90,6 +94,11 @@ impl ReadCounters {
     pub fn part_read(&self, height: u32, bytes: u64) {
         self.part_reads[level(height)].fetch_add(1, Relaxed);
         self.part_bytes[level(height)].fetch_add(bytes, Relaxed);
+    }
+
+    pub fn probe_read(&self, height: u32, bytes: u64) {
+        self.part_read(height, bytes);
+        self.probes[level(height)].fetch_add(1, Relaxed);
     }
 
     /// Adds `skips[h]` filter skips at each height `h`.
@@ -112,6 +121,7 @@ impl ReadCounters {
                 part_reads: self.part_reads[h].load(Relaxed),
                 part_bytes: self.part_bytes[h].load(Relaxed),
                 filter_skips: self.filter_skips[h].load(Relaxed),
+                probes: self.probes[h].load(Relaxed),
             };
             if l != (LevelReads { height: h as u32, ..LevelReads::default() }) {
                 out.push(l);
