@@ -325,7 +325,7 @@ fn corrupt_partition_is_a_typed_error_naming_node_and_partition() {
     db.close().unwrap();
     let (ps, cap) = (512usize, 480usize);
     let mut file = std::fs::read(&path).unwrap();
-    let mut targets = Vec::new();
+    let mut target = None;
     for pid in 2..file.len() / ps {
         let page = &file[pid * ps..(pid + 1) * ps];
         let payload = &page[32..];
@@ -617,7 +617,7 @@ fn corrupt_filter_is_a_typed_error() {
     let (ps, cap) = (512usize, 480usize);
     let mut file = std::fs::read(&path).unwrap();
     let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
-    let mut target = None;
+    let mut targets = Vec::new();
     for pid in 2..file.len() / ps {
         let page = &file[pid * ps..(pid + 1) * ps];
         let payload = &page[32..];
