@@ -491,7 +491,8 @@ fn filtered_kind() -> TreeKind {
 /// get of a key no buffer holds reads no buffer (but for the filters'
 /// false positives), while a get of a key a buffer holds reads it and
 /// finds the buffered value. Without filters (`PAGEWISE_BEPS_FILTERS=off`)
-/// the absent-key gets read about one buffer each: measured 1.04 per get.
+/// the absent-key gets read about one buffer each: measured 0.99 per get,
+/// against 0.018 with filters.
 #[test]
 fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
     let dir = tempfile::tempdir().unwrap();
