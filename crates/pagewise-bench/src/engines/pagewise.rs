@@ -11,7 +11,8 @@
 //!
 //! `pagewise-beps` is the same Db with every table a B-epsilon tree (default
 //! options; `PAGEWISE_BEPS_NODE_KIB` and `PAGEWISE_BEPS_BASEMENT_KIB` override
-//! the node and basement sizes for sweeps).
+//! the node and basement sizes for sweeps). Its engine stats add the page
+//! reads of the phase and the B-epsilon reads by height (`beps_reads`).
 
 use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
 use crate::{BenchError, Result};
