@@ -534,7 +534,10 @@ fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
         let want = value(&i.to_le_bytes(), 24, 1);
         assert_eq!(t.get(format!("key{i:06}")).unwrap(), Some(want), "key {i}");
     }
-    assert!(buffer_reads(&db, before) > 0, "buffered keys are read from buffers");
+    assert!(
+        buffer_reads(&db, before) > 0,
+        "buffered keys are read from buffers"
+    );
 }
 
 /// No false negative: with filters on, a tiny cache (buffers shed and read
@@ -587,7 +590,11 @@ fn filtered_gets_match_a_model_under_a_tiny_cache() {
         let every = if round == 11 { 1 } else { 5 };
         for i in (round % every..6000).step_by(every as usize) {
             let k = format!("k{i:05}").into_bytes();
-            assert_eq!(t.get(&k).unwrap(), model.get(&k).cloned(), "round {round} key {i}");
+            assert_eq!(
+                t.get(&k).unwrap(),
+                model.get(&k).cloned(),
+                "round {round} key {i}"
+            );
         }
     }
     let skipped: u64 = db.stats().beps_reads.iter().map(|l| l.filter_skips).sum();
@@ -627,7 +634,9 @@ fn corrupt_filter_is_a_typed_error() {
             continue; // not an internal node with filters
         }
         let count = u16::from_le_bytes([payload[6], payload[7]]) as usize;
-        let total: usize = (0..count).map(|i| u32_at(payload, 64 + 24 * i + 20) as usize).sum();
+        let total: usize = (0..count)
+            .map(|i| u32_at(payload, 64 + 24 * i + 20) as usize)
+            .sum();
         let off = u32_at(payload, 12) as usize - total;
         // The page holding the filter byte: still this extent's (same
         // checkpoint generation, its index), not reused by a later node.
@@ -639,7 +648,10 @@ fn corrupt_filter_is_a_typed_error() {
             targets.push((pid, off));
         }
     }
-    assert!(!targets.is_empty(), "a stored internal node with filter bytes");
+    assert!(
+        !targets.is_empty(),
+        "a stored internal node with filter bytes"
+    );
     for &(first, off) in &targets {
         let pid = first + off / cap;
         let at = pid * ps + 32 + off % cap;

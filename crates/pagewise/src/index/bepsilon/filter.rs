@@ -97,7 +97,9 @@ mod tests {
 
     #[test]
     fn no_false_negatives_and_few_false_positives() {
-        let keys: Vec<Vec<u8>> = (0..5000u32).map(|i| format!("k{i:08}").into_bytes()).collect();
+        let keys: Vec<Vec<u8>> = (0..5000u32)
+            .map(|i| format!("k{i:08}").into_bytes())
+            .collect();
         let f = Filter::build(keys.iter().map(Vec::as_slice), PROBES);
         assert_eq!(f.bytes().len(), filter_bytes(5000));
         assert!(keys.iter().all(|k| f.may_contain(k)), "a false negative");

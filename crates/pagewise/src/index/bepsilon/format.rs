@@ -335,7 +335,9 @@ fn decode_filters(
     if leaf || probes > filter::MAX_PROBES {
         let max = filter::MAX_PROBES;
         let what = if leaf { "a leaf" } else { "an internal node" };
-        return Err(format!("{probes} filter probes in {what} (filters: internal nodes, 1-{max})"));
+        return Err(format!(
+            "{probes} filter probes in {what} (filters: internal nodes, 1-{max})"
+        ));
     }
     let area = shell
         .get(at..)
@@ -344,12 +346,17 @@ fn decode_filters(
     let area = &area[..total as usize];
     let crc = crc32c::crc32c(area);
     if crc != stored_crc {
-        return Err(format!("filter checksum {crc:#010x}, stored {stored_crc:#010x}"));
+        return Err(format!(
+            "filter checksum {crc:#010x}, stored {stored_crc:#010x}"
+        ));
     }
     let mut r = 0;
     for (i, (d, &len)) in dir.iter_mut().zip(lens).enumerate() {
         if d.entries > 0 && len == 0 {
-            return Err(format!("partition {i}: {} messages and no filter", d.entries));
+            return Err(format!(
+                "partition {i}: {} messages and no filter",
+                d.entries
+            ));
         }
         d.filter = Some(Filter::from_stored(probes, &area[r..r + len as usize]));
         r += len as usize;
@@ -573,7 +580,10 @@ mod tests {
         let b = encode(&n, Compression::Lz4, 3);
         assert_eq!(b[32], filter::PROBES);
         let (lo, hi) = filter_area(&b);
-        let want: usize = [40, 80, 0, 160].iter().map(|&k| filter::filter_bytes(k)).sum();
+        let want: usize = [40, 80, 0, 160]
+            .iter()
+            .map(|&k| filter::filter_bytes(k))
+            .sum();
         assert_eq!(hi - lo, want, "10 bits per buffered key");
         let d = decode_full(&b, 4096).unwrap();
         assert_eq!(d.filter_bytes(), want);
@@ -590,7 +600,11 @@ mod tests {
         again.dir.clear();
         assert_eq!(encode(&again, Compression::Lz4, 3), b, "decode then encode");
         let leaf = encode(&leaf_of(false), Compression::Lz4, 3);
-        assert_eq!((leaf[32], get_u32(&leaf, 36)), (0, 0), "leaves carry no filters");
+        assert_eq!(
+            (leaf[32], get_u32(&leaf, 36)),
+            (0, 0),
+            "leaves carry no filters"
+        );
     }
 
     #[test]
@@ -604,7 +618,9 @@ mod tests {
         assert!(shell(&flipped).unwrap_err().starts_with("filter checksum"));
         let mut no_probes = b.clone();
         no_probes[32] = 0;
-        assert!(shell(&no_probes).unwrap_err().contains("without filter probes"));
+        assert!(shell(&no_probes)
+            .unwrap_err()
+            .contains("without filter probes"));
         let mut many = b.clone();
         many[32] = filter::MAX_PROBES + 1;
         assert!(shell(&many).unwrap_err().contains("filter probes"));

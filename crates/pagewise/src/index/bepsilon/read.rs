@@ -111,7 +111,10 @@ impl View<'_> {
                 Ok(p.clone())
             }
             (None, Child::Clean(ext)) => {
-                let probe = self.probed.iter().find(|p| p.0 == ext.first_page && p.1 == i);
+                let probe = self
+                    .probed
+                    .iter()
+                    .find(|p| p.0 == ext.first_page && p.1 == i);
                 match probe {
                     Some(p) => Ok(p.2.clone()),
                     None => Err(Miss::Part(ext, i, n.clone())),
@@ -222,7 +225,9 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
     let (pager, d) = (&ix.store.pager, &n.dir[i]);
     assert!(!n.is_leaf() && d.comp_bytes > 0, "probing an empty buffer");
     let (_, pages) = ext.pages_of_range(d.offset as u64, d.comp_bytes as u64, pager.ps);
-    ix.counters.beps_reads.probe_read(n.height, pages * pager.ps as u64);
+    ix.counters
+        .beps_reads
+        .probe_read(n.height, pages * pager.ps as u64);
     let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
     let buf = format::probe_buffer(n, i, &c, key)
         .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
@@ -280,7 +285,8 @@ fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
         bytes += ext.pages_of_range(first, rest, pager.ps).1 * pager.ps as u64;
     }
     assert!(b.len() >= want);
-    let n = format::decode_shell(&b, ext.len_bytes, pager.ps).map_err(|w| corrupt(pager, ext, w))?;
+    let n =
+        format::decode_shell(&b, ext.len_bytes, pager.ps).map_err(|w| corrupt(pager, ext, w))?;
     Ok((n, reads, bytes))
 }
 

@@ -123,7 +123,10 @@ impl ReadCounters {
                 filter_skips: self.filter_skips[h].load(Relaxed),
                 probes: self.probes[h].load(Relaxed),
             };
-            if l != (LevelReads { height: h as u32, ..LevelReads::default() }) {
+            if l != (LevelReads {
+                height: h as u32,
+                ..LevelReads::default()
+            }) {
                 out.push(l);
             }
         }
