@@ -89,7 +89,9 @@ impl Default for BEpsOptions {
     /// quarter of the setup: 8 KiB on this disk) bounds it from above for
     /// I/O, and the CPU of loading a basement into a cached leaf grows with
     /// the basements per leaf; measured at a 5% cache, 8 and 16 KiB tie in
-    /// median latency, 16 KiB with fewer shell bytes, 32 and 64 KiB lose
+    /// median latency, 16 KiB with fewer shell bytes, 32 and 64 KiB lose.
+    /// Fully cached 5M-row trees read about 1.6x faster with 64 KiB
+    /// basements (one unpaired run): a trade not settled yet
     /// (docs/benchmarks.md, "Reads at a small cache (session 6)").
     fn default() -> Self {
         Self {
