@@ -72,6 +72,10 @@ pub struct Stats {
     pub delta_rebases: u64,
     pub delta_carries: u64,
     pub delta_consolidations: u64,
+    /// B-epsilon point and range reads by node height: shells and
+    /// partitions read from the file (ops and bytes), buffer reads skipped
+    /// by key filters (docs/design.md, buffer key filters).
+    pub beps_reads: Vec<crate::index::bepsilon::trace::LevelReads>,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -164,6 +168,7 @@ impl Db {
             delta_rebases: ic.delta_rebases.load(Relaxed),
             delta_carries: ic.delta_carries.load(Relaxed),
             delta_consolidations: ic.delta_consolidations.load(Relaxed),
+            beps_reads: ic.beps_reads.snapshot(),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,

@@ -11,7 +11,8 @@
 //!
 //! `pagewise-beps` is the same Db with every table a B-epsilon tree (default
 //! options; `PAGEWISE_BEPS_NODE_KIB` and `PAGEWISE_BEPS_BASEMENT_KIB` override
-//! the node and basement sizes for sweeps).
+//! the node and basement sizes for sweeps). Its engine stats add the page
+//! reads of the phase and the B-epsilon reads by height (`beps_reads`).
 
 use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
 use crate::{BenchError, Result};
@@ -179,6 +180,9 @@ impl Engine for PagewiseEngine {
             "wal_syncs": stats.wal.syncs,
             "cache_hits": stats.cache_hits,
             "cache_misses": stats.cache_misses,
+            "page_read_ops": stats.pages.read_ops,
+            "page_read_bytes": stats.pages.read_bytes,
+            "beps_reads": stats.beps_reads,
             "checkpoints": stats.checkpoints,
             "commit_groups": stats.commit_groups,
             "io_engine": stats.io_engine,

@@ -187,6 +187,8 @@ pub struct Counters {
     pub delta_rebases: AtomicU64,
     pub delta_carries: AtomicU64,
     pub delta_consolidations: AtomicU64,
+    /// B-epsilon reads by height: shells, partitions, filter skips.
+    pub beps_reads: bepsilon::trace::ReadCounters,
 }
 
 /// The index layer's context: the store and what the kinds share.

@@ -3,7 +3,7 @@
 //! Dirty pages never live here (the writer keeps them until the checkpoint
 //! writes them), so eviction never does I/O and never blocks on it.
 
-use super::image::Image;
+use super::image::{Image, MAX_KEEP_PASSES};
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -46,6 +46,9 @@ struct Slot {
     /// Loaded by iterator read-ahead and not looked up since.
     ahead: AtomicBool,
     charge: usize,
+    /// Unreferenced passes of the hand left before eviction
+    /// (`NodeImage::keep_passes`, renewed by a reference).
+    spare: u8,
 }
 
 #[derive(Default)]
@@ -195,12 +198,14 @@ impl Cache {
         let (evicted, unused) = Self::make_room(s, charge, self.shard_budget());
         self.evictions.fetch_add(evicted, Ordering::Relaxed);
         self.ahead_unused.fetch_add(unused, Ordering::Relaxed);
+        let spare = node.keep_passes().min(MAX_KEEP_PASSES);
         let slot = Slot {
             pid,
             node: Some(node),
             referenced: AtomicBool::new(referenced),
             ahead: AtomicBool::new(ahead),
             charge,
+            spare,
         };
         let i = match s.free.pop() {
             Some(i) => {
@@ -222,8 +227,9 @@ impl Cache {
         let mut evicted = 0;
         let mut unused = 0;
         let mut steps = 0;
-        // A slot may be passed three times: shed, second chance, evict.
-        let limit = 3 * s.slots.len() + 1;
+        // A slot may be passed three times (shed, second chance, evict)
+        // plus its spare passes.
+        let limit = (3 + MAX_KEEP_PASSES as usize) * s.slots.len() + 1;
         while s.used + charge > budget && !s.map.is_empty() && steps < limit {
             steps += 1;
             let n = s.slots.len();
@@ -243,6 +249,11 @@ impl Cache {
             }
             if *slot.referenced.get_mut() {
                 *slot.referenced.get_mut() = false;
+                slot.spare = img.keep_passes().min(MAX_KEEP_PASSES);
+                continue;
+            }
+            if slot.spare > 0 {
+                slot.spare -= 1;
                 continue;
             }
             let (pid, c) = (slot.pid, slot.charge);
@@ -264,6 +275,12 @@ impl Cache {
             s.free.push(i);
             s.used -= c;
         }
+    }
+
+    /// Whether `pid`'s shard can take `bytes` more without evicting.
+    pub fn has_room(&self, pid: u64, bytes: usize) -> bool {
+        let s = self.shard(pid).read();
+        s.used + bytes <= self.budget
     }
 
     pub fn used_bytes(&self) -> usize {
@@ -334,6 +351,40 @@ mod tests {
         assert_eq!(c.get(1).unwrap().charge_bytes(), 100);
         c.replace(2, node(10), || false);
         assert!(!c.contains(2), "an invalid replace stores nothing");
+    }
+
+    /// An image of 300 bytes that asks for `.0` extra passes.
+    struct Kept(u8);
+
+    impl crate::store::image::NodeImage for Kept {
+        fn charge_bytes(&self) -> usize {
+            300
+        }
+        fn encode_page(&self, _: &mut [u8]) -> crate::store::image::PageFill {
+            unreachable!()
+        }
+        fn keep_passes(&self) -> u8 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn images_asking_for_passes_outlive_plain_ones_but_not_forever() {
+        let c = Cache::new(4096, 512);
+        c.insert(1, std::sync::Arc::new(Kept(2)), || true);
+        c.insert(2, std::sync::Arc::new(Kept(0)), || true);
+        // 13 images fit; from pid 33 on the hand passes slot 0 once per 13
+        // inserts: a plain image there would go at once.
+        for pid in 10..40 {
+            c.insert(pid, std::sync::Arc::new(Kept(0)), || true);
+            assert!(c.used_bytes() <= 4096);
+        }
+        assert!(!c.contains(2), "a plain image goes on the first pass");
+        assert!(c.contains(1), "two more passes for the kept image");
+        for pid in 40..100 {
+            c.insert(pid, std::sync::Arc::new(Kept(0)), || true);
+        }
+        assert!(!c.contains(1), "unreferenced, it goes after its passes");
     }
 
     #[test]

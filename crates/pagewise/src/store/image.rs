@@ -30,7 +30,18 @@ pub trait NodeImage: Any + Send + Sync {
     fn shed(&self) -> Option<Image> {
         None
     }
+    /// Extra passes of the CLOCK hand an unreferenced image survives before
+    /// eviction (at most [`MAX_KEEP_PASSES`]): images that are cheap to keep
+    /// and cost a dependent read when missing (B-epsilon node shells) stay
+    /// while the parts around them are shed. 0: plain second chance.
+    fn keep_passes(&self) -> u8 {
+        0
+    }
 }
+
+/// Most extra passes [`NodeImage::keep_passes`] may ask for (bounds the
+/// cache's eviction loop).
+pub const MAX_KEEP_PASSES: u8 = 4;
 
 /// Header fields a node image sets when it is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

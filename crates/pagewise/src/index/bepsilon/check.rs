@@ -1,9 +1,10 @@
 //! `Db::check` for B-epsilon trees: reads every node extent from disk,
 //! verifies pages, partition checksums, key order and ranges (messages and
 //! basement entries inside the range their ancestors assign), levels, and
-//! recounts the descriptor's counters.
+//! recounts the descriptor's counters; every buffered key must pass its
+//! buffer's key filter.
 
-use super::node::{Node, Part};
+use super::node::{Buffer, Node, Part};
 use super::{format, Child, Meta};
 use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
@@ -72,7 +73,11 @@ fn visit(
             Some(Part::Packed(_)) => {
                 w.counted.entries += p.as_ref().map_or(0, |p| p.entries()) as u64
             }
-            Some(Part::Buf(_)) => {
+            Some(Part::Buf(b)) => {
+                if let Some(k) = filter_misses(&node, i, b) {
+                    let what = format!("buffer {i}: key {k:?} is not in its filter");
+                    claims.problem(ext.first_page, what);
+                }
                 let lo = if i == 0 {
                     range.0
                 } else {
@@ -87,6 +92,13 @@ fn visit(
             None => unreachable!("decode_full loads every partition"),
         }
     }
+}
+
+/// A key buffer `i` of `node` holds that its stored filter rules out (a
+/// get would miss its messages), if any.
+fn filter_misses<'a>(node: &Node, i: usize, b: &'a Buffer) -> Option<&'a [u8]> {
+    let f = node.dir.get(i)?.filter.as_ref()?;
+    b.keys().map(Vec::as_slice).find(|k| !f.may_contain(k))
 }
 
 /// A key of `node` (pivot, message or entry) outside `range`, described.

@@ -4,6 +4,7 @@
 //! Decoders return what is wrong as a string; the caller names the node's
 //! first page and wraps it as `Error::Corrupt`.
 
+use super::filter::{self, Filter};
 use super::node::{Base, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES};
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
@@ -20,7 +21,8 @@ const MSG_UPSERT: u8 = 3;
 /// Encodes `node`. Requires: every partition loaded and every child placed.
 pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
     assert!(node.all_loaded() && node.parts.len() <= u16::MAX as usize);
-    let shell = node.shell_bytes();
+    let filters = build_filters(node);
+    let shell = node.shell_bytes() + filters.iter().map(|f| f.bytes().len()).sum::<usize>();
     let mut raws = Vec::with_capacity(node.parts.len());
     let mut max_seq = 0;
     for p in &node.parts {
@@ -45,6 +47,9 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
     put_u32(&mut out, 12, shell as u32);
     put_u64(&mut out, 16, max_seq);
     put_u64(&mut out, 24, raws.iter().map(|r| r.len() as u64).sum());
+    if !filters.is_empty() {
+        out[32] = filter::PROBES;
+    }
     let mut at = shell;
     for (i, (raw, c)) in raws.iter().zip(&comps).enumerate() {
         let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
@@ -57,6 +62,8 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
             d + 16,
             node.parts[i].as_ref().unwrap().entries() as u32,
         );
+        let f = filters.get(i).map_or(0, |f| f.bytes().len());
+        put_u32(&mut out, d + 20, f as u32);
         at += c.len();
     }
     let mut w = HEADER_BYTES + node.parts.len() * DIR_ENTRY_BYTES;
@@ -72,12 +79,38 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         e.encode(&mut out[w..w + EXTENT_REF_BYTES]);
         w += EXTENT_REF_BYTES;
     }
+    let area = w;
+    for f in &filters {
+        out[w..w + f.bytes().len()].copy_from_slice(f.bytes());
+        w += f.bytes().len();
+    }
+    if !filters.is_empty() {
+        let crc = crc32c::crc32c(&out[area..w]);
+        put_u32(&mut out, 36, crc);
+    }
     assert_eq!(w, shell);
     for c in comps {
         out.extend_from_slice(&c);
     }
     assert_eq!(out.len(), total);
     out
+}
+
+/// The key filter of each buffer of an internal node (none for leaves).
+fn build_filters(node: &Node) -> Vec<Filter> {
+    if node.is_leaf() {
+        return Vec::new();
+    }
+    let filters: Vec<Filter> = node
+        .parts
+        .iter()
+        .map(|p| match p.as_deref() {
+            Some(Part::Buf(b)) => Filter::build(b.keys().map(Vec::as_slice), filter::PROBES),
+            _ => panic!("internal node partition is not a loaded buffer"),
+        })
+        .collect();
+    assert_eq!(filters.len(), node.parts.len());
+    filters
 }
 
 /// The partition's raw bytes and its highest sequence number.
@@ -185,27 +218,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
     if count == 0 || shell > b.len() || shell as u64 > len_bytes {
         return Err(format!("{count} partitions in a shell of {shell} bytes"));
     }
-    let mut dir = Vec::with_capacity(count);
-    for i in 0..count {
-        let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
-        if d + DIR_ENTRY_BYTES > shell {
-            return Err("directory overruns the shell".into());
-        }
-        let e = DirEntry {
-            offset: get_u32(b, d),
-            comp_bytes: get_u32(b, d + 4),
-            raw_bytes: get_u32(b, d + 8),
-            crc: get_u32(b, d + 12),
-            entries: get_u32(b, d + 16),
-        };
-        if (e.offset as usize) < shell || e.offset as u64 + e.comp_bytes as u64 > len_bytes {
-            return Err(format!(
-                "partition {i} at {}+{} lies outside the node",
-                e.offset, e.comp_bytes
-            ));
-        }
-        dir.push(e);
-    }
+    let (mut dir, filter_lens) = decode_dir(b, count, shell, len_bytes)?;
     let mut r = HEADER_BYTES + count * DIR_ENTRY_BYTES;
     let mut pivots: Vec<Vec<u8>> = Vec::with_capacity(count - 1);
     for _ in 1..count {
@@ -226,6 +239,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         children.push(Child::Clean(e));
         r += EXTENT_REF_BYTES;
     }
+    r += decode_filters(&b[..shell], r, leaf, &mut dir, &filter_lens)?;
     if r != shell {
         return Err(format!("shell holds {r} bytes, header says {shell}"));
     }
@@ -241,9 +255,96 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
     })
 }
 
+/// The partition directory (filters not yet attached) and each entry's
+/// filter bytes.
+fn decode_dir(
+    b: &[u8],
+    count: usize,
+    shell: usize,
+    len_bytes: u64,
+) -> Result<(Vec<DirEntry>, Vec<u32>), String> {
+    let mut dir = Vec::with_capacity(count);
+    let mut filter_lens = Vec::with_capacity(count);
+    for i in 0..count {
+        let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
+        if d + DIR_ENTRY_BYTES > shell {
+            return Err("directory overruns the shell".into());
+        }
+        let e = DirEntry {
+            offset: get_u32(b, d),
+            comp_bytes: get_u32(b, d + 4),
+            raw_bytes: get_u32(b, d + 8),
+            crc: get_u32(b, d + 12),
+            entries: get_u32(b, d + 16),
+            filter: None,
+        };
+        if (e.offset as usize) < shell || e.offset as u64 + e.comp_bytes as u64 > len_bytes {
+            return Err(format!(
+                "partition {i} at {}+{} lies outside the node",
+                e.offset, e.comp_bytes
+            ));
+        }
+        dir.push(e);
+        filter_lens.push(get_u32(b, d + 20));
+    }
+    assert_eq!(dir.len(), filter_lens.len());
+    Ok((dir, filter_lens))
+}
+
+/// Attaches the buffer filters stored at `at` of `shell` (the shell's bytes)
+/// to `dir`, verified (docs/design.md, buffer key filters); returns the
+/// filter area's bytes.
+fn decode_filters(
+    shell: &[u8],
+    at: usize,
+    leaf: bool,
+    dir: &mut [DirEntry],
+    lens: &[u32],
+) -> Result<usize, String> {
+    let (probes, stored_crc) = (shell[32], get_u32(shell, 36));
+    let total: u64 = lens.iter().map(|&l| l as u64).sum();
+    if probes == 0 {
+        if total != 0 || stored_crc != 0 {
+            return Err(format!("{total} filter bytes without filter probes"));
+        }
+        return Ok(0);
+    }
+    if leaf || probes > filter::MAX_PROBES {
+        let max = filter::MAX_PROBES;
+        let what = if leaf { "a leaf" } else { "an internal node" };
+        return Err(format!(
+            "{probes} filter probes in {what} (filters: internal nodes, 1-{max})"
+        ));
+    }
+    let area = shell
+        .get(at..)
+        .filter(|a| a.len() as u64 >= total)
+        .ok_or_else(|| format!("filters of {total} bytes overrun the shell"))?;
+    let area = &area[..total as usize];
+    let crc = crc32c::crc32c(area);
+    if crc != stored_crc {
+        return Err(format!(
+            "filter checksum {crc:#010x}, stored {stored_crc:#010x}"
+        ));
+    }
+    let mut r = 0;
+    for (i, (d, &len)) in dir.iter_mut().zip(lens).enumerate() {
+        if d.entries > 0 && len == 0 {
+            return Err(format!(
+                "partition {i}: {} messages and no filter",
+                d.entries
+            ));
+        }
+        d.filter = Some(Filter::from_stored(probes, &area[r..r + len as usize]));
+        r += len as usize;
+    }
+    assert_eq!(r, area.len());
+    Ok(area.len())
+}
+
 /// Partition `i` of `node` from its stored (compressed) bytes `c`.
 pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
-    let d = node.dir[i];
+    let d = &node.dir[i];
     let crc = crc32c::crc32c(c);
     if crc != d.crc || c.len() != d.comp_bytes as usize {
         return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
@@ -292,6 +393,25 @@ fn take_kv<'a>(raw: &'a [u8], r: &mut usize, skip: usize) -> Result<(&'a [u8], &
     Ok((key, val))
 }
 
+/// One stored message (type `ty`, sequence `seq`, value or operand `v`).
+fn pending_of(ty: u8, seq: u64, v: &[u8]) -> Result<Pending, String> {
+    Ok(match ty {
+        MSG_PUT => Pending {
+            base: Some(Base::Put(seq, v.to_vec())),
+            ops: vec![],
+        },
+        MSG_DELETE => Pending {
+            base: Some(Base::Delete(seq)),
+            ops: vec![],
+        },
+        MSG_UPSERT => Pending {
+            base: None,
+            ops: vec![(seq, v.to_vec())],
+        },
+        _ => return Err(format!("message type {ty}")),
+    })
+}
+
 fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buffer, String> {
     let mut out = Buffer::new();
     let mut r = 0;
@@ -305,21 +425,7 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
         if !in_range(k, lo, hi) || last.is_some_and(|l| l.as_slice() > k) {
             return Err("message keys out of order or outside the pivots".into());
         }
-        let p = match ty {
-            MSG_PUT => Pending {
-                base: Some(Base::Put(seq, v.to_vec())),
-                ops: vec![],
-            },
-            MSG_DELETE => Pending {
-                base: Some(Base::Delete(seq)),
-                ops: vec![],
-            },
-            MSG_UPSERT => Pending {
-                base: None,
-                ops: vec![(seq, v.to_vec())],
-            },
-            _ => return Err(format!("message type {ty}")),
-        };
+        let p = pending_of(ty, seq, v)?;
         if p.base.is_some() && out.contains_key(k) {
             return Err("a put or delete after other messages of its key".into());
         }
@@ -328,11 +434,45 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
     Ok(out)
 }
 
+/// The messages buffer `i` of `node` holds for `key` (a buffer of that key
+/// alone, possibly empty), from the buffer's stored bytes `c`: verified by
+/// checksum like [`decode_part`], but scanned in place up to the key instead
+/// of decoded whole (a point read that does not cache the buffer).
+pub fn probe_buffer(node: &Node, i: usize, c: &[u8], key: &[u8]) -> Result<Buffer, String> {
+    assert!(!node.is_leaf() && i < node.parts.len());
+    let d = &node.dir[i];
+    let crc = crc32c::crc32c(c);
+    if crc != d.crc || c.len() != d.comp_bytes as usize {
+        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
+    }
+    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
+    let raw = decompress(c, comp, d.raw_bytes as usize)?;
+    let mut found = Buffer::new();
+    let mut r = 0;
+    while r < raw.len() {
+        let ty = raw[r];
+        let seq = get_u64(raw.get(r + 1..r + 9).ok_or("message overruns")?, 0);
+        let (k, v) = take_kv(&raw, &mut r, 9)?;
+        if k > key {
+            break; // sorted: the key's messages are behind
+        }
+        if k == key {
+            let p = pending_of(ty, seq, v)?;
+            if p.base.is_some() && found.contains_key(k) {
+                return Err("a put or delete after other messages of its key".into());
+            }
+            found.add(k.to_vec(), p);
+        }
+    }
+    assert!(found.len() <= 1);
+    Ok(found)
+}
+
 /// A whole stored node, every partition loaded.
 pub fn decode_full(b: &[u8], page_size: usize) -> Result<Node, String> {
     let mut node = decode_shell(b, b.len() as u64, page_size)?;
     for i in 0..node.parts.len() {
-        let d = node.dir[i];
+        let d = &node.dir[i];
         let c = &b[d.offset as usize..(d.offset + d.comp_bytes) as usize];
         let p = decode_part(&node, i, c).map_err(|e| format!("partition {i}: {e}"))?;
         node.parts[i] = Some(Arc::new(p));
@@ -367,6 +507,104 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// An internal node of 4 buffers: buffer 2 empty, the others holding
+    /// messages for keys `b{i}-{j}` (i the buffer).
+    fn internal_node() -> Node {
+        let mut n = Node::new_leaf();
+        n.height = 1;
+        n.pivots = vec![b"b1".to_vec(), b"b2".to_vec(), b"b3".to_vec()];
+        n.children = (0..4)
+            .map(|i| Child::Clean(Extent::new(10 + i, 9000, 4096)))
+            .collect();
+        n.parts = (0..4)
+            .map(|_| Some(Arc::new(Part::Buf(Buffer::new()))))
+            .collect();
+        n.part_bytes = vec![0; 4];
+        for i in [0usize, 1, 3] {
+            for j in 0..(40 * (i + 1)) {
+                let p = Pending {
+                    base: Some(Base::Put(j as u64 + 1, vec![i as u8; 12])),
+                    ops: vec![],
+                };
+                n.buf_add(i, format!("b{i}-{j:04}").into_bytes(), p);
+            }
+        }
+        n
+    }
+
+    /// Offset of the filter area in an encoded internal node.
+    fn filter_area(b: &[u8]) -> (usize, usize) {
+        let count = get_u16(b, 6) as usize;
+        let total: usize = (0..count)
+            .map(|i| get_u32(b, HEADER_BYTES + i * DIR_ENTRY_BYTES + 20) as usize)
+            .sum();
+        let shell = shell_len(b).unwrap();
+        (shell - total, shell)
+    }
+
+    #[test]
+    fn internal_node_filters_round_trip_and_admit_every_buffered_key() {
+        let n = internal_node();
+        let b = encode(&n, Compression::Lz4, 3);
+        assert_eq!(b[32], filter::PROBES);
+        let (lo, hi) = filter_area(&b);
+        let want: usize = [40, 80, 0, 160]
+            .iter()
+            .map(|&k| filter::filter_bytes(k))
+            .sum();
+        assert_eq!(hi - lo, want, "10 bits per buffered key");
+        let d = decode_full(&b, 4096).unwrap();
+        assert_eq!(d.filter_bytes(), want);
+        for (i, part) in n.parts.iter().enumerate() {
+            let Some(Part::Buf(buf)) = part.as_deref() else {
+                unreachable!()
+            };
+            let f = d.dir[i].filter.as_ref().expect("every buffer has a filter");
+            assert!(buf.keys().all(|k| f.may_contain(k)), "buffer {i}");
+        }
+        let empty = d.dir[2].filter.as_ref().unwrap();
+        assert!(empty.bytes().is_empty() && !empty.may_contain(b"b2-0000"));
+        let mut again = d.clone();
+        again.dir.clear();
+        assert_eq!(encode(&again, Compression::Lz4, 3), b, "decode then encode");
+        let leaf = encode(&leaf_of(false), Compression::Lz4, 3);
+        assert_eq!(
+            (leaf[32], get_u32(&leaf, 36)),
+            (0, 0),
+            "leaves carry no filters"
+        );
+    }
+
+    #[test]
+    fn damaged_filters_are_refused() {
+        let b = encode(&internal_node(), Compression::None, 3);
+        let (lo, _) = filter_area(&b);
+        let shell = |b: &[u8]| decode_shell(b, b.len() as u64, 4096).map(|_| ());
+        assert!(shell(&b).is_ok());
+        let mut flipped = b.clone();
+        flipped[lo + 3] ^= 0x10;
+        assert!(shell(&flipped).unwrap_err().starts_with("filter checksum"));
+        let mut no_probes = b.clone();
+        no_probes[32] = 0;
+        assert!(shell(&no_probes)
+            .unwrap_err()
+            .contains("without filter probes"));
+        let mut many = b.clone();
+        many[32] = filter::MAX_PROBES + 1;
+        assert!(shell(&many).unwrap_err().contains("filter probes"));
+        // Buffer 0 keeps its messages but loses its filter bytes to buffer 1.
+        let mut moved = b.clone();
+        let d0 = HEADER_BYTES + 20;
+        let (f0, f1) = (get_u32(&b, d0), get_u32(&b, d0 + DIR_ENTRY_BYTES));
+        put_u32(&mut moved, d0, 0);
+        put_u32(&mut moved, d0 + DIR_ENTRY_BYTES, f0 + f1);
+        let e = shell(&moved).unwrap_err();
+        assert!(e.contains("partition 0: 40 messages and no filter"), "{e}");
+        let mut leaf = encode(&leaf_of(false), Compression::None, 3);
+        leaf[32] = 1;
+        assert!(shell(&leaf).unwrap_err().contains("in a leaf"));
     }
 
     /// A leaf of 100-byte values, random (`noise`) or runs of one byte.

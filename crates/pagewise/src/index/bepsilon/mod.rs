@@ -5,6 +5,7 @@
 //! placement, merge operator).
 
 pub mod check;
+pub mod filter;
 pub mod format;
 pub mod heap;
 pub mod iter;
@@ -83,13 +84,21 @@ pub struct BEpsOptions {
 }
 
 impl Default for BEpsOptions {
-    /// 1 MiB nodes of 64 KiB basements, fanout 16, lz4: at the dev VM's
+    /// 1 MiB nodes of 16 KiB basements, fanout 16, lz4: at the dev VM's
     /// half-bandwidth point (about 1 MiB per random read) a flush moves a
-    /// node's worth of messages per child read.
+    /// node's worth of messages per child read. Basements: a point read
+    /// outside the cache reads one; the advisor's rule (transfer at most a
+    /// quarter of the setup: 8 KiB on this disk) bounds it from above for
+    /// I/O, and the CPU of loading a basement into a cached leaf grows with
+    /// the basements per leaf; measured at a 5% cache, 8 and 16 KiB tie in
+    /// median latency, 16 KiB with fewer shell bytes, 32 and 64 KiB lose.
+    /// Fully cached 5M-row trees read about 1.6x faster with 64 KiB
+    /// basements (one unpaired run): a trade not settled yet
+    /// (docs/benchmarks.md, "Reads at a small cache (session 6)").
     fn default() -> Self {
         Self {
             node_bytes: 1 << 20,
-            basement_bytes: 64 << 10,
+            basement_bytes: 16 << 10,
             fanout: 16,
             compression: Compression::Lz4,
             level: 3,

@@ -191,14 +191,17 @@ impl Part {
     }
 }
 
-/// Where a partition lies in a stored node (docs/design.md, partition directory).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Where a partition lies in a stored node (docs/design.md, partition
+/// directory), and the key filter of a stored buffer (None: the node has no
+/// filters, or the partition is a basement).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirEntry {
     pub offset: u32,
     pub comp_bytes: u32,
     pub raw_bytes: u32,
     pub crc: u32,
     pub entries: u32,
+    pub filter: Option<super::filter::Filter>,
 }
 
 #[derive(Debug, Clone)]
@@ -293,6 +296,15 @@ impl Node {
             + DIR_ENTRY_BYTES * self.parts.len()
             + self.pivots.iter().map(|p| 2 + p.len()).sum::<usize>()
             + refs
+    }
+
+    /// Bytes of the stored buffer filters (clean internal nodes).
+    pub fn filter_bytes(&self) -> usize {
+        self.dir
+            .iter()
+            .filter_map(|d| d.filter.as_ref())
+            .map(|f| f.bytes().len())
+            .sum()
     }
 
     /// Serialized bytes before compression: what budgets are measured in.
@@ -391,13 +403,14 @@ impl Node {
     /// so an image grows only by what reads use (partial eviction).
     pub fn with_part(&self, i: usize, p: Part) -> Node {
         let mut n = self.clone();
-        if n.is_leaf() && n.uses.len() == n.parts.len() && n.dir.len() == n.parts.len() {
+        let marked = n.uses.len() == n.parts.len() && n.dir.len() == n.parts.len();
+        if marked && (n.is_leaf() || shed_buffers()) {
             for j in 0..n.parts.len() {
                 if j != i && n.parts[j].is_some() && !n.uses.is_marked(j) {
                     n.parts[j] = None;
                 }
             }
-        } else {
+        } else if !marked {
             n.uses = UseMarks::new(n.parts.len());
         }
         n.parts[i] = Some(Arc::new(p));
@@ -406,22 +419,37 @@ impl Node {
     }
 }
 
+/// Extra CLOCK passes an unreferenced B-epsilon node image survives
+/// (`NodeImage::keep_passes`; `PAGEWISE_BEPS_SHELL_PASSES` overrides it for
+/// comparisons, 0 being the plain second chance of the B+tree's pages).
+pub const SHELL_KEEP_PASSES: u8 = 2;
+
+/// Whether the cache's CLOCK hand sheds internal nodes' unused buffers
+/// (default on; `PAGEWISE_BEPS_SHED_BUFFERS=off` keeps them with their node,
+/// the behaviour before session 6, for back-to-back comparisons).
+fn shed_buffers() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_SHED_BUFFERS").as_deref() != Ok("off"))
+}
+
 impl NodeImage for Node {
     fn charge_bytes(&self) -> usize {
-        self.heap_bytes()
+        // Heap bytes of the partitions and shell (heap.rs), plus the buffer
+        // key filters the shell carries.
+        self.heap_bytes() + self.filter_bytes()
     }
 
     /// Requires: a clean node (its directory names every partition on disk).
-    /// Effect: drops the loaded partitions no read marked since the last
-    /// call, clearing the marks of the rest; the shell stays cached.
+    /// Effect: drops the loaded partitions (basements, and buffers of
+    /// internal nodes) no read marked since the last call, clearing the
+    /// marks of the rest; the shell (with its buffer filters) stays cached,
+    /// so a cold buffer is re-read only by a get its filter lets through.
     fn shed(&self) -> Option<Image> {
         if self.dir.len() != self.parts.len() {
             return None; // not a stored node: nothing could be read back
         }
-        if !self.is_leaf() {
-            // A buffer is on the path of 1/fanout of all reads, as often as
-            // the shells around it: it goes with its node, not before.
-            return None;
+        if !self.is_leaf() && !shed_buffers() {
+            return None; // PAGEWISE_BEPS_SHED_BUFFERS=off: buffers go with their node
         }
         let mut drop: Vec<usize> = Vec::new();
         for (i, p) in self.parts.iter().enumerate() {
@@ -441,6 +469,19 @@ impl NodeImage for Node {
         }
         debug_assert!(n.charge_bytes() <= self.charge_bytes());
         Some(Arc::new(n))
+    }
+
+    /// A missing shell costs a dependent read before the partition a get
+    /// needs (and a leaf shell is small next to its basements), so shells
+    /// outlive the partitions shed around them: [`SHELL_KEEP_PASSES`].
+    fn keep_passes(&self) -> u8 {
+        static PASSES: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+        *PASSES.get_or_init(|| {
+            std::env::var("PAGEWISE_BEPS_SHELL_PASSES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(SHELL_KEEP_PASSES)
+        })
     }
 
     fn encode_page(&self, _page: &mut [u8]) -> PageFill {

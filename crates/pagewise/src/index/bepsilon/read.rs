@@ -3,9 +3,13 @@
 //! missing node shell or partition is read with no lock held (only its
 //! pages, `Pager::read_range`), cached as a new image of that node with the
 //! partition loaded, and the traversal restarts. Pending messages on the path
-//! are applied to what the basement holds, without dirtying anything.
+//! are applied to what the basement holds, without dirtying anything. A get
+//! skips a buffer that is not in memory when its key filter rules the key
+//! out (docs/design.md, buffer key filters). Reads are counted by height
+//! (`trace::ReadCounters`).
 
 use super::node::{Node, Part, Pending};
+use super::trace::{level_of, READ_LEVELS};
 use super::write::resolve;
 use super::{format, Child, Meta};
 use crate::error::{Error, Result};
@@ -26,6 +30,9 @@ pub enum Miss {
     Shell(Extent),
     /// Partition `.1` of the node at this extent (whose image is `.2`).
     Part(Extent, usize, Arc<Node>),
+    /// The messages buffer `.1` of the node at this extent holds for key
+    /// `.3`, read without caching the buffer (a get under a full cache).
+    Probe(Extent, usize, Arc<Node>, Vec<u8>),
 }
 
 pub enum Step<T> {
@@ -39,6 +46,11 @@ pub struct View<'a> {
     ix: &'a Index,
     pinned: &'a PidMap<Arc<Node>>,
     hits: std::cell::Cell<u64>,
+    /// Buffer reads saved by key filters in this try, by height.
+    skips: std::cell::Cell<[u32; READ_LEVELS]>,
+    /// Buffers this read probed: (node's first page, partition, the
+    /// probed key's messages).
+    probed: &'a [(u64, usize, Arc<Part>)],
 }
 
 impl View<'_> {
@@ -73,6 +85,24 @@ impl View<'_> {
         }
     }
 
+    /// Whether the get of `key` can pass buffer `i` of internal node `n`
+    /// without it: not in memory, and its filter rules `key` out (counted).
+    pub fn filter_skips(&self, n: &Node, i: usize, key: &[u8]) -> bool {
+        if n.is_leaf() || n.parts[i].is_some() || !filters_on() {
+            return false;
+        }
+        let Some(f) = n.dir.get(i).and_then(|d| d.filter.as_ref()) else {
+            return false;
+        };
+        if f.may_contain(key) {
+            return false;
+        }
+        let mut s = self.skips.get();
+        s[level_of(n.height)] += 1;
+        self.skips.set(s);
+        true
+    }
+
     /// Partition `i` of `n` (reached through `c`), or what to read.
     pub fn part(&self, c: Child, n: &Arc<Node>, i: usize) -> std::result::Result<Arc<Part>, Miss> {
         match (&n.parts[i], c) {
@@ -80,7 +110,16 @@ impl View<'_> {
                 n.uses.mark(i);
                 Ok(p.clone())
             }
-            (None, Child::Clean(ext)) => Err(Miss::Part(ext, i, n.clone())),
+            (None, Child::Clean(ext)) => {
+                let probe = self
+                    .probed
+                    .iter()
+                    .find(|p| p.0 == ext.first_page && p.1 == i);
+                match probe {
+                    Some(p) => Ok(p.2.clone()),
+                    None => Err(Miss::Part(ext, i, n.clone())),
+                }
+            }
             (None, Child::Dirty(id)) => panic!("dirty node {id:#x} with a partition not loaded"),
         }
     }
@@ -91,6 +130,7 @@ impl View<'_> {
 pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
     let store = &ix.store;
     let mut pinned: PidMap<Arc<Node>> = PidMap::default();
+    let mut probed: Vec<(u64, usize, Arc<Part>)> = Vec::new();
     for _ in 0..MAX_RESTARTS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let step = {
@@ -100,12 +140,17 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 ix,
                 pinned: &pinned,
                 hits: std::cell::Cell::new(0),
+                skips: std::cell::Cell::new([0; READ_LEVELS]),
+                probed: &probed,
             };
             let step = f(&view);
             store
                 .cache
                 .hits
                 .fetch_add(view.hits.get(), Ordering::Relaxed);
+            if let Step::Done(_) = step {
+                ix.counters.beps_reads.filter_skipped(&view.skips.get());
+            }
             step
         };
         let miss = match step {
@@ -113,14 +158,21 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
             Step::Miss(m) => m,
         };
         store.cache.count_miss();
-        let (ext, loaded) = match miss {
-            Miss::Shell(ext) => (ext, read_shell(&store.pager, &ext)),
-            Miss::Part(ext, i, n) => (
-                ext,
-                read_part(&store.pager, &ext, &n, i).map(|p| n.with_part(i, p)),
-            ),
-        };
         let still = || store.reuse_gen.load(Ordering::Acquire) == gen;
+        if let Miss::Probe(ext, i, n, key) = miss {
+            match probe(ix, &ext, &n, i, &key) {
+                Ok(p) if still() => probed.push((ext.first_page, i, Arc::new(p))),
+                _ if !still() => {
+                    pinned.clear();
+                    probed.clear();
+                }
+                Ok(_) => unreachable!(),
+                Err(e) => return Err(e),
+            }
+            assert!(probed.len() <= super::MAX_HEIGHT as usize + 1);
+            continue;
+        }
+        let (ext, loaded) = load(ix, miss);
         match loaded {
             Ok(n) if still() => {
                 let n = Arc::new(n);
@@ -130,7 +182,10 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 pinned.insert(ext.first_page, n);
             }
             // The extent was reused under us; its old content is gone. Retry.
-            _ if !still() => pinned.clear(),
+            _ if !still() => {
+                pinned.clear();
+                probed.clear();
+            }
             Ok(_) => unreachable!(),
             Err(e) => return Err(e),
         }
@@ -138,13 +193,79 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
     panic!("a read restarted {MAX_RESTARTS} times: page reuse never settles");
 }
 
+/// Reads what `miss` names, counted; returns the node's extent and its
+/// next image.
+fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
+    let (pager, counters) = (&ix.store.pager, &ix.counters.beps_reads);
+    match miss {
+        Miss::Shell(ext) => {
+            let r = read_shell_counted(pager, &ext);
+            let r = r.map(|(n, reads, bytes)| {
+                counters.shell_read(n.height, reads, bytes);
+                n
+            });
+            (ext, r)
+        }
+        Miss::Part(ext, i, n) => {
+            let d = &n.dir[i];
+            if d.comp_bytes > 0 {
+                let (_, pages) = ext.pages_of_range(d.offset as u64, d.comp_bytes as u64, pager.ps);
+                counters.part_read(n.height, pages * pager.ps as u64);
+            }
+            let r = read_part(pager, &ext, &n, i).map(|p| n.with_part(i, p));
+            (ext, r)
+        }
+        Miss::Probe(..) => unreachable!("probes are not cached loads"),
+    }
+}
+
+/// The messages buffer `i` of `n` (the node at `ext`) holds for `key`, read
+/// and scanned without decoding or caching the buffer (counted).
+fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Part> {
+    let (pager, d) = (&ix.store.pager, &n.dir[i]);
+    assert!(!n.is_leaf() && d.comp_bytes > 0, "probing an empty buffer");
+    let (_, pages) = ext.pages_of_range(d.offset as u64, d.comp_bytes as u64, pager.ps);
+    ix.counters
+        .beps_reads
+        .probe_read(n.height, pages * pager.ps as u64);
+    let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
+    let buf = format::probe_buffer(n, i, &c, key)
+        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
+    Ok(Part::Buf(buf))
+}
+
+/// Whether a get reads a cold buffer as a probe rather than loading it
+/// into the cache: when the node's cache shard has no room for it (a full
+/// cache would evict for it; an unfull one keeps it for later gets).
+/// `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
+fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
+    let d = &n.dir[i];
+    let charge = n.part_bytes[i] + 48 * d.entries as usize;
+    on && !n.is_leaf() && d.comp_bytes > 0 && !v.ix.store.cache.has_room(ext.first_page, charge)
+}
+
+/// Whether gets consult buffer filters (default on;
+/// `PAGEWISE_BEPS_FILTERS=off` ignores them, for back-to-back comparisons
+/// in one binary: docs/benchmarks.md, "Reads at a small cache (session 6)").
+fn filters_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_FILTERS").as_deref() != Ok("off"))
+}
+
 fn corrupt(pager: &Pager, ext: &Extent, what: String) -> Error {
     pager.corrupt(ext.first_page, format!("B-epsilon node: {what}"))
 }
 
-/// The shell (header, directory, pivots, child references) of the node at
-/// `ext`: its first page, plus the rest of the shell if it is longer.
+/// The shell (header, directory, pivots, child references, filters) of the
+/// node at `ext`: its first page, plus the rest of the shell if it is longer.
 pub fn read_shell(pager: &Pager, ext: &Extent) -> Result<Node> {
+    read_shell_counted(pager, ext).map(|r| r.0)
+}
+
+/// `read_shell`, with the reads it took and their bytes (whole pages).
+fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
     let first = (pager.extent_cap() as u64).min(ext.len_bytes);
     let mut b = pager.read_range(ext, Kind::BEps, 0, first)?;
     let want = format::shell_len(&b).map_err(|w| corrupt(pager, ext, w))?;
@@ -155,15 +276,23 @@ pub fn read_shell(pager: &Pager, ext: &Extent) -> Result<Node> {
             format!("shell of {want} bytes in a node of {}", ext.len_bytes),
         ));
     }
+    let (mut reads, mut bytes) = (1, pager.ps as u64);
     if want > b.len() {
-        b = pager.read_range(ext, Kind::BEps, 0, want as u64)?;
+        // The rest only: the first page is verified and held already.
+        let rest = want as u64 - first;
+        b.extend(pager.read_range(ext, Kind::BEps, first, rest)?);
+        reads += 1;
+        bytes += ext.pages_of_range(first, rest, pager.ps).1 * pager.ps as u64;
     }
-    format::decode_shell(&b, ext.len_bytes, pager.ps).map_err(|w| corrupt(pager, ext, w))
+    assert!(b.len() >= want);
+    let n =
+        format::decode_shell(&b, ext.len_bytes, pager.ps).map_err(|w| corrupt(pager, ext, w))?;
+    Ok((n, reads, bytes))
 }
 
 /// Partition `i` of `n` (the node at `ext`), read alone and verified.
 pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part> {
-    let d = n.dir[i];
+    let d = &n.dir[i];
     let c = if d.comp_bytes == 0 {
         Vec::new()
     } else {
@@ -188,8 +317,15 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
             Err(miss) => return Step::Miss(miss),
         };
         let i = n.find(key);
+        if v.filter_skips(&n, i, key) {
+            cur = n.children[i];
+            continue;
+        }
         let p = match v.part(cur, &n, i) {
             Ok(p) => p,
+            Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
+                return Step::Miss(Miss::Probe(ext, i, n, key.to_vec()))
+            }
             Err(miss) => return Step::Miss(miss),
         };
         match &*p {
