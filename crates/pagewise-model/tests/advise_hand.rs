@@ -21,6 +21,15 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
 
+/// The random read and write curves of `r`, one parallel slot.
+fn random_curves(r: &ModelReport) -> Device<'_> {
+    Device {
+        read: r.find(OpKind::Read, Pattern::Random, None).unwrap(),
+        write: r.find(OpKind::Write, Pattern::Random, None),
+        read_parallelism: 1.0,
+    }
+}
+
 #[test]
 fn small_case_by_hand() {
     // N = 1,000,000 rows, 8 B keys + 8 B pointers = 16 B entries, full pages.
@@ -40,11 +49,7 @@ fn small_case_by_hand() {
         &[(4096, 10_000.0), (8192, 8_000.0)],
         &[(4096, 5_000.0), (8192, 4_000.0)],
     );
-    let dev = Device {
-        read: r.find(OpKind::Read, Pattern::Random, None).unwrap(),
-        write: r.find(OpKind::Write, Pattern::Random, None),
-        read_parallelism: 1.0,
-    };
+    let dev = random_curves(&r);
     let d = Dataset {
         rows: 1_000_000,
         key_bytes: 8,
@@ -403,11 +408,7 @@ fn betree_prediction_by_hand() {
         &[(4096, 10_000.0), (65536, 2_000.0)],
         &[(4096, 5_000.0), (65536, 1_000.0)],
     );
-    let dev = Device {
-        read: r.find(OpKind::Read, Pattern::Random, None).unwrap(),
-        write: r.find(OpKind::Write, Pattern::Random, None),
-        read_parallelism: 1.0,
-    };
+    let dev = random_curves(&r);
     let d = Dataset {
         rows: 1_000_000,
         key_bytes: 16,

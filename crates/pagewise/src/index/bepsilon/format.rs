@@ -342,8 +342,9 @@ fn decode_filters(
     Ok(area.len())
 }
 
-/// Partition `i` of `node` from its stored (compressed) bytes `c`.
-pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
+/// Partition `i`'s raw bytes from its stored (compressed) bytes `c`, after
+/// checking their length and crc32c against the directory entry.
+fn stored_part(node: &Node, i: usize, c: &[u8]) -> Result<Vec<u8>, String> {
     let d = &node.dir[i];
     let crc = crc32c::crc32c(c);
     if crc != d.crc || c.len() != d.comp_bytes as usize {
@@ -351,6 +352,13 @@ pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
     }
     let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
     let raw = decompress(c, comp, d.raw_bytes as usize)?;
+    Ok(raw)
+}
+
+/// Partition `i` of `node` from its stored (compressed) bytes `c`.
+pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
+    let d = &node.dir[i];
+    let raw = stored_part(node, i, c)?;
     let lo = if i == 0 {
         None
     } else {
@@ -440,13 +448,7 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
 /// of decoded whole (a point read that does not cache the buffer).
 pub fn probe_buffer(node: &Node, i: usize, c: &[u8], key: &[u8]) -> Result<Buffer, String> {
     assert!(!node.is_leaf() && i < node.parts.len());
-    let d = &node.dir[i];
-    let crc = crc32c::crc32c(c);
-    if crc != d.crc || c.len() != d.comp_bytes as usize {
-        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
-    }
-    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
-    let raw = decompress(c, comp, d.raw_bytes as usize)?;
+    let raw = stored_part(node, i, c)?;
     let mut found = Buffer::new();
     let mut r = 0;
     while r < raw.len() {

@@ -17,6 +17,7 @@
 
 use super::build::DbFiles;
 use super::keys::{key, value, Rng};
+use super::run::timed;
 use super::Budget;
 use anyhow::Context;
 use pagewise::{BEpsOptions, Batch, Db, Durability, TreeKind};
@@ -253,7 +254,7 @@ fn insert(
         let end = (done + BATCH).min(rows);
         let mut b = Batch::new();
         for i in done..end {
-            let n = (i as u128 * step as u128 % rows as u128) as u64;
+            let n = nth(i, step, rows);
             b.insert(TREE, key(2 * n, key_bytes), value(n, value_bytes));
         }
         db.apply(b).context("B-epsilon insert failed")?;
@@ -262,6 +263,12 @@ fn insert(
     db.close()
         .context("closing the B-epsilon verification Db failed")?;
     Ok((done, start.elapsed().as_secs_f64()))
+}
+
+/// The `i`-th record of the scattered order over 0..rows that `step` (from
+/// [`coprime_step`]) gives.
+fn nth(i: u64, step: u64, rows: u64) -> u64 {
+    (i as u128 * step as u128 % rows as u128) as u64
 }
 
 /// A step coprime with `n`, so i -> i x step mod n visits 0..n once each in
@@ -304,29 +311,14 @@ fn gets(
     let mut r = Rng(0xbe75);
     let mut one = || -> anyhow::Result<()> {
         let i = r.below(done);
-        let n = (i as u128 * step as u128 % rows as u128) as u64;
+        let n = nth(i, step, rows);
         let v = t.get(key(2 * n, key_bytes)).context("get failed")?;
         anyhow::ensure!(v.is_some(), "inserted key {n} is missing: engine bug");
         Ok(())
     };
-    let warm = Instant::now();
-    // Bounded by the clock.
-    while warm.elapsed().as_secs_f64() < budget.warm_secs / 2.0 {
-        one()?;
-    }
+    timed(budget.warm_secs / 2.0, &mut one)?;
     let s0 = db.stats();
-    let start = Instant::now();
-    let mut n = 0u64;
-    // Bounded by the clock, checked every 64 gets, and by a count.
-    while n < (1 << 32) {
-        if n.is_multiple_of(64) && n > 0 && start.elapsed().as_secs_f64() >= budget.phase_secs / 2.0
-        {
-            break;
-        }
-        one()?;
-        n += 1;
-    }
-    let secs = start.elapsed().as_secs_f64();
+    let (n, secs) = timed(budget.phase_secs / 2.0, &mut one)?;
     let s1 = db.stats();
     let reads = (s1.pages.read_ops - s0.pages.read_ops) as f64 / n.max(1) as f64;
     let height = s1
@@ -409,7 +401,7 @@ mod tests {
             let s = coprime_step(n);
             let mut seen = vec![false; n as usize];
             for i in 0..n {
-                let k = (i as u128 * s as u128 % n as u128) as usize;
+                let k = nth(i, s, n) as usize;
                 assert!(!seen[k], "n {n} step {s} repeats {k}");
                 seen[k] = true;
             }

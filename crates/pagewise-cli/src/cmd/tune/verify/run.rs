@@ -74,7 +74,7 @@ fn get(t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<()> {
 
 /// Runs `op` until `secs` pass (checked every few operations) or Ctrl-C.
 /// Returns the operations done and the seconds taken.
-fn timed(secs: f64, mut op: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<(u64, f64)> {
+pub fn timed(secs: f64, mut op: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<(u64, f64)> {
     let start = Instant::now();
     let limit = Duration::from_secs_f64(secs.max(0.0));
     let mut n = 0u64;
