@@ -157,6 +157,7 @@ pub trait Engine: Send + Sync {
 pub const ENGINES: &[&str] = &[
     "pagewise",
     "pagewise-beps",
+    "pagewise-delta",
     "redb",
     "lmdb",
     "sqlite",
@@ -166,7 +167,7 @@ pub const ENGINES: &[&str] = &[
 
 /// Engines compiled into this binary (btreemap is an in-memory reference, not a peer).
 pub fn compiled_engines() -> Vec<&'static str> {
-    let mut v = vec!["pagewise", "pagewise-beps"];
+    let mut v = vec!["pagewise", "pagewise-beps", "pagewise-delta"];
     if cfg!(feature = "redb") {
         v.push("redb");
     }
@@ -195,6 +196,7 @@ pub fn open_engine(
     match name {
         "pagewise" => engines::pagewise::open(dir, settings, tables),
         "pagewise-beps" => engines::pagewise::open_bepsilon(dir, settings, tables),
+        "pagewise-delta" => engines::pagewise::open_delta(dir, settings, tables),
         "btreemap" => Ok(Box::new(engines::btreemap::BTreeEngine::open(
             dir,
             tables.len(),

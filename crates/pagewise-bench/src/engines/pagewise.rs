@@ -13,10 +13,18 @@
 //! options; `PAGEWISE_BEPS_NODE_KIB` and `PAGEWISE_BEPS_BASEMENT_KIB` override
 //! the node and basement sizes for sweeps). Its engine stats add the page
 //! reads of the phase and the B-epsilon reads by height (`beps_reads`).
+//!
+//! `pagewise-delta` is the B+tree Db with `Options::delta_flush` on (the
+//! documented defaults; `PAGEWISE_DELTA_THRESHOLD` overrides the threshold in
+//! bytes for sweeps): a changed page is flushed as a delta block beside its
+//! base until its changes outgrow the threshold (docs/design.md, "Delta
+//! blocks for B+tree pages").
 
 use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
 use crate::{BenchError, Result};
-use pagewise::{BEpsOptions, Batch, Db, Durability, MergeOperator, Options, Tree, TreeKind};
+use pagewise::{
+    BEpsOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Tree, TreeKind,
+};
 use pagewise_io::{CompressingFs, CompressionMeter, RealFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -27,6 +35,8 @@ pub const DRIVE_SAMPLE_ONE_IN: u64 = 8;
 
 pub struct PagewiseEngine {
     name: &'static str,
+    /// Every table is a B-epsilon tree, which takes blind upserts.
+    upserts: bool,
     db: Db,
     trees: Vec<Tree>,
     names: Vec<String>,
@@ -38,7 +48,21 @@ fn err(e: impl std::fmt::Display) -> BenchError {
 }
 
 pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
-    open_kind(dir, s, tables, TreeKind::BTree)
+    open_kind(dir, s, tables, TreeKind::BTree, None)
+}
+
+/// B+trees whose changed pages are flushed as delta blocks.
+pub fn open_delta(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
+    let d = DeltaFlush::default();
+    let threshold_bytes = std::env::var("PAGEWISE_DELTA_THRESHOLD")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(d.threshold_bytes);
+    let delta = DeltaFlush {
+        threshold_bytes,
+        ..d
+    };
+    open_kind(dir, s, tables, TreeKind::BTree, Some(delta))
 }
 
 /// Every table a B-epsilon tree.
@@ -53,10 +77,16 @@ pub fn open_bepsilon(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dy
     let o = d
         .node_bytes(kib("PAGEWISE_BEPS_NODE_KIB", d.node_bytes))
         .basement_bytes(kib("PAGEWISE_BEPS_BASEMENT_KIB", d.basement_bytes));
-    open_kind(dir, s, tables, TreeKind::BEpsilon(o))
+    open_kind(dir, s, tables, TreeKind::BEpsilon(o), None)
 }
 
-fn open_kind(dir: &Path, s: &Settings, tables: &[&str], kind: TreeKind) -> Result<Box<dyn Engine>> {
+fn open_kind(
+    dir: &Path,
+    s: &Settings,
+    tables: &[&str],
+    kind: TreeKind,
+    delta: Option<DeltaFlush>,
+) -> Result<Box<dyn Engine>> {
     let meter = CompressionMeter::sampled(1, DRIVE_SAMPLE_ONE_IN);
     let drive = Arc::new(CompressingFs::with_meter(RealFs, meter));
     let opts = Options::default()
@@ -68,6 +98,7 @@ fn open_kind(dir: &Path, s: &Settings, tables: &[&str], kind: TreeKind) -> Resul
         })
         .direct_io(s.direct_io)
         .merge_operator(Arc::new(CounterAdd))
+        .delta_flush(delta)
         .fs(drive.clone());
     let db = Db::open_or_create(dir.join("bench.pw"), opts).map_err(err)?;
     let trees = tables
@@ -76,10 +107,12 @@ fn open_kind(dir: &Path, s: &Settings, tables: &[&str], kind: TreeKind) -> Resul
         .collect::<std::result::Result<_, _>>()
         .map_err(err)?;
     Ok(Box::new(PagewiseEngine {
-        name: match kind {
-            TreeKind::BTree => NAME,
+        name: match (kind, delta) {
+            (TreeKind::BTree, None) => NAME,
+            (TreeKind::BTree, Some(_)) => "pagewise-delta",
             _ => "pagewise-beps",
         },
+        upserts: matches!(kind, TreeKind::BEpsilon(_)),
         db,
         trees,
         names: tables.iter().map(|t| t.to_string()).collect(),
@@ -138,7 +171,7 @@ impl Engine for PagewiseEngine {
 
     /// B-epsilon trees take blind upserts (no read); B+trees read-modify-write.
     fn increment(&self, table: usize, keys: &[Vec<u8>], delta: u64) -> Result<()> {
-        if self.name == NAME {
+        if !self.upserts {
             return crate::engine::increment_by_rmw(self, table, keys, delta);
         }
         let mut b = Batch::new();
