@@ -85,8 +85,13 @@ fn child(scope: &str) {
     };
     let cfg = RunConfig {
         engine: "pagewise".into(),
+        // Direct I/O, as the bench measures pagewise (`--direct`): buffered
+        // writes leave dirty page cache that a v1 memory cgroup cannot reclaim
+        // until writeback runs, and one CI run saw this child OOM-killed
+        // (SIGKILL) 0.3 s into the capped fill.
         settings: Settings {
             cache_bytes: CACHE,
+            direct_io: true,
             ..Settings::default()
         },
         specs: ["fillrandom", "readrandom:ops=500"]
