@@ -51,6 +51,13 @@ pub struct Options {
     /// other, and the file grows by up to a page per node with a delta
     /// (docs/benchmarks.md, "Delta-flushed B+tree pages (issue 11)").
     pub delta_flush: Option<DeltaFlush>,
+    /// Fraction of a B+tree page that an append at a tree's right edge (a
+    /// load in key order) leaves in the full page it splits, like a B-tree
+    /// fill factor: 1.0 (the default) packs loaded pages full; 0.69 leaves
+    /// them as full as random inserts would. In [0.5, 1.0]; other splits
+    /// (inserts inside the key range) always split at the byte midpoint.
+    /// Not stored in the file: it applies to the writes of this open.
+    pub append_fill: f64,
     /// Open without writing anything: files are opened read-only, writes and
     /// checkpoints return [`Error::ReadOnly`], and opening a Db whose log
     /// holds records to replay returns [`Error::NeedsRecovery`] (recovery
@@ -96,6 +103,7 @@ impl Default for Options {
             wal_limit: 64 << 20,
             sparse_log: false,
             delta_flush: None,
+            append_fill: 1.0,
             read_only: false,
             fs: Arc::new(RealFs),
             merge_operator: None,
@@ -144,6 +152,16 @@ impl DeltaFlush {
     }
 }
 
+/// Checks `Options::append_fill`.
+pub(crate) fn validate_append_fill(fraction: f64) -> Result<()> {
+    if (0.5..=1.0).contains(&fraction) {
+        return Ok(());
+    }
+    Err(Error::Options(format!(
+        "append fill {fraction} must be between 0.5 and 1.0 (the fraction of a page a load in key order leaves filled)"
+    )))
+}
+
 pub const MIN_PAGE_SIZE: usize = 512;
 pub const MAX_PAGE_SIZE: usize = 65536;
 
@@ -178,6 +196,10 @@ impl Options {
     }
     pub fn delta_flush(mut self, d: Option<DeltaFlush>) -> Self {
         self.delta_flush = d;
+        self
+    }
+    pub fn append_fill(mut self, fraction: f64) -> Self {
+        self.append_fill = fraction;
         self
     }
     pub fn read_only(mut self, on: bool) -> Self {

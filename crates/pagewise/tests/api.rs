@@ -318,3 +318,48 @@ fn a_stale_log_from_another_database_is_never_replayed() {
     assert_eq!(db.tree("t").unwrap().get(b"old").unwrap(), None);
     assert_eq!(db.stats().replayed_records, 0);
 }
+
+/// A load in key order leaves leaves `append_fill` full (a fill factor), the
+/// contents are the same whatever the fill, and an out-of-range fill is a
+/// typed error naming the option.
+#[test]
+fn append_fill_sets_the_fill_of_a_load_in_key_order() {
+    let d = tempfile::tempdir().unwrap();
+    let mut fills = Vec::new();
+    for (i, fill) in [1.0, 0.69, 0.5].into_iter().enumerate() {
+        let p = d.path().join(format!("db{i}"));
+        let db = Db::create(&p, opts(4096).append_fill(fill)).unwrap();
+        let t = db.tree("t").unwrap();
+        for chunk in 0..20 {
+            let mut b = Batch::new();
+            for i in chunk * 1000..(chunk + 1) * 1000 {
+                b.insert("t", key(i), [i as u8; 100]);
+            }
+            db.apply(b).unwrap();
+        }
+        let st = db.stats().trees.into_iter().next().unwrap();
+        // Every leaf but the last is filled to within one entry of the target.
+        let entry_fraction = 130.0 / 4096.0;
+        assert!(
+            st.avg_leaf_fill <= fill + 0.001 && st.avg_leaf_fill >= fill - entry_fraction - 0.01,
+            "fill {fill}: average leaf fill {}",
+            st.avg_leaf_fill
+        );
+        fills.push((st.leaf_pages, st.height));
+        for i in (0..20_000).step_by(97) {
+            assert_eq!(t.get(key(i)).unwrap(), Some(vec![i as u8; 100]));
+        }
+        assert_eq!(t.len(), 20_000);
+        db.check().unwrap();
+        db.close().unwrap();
+    }
+    // Leaf pages grow as the fill falls: 1 / 0.69 and 1 / 0.5 times as many.
+    let ratio = |k: usize| fills[k].0 as f64 / fills[0].0 as f64;
+    assert!((ratio(1) - 1.0 / 0.69).abs() < 0.06, "{fills:?}");
+    assert!((ratio(2) - 2.0).abs() < 0.08, "{fills:?}");
+    let p = d.path().join("bad");
+    match Db::create(&p, opts(4096).append_fill(0.3)) {
+        Err(Error::Options(m)) => assert!(m.contains("append fill 0.3"), "{m}"),
+        other => panic!("append fill 0.3 accepted: {:?}", other.map(|_| ())),
+    }
+}

@@ -267,6 +267,7 @@ fn start(
     if let Some(d) = &opts.delta_flush {
         d.validate(ps, files.data.alignment())?;
     }
+    crate::options::validate_append_fill(opts.append_fill)?;
     let pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
     let wal = Wal::new(
         Accounted::new(files.wal, io.wal.clone()),
@@ -293,6 +294,7 @@ fn start(
             counters: Default::default(),
             read_ahead_pages: opts.read_ahead,
             delta: opts.delta_flush,
+            append_fill: opts.append_fill,
             merge: opts.merge_operator.clone(),
         },
         commit: Mutex::new(CommitState {

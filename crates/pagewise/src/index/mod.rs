@@ -199,6 +199,8 @@ pub struct Index {
     pub read_ahead_pages: usize,
     /// `Options::delta_flush`: B+tree nodes flushed as delta blocks.
     pub delta: Option<crate::options::DeltaFlush>,
+    /// `Options::append_fill`: what a right-edge append split leaves filled.
+    pub append_fill: f64,
     /// `Options::merge_operator`: resolves B-epsilon upserts.
     pub merge: Option<Arc<dyn crate::options::MergeOperator>>,
 }
@@ -287,6 +289,7 @@ impl Index {
             cache: &self.store.cache,
             alloc,
             delta: self.delta,
+            append_fill: self.append_fill,
             counters: &self.counters,
         };
         match op {

@@ -490,6 +490,29 @@ impl Node {
         (sep, right)
     }
 
+    /// Split point of an append split: the most leading entries whose
+    /// bytes (with the node's fixed part) stay within `fill` of `cap`, at
+    /// least one and leaving at least one for the right. With `fill` 1.0 it
+    /// is `len - 1`: everything but the appended entry stays left.
+    pub fn fill_point(&self, fill: f64, cap: usize) -> usize {
+        let n = self.len();
+        assert!(n >= 2 && (0.5..=1.0).contains(&fill));
+        if fill >= 1.0 {
+            return n - 1;
+        }
+        let budget = (cap as f64 * fill) as usize;
+        let mut acc = 0;
+        let mut at = 0;
+        // Bounded by the entry count.
+        while at < n - 1 && acc + self.entry_bytes(at) <= budget {
+            acc += self.entry_bytes(at);
+            at += 1;
+        }
+        let at = at.max(1);
+        assert!(at >= 1 && at < n);
+        at
+    }
+
     fn byte_midpoint(&self) -> usize {
         let total: usize = (0..self.len()).map(|i| self.entry_bytes(i)).sum();
         let mut acc = 0;

@@ -52,6 +52,8 @@ pub struct Writer<'a> {
     pub alloc: &'a mut Alloc,
     /// Delta flushes (docs/design.md, "Delta blocks for B+tree pages").
     pub delta: Option<DeltaFlush>,
+    /// `Options::append_fill`, in [0.5, 1.0].
+    pub append_fill: f64,
     pub counters: &'a Counters,
 }
 
@@ -315,7 +317,7 @@ impl Writer<'_> {
         rightmost: bool,
         tm: &mut Meta,
     ) -> Result<(u64, Split, Option<OldVal>)> {
-        let cap = self.cap();
+        let (cap, fill) = (self.cap(), self.append_fill);
         if level == 1 {
             let pid = self.cow_at(pid, 1)?;
             let node = self.get_mut(pid);
@@ -334,8 +336,10 @@ impl Writer<'_> {
                 self.settle(pid);
                 return Ok((pid, None, old));
             }
-            // Appending at the right edge (sequential load): keep the left full.
-            let at = (rightmost && old.is_none() && idx == node.len() - 1).then(|| node.len() - 1);
+            // Appending at the right edge (sequential load): keep the left
+            // filled to `append_fill`.
+            let appended = rightmost && old.is_none() && idx == node.len() - 1;
+            let at = appended.then(|| node.fill_point(fill, cap));
             self.consolidate(pid);
             let (sep, right) = self.get_mut(pid).split(at);
             let r = self.add(right);
@@ -361,7 +365,8 @@ impl Writer<'_> {
             self.settle(pid);
             return Ok((pid, None, old));
         }
-        let at = (rm && i + 1 == node.len() - 1).then(|| node.len() - 1);
+        let appended = rm && i + 1 == node.len() - 1;
+        let at = appended.then(|| node.fill_point(fill, cap));
         self.consolidate(pid);
         let (sep, right) = self.get_mut(pid).split(at);
         let r = self.add(right);

@@ -67,7 +67,9 @@ pub struct Loaded {
 }
 
 /// Loads records 0..rows in key order in batches with buffered durability,
-/// stopping early at `limit` (time) or on Ctrl-C; closes the Db.
+/// each full leaf split so it keeps `fill` of its page (clamped to the
+/// engine's 0.5..1.0), stopping early at `limit` (time) or on Ctrl-C;
+/// closes the Db.
 pub fn load(
     files: &DbFiles,
     page: u64,
@@ -75,11 +77,14 @@ pub fn load(
     key_bytes: u64,
     value_bytes: u64,
     limit: Duration,
+    fill: f64,
 ) -> anyhow::Result<Loaded> {
     assert!(rows >= 1 && page.is_power_of_two());
+    assert!(fill > 0.0 && fill <= 1.0);
     let opts = files
         .options()
         .page_size(page as usize)
+        .append_fill(fill.clamp(0.5, 1.0))
         .cache_bytes(64 << 20)
         .durability(Durability::Buffered);
     let db = Db::create(&files.path, opts)

@@ -7,7 +7,8 @@
 //!
 //! **Scaling rule** ([`pagewise_model::advise::scale`]): load
 //! `rows' = min(rows, budget)` records in key order (buffered commits, then
-//! close), and reopen with direct I/O and a cache that leaves the scaled tree
+//! close; leaves split at the described fill, `Options::append_fill`, so the
+//! tree is as large as the described one's), and reopen with direct I/O and a cache that leaves the scaled tree
 //! as many uncached levels (device reads per get) as the described dataset
 //! has at that page size, with the Db at least 10x the cache when the
 //! described one is. The budget is the mode's row cap, a load-time cap and a
@@ -177,7 +178,7 @@ pub struct Verification {
     pub elapsed_secs: f64,
 }
 
-pub const RULE: &str = "rows' = min(rows, budget); the cache leaves the scaled tree as many uncached levels (device reads per get) as the described dataset at that page size, and the Db at least 10x the cache when the described one is; same key/value sizes and mix; predictions are the advisor's on this scaled dataset (fill measured after a sorted load); calibration: the same on separate Dbs of a quarter of the rows at the smallest and largest size";
+pub const RULE: &str = "rows' = min(rows, budget); the cache leaves the scaled tree as many uncached levels (device reads per get) as the described dataset at that page size, and the Db at least 10x the cache when the described one is; same key/value sizes and mix; predictions are the advisor's on this scaled dataset (loaded in key order with leaves split at the described fill, the fill measured after the load); calibration: the same on separate Dbs of a quarter of the rows at the smallest and largest size";
 
 /// The sizes to verify: B/2, B, 2B within 512 B..64 KiB (the engine's
 /// page sizes), B itself clamped first so that a B beyond 64 KiB still gets
@@ -534,7 +535,10 @@ fn build_inner(
     };
     let rows = d.rows.min(b.rows).min(disk_rows);
     let limit = Duration::from_secs_f64(b.load_secs);
-    let loaded = load(&files, page, rows, d.key_bytes, value_bytes, limit)?;
+    // Leaves as full as the described dataset's (`Options::append_fill`):
+    // a load in key order would pack them full, and the leaf fill moves
+    // both the tree's size against the cache and a range scan's leaves.
+    let loaded = load(&files, page, rows, d.key_bytes, value_bytes, limit, d.fill)?;
     if loaded.rows < rows {
         notes.push(format!(
             "{tag} {page} B: the load stopped at {} of {rows} records (time budget)",
