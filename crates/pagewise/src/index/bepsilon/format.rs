@@ -6,6 +6,7 @@
 
 use super::filter::{self, Filter};
 use super::node::{Base, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES};
+use super::pivots::Pivots;
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
@@ -67,7 +68,7 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         at += c.len();
     }
     let mut w = HEADER_BYTES + node.parts.len() * DIR_ENTRY_BYTES;
-    for p in &node.pivots {
+    for p in node.pivots.iter() {
         put_u16(&mut out, w, p.len() as u16);
         out[w + 2..w + 2 + p.len()].copy_from_slice(p);
         w += 2 + p.len();
@@ -220,14 +221,14 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
     }
     let (mut dir, filter_lens) = decode_dir(b, count, shell, len_bytes)?;
     let mut r = HEADER_BYTES + count * DIR_ENTRY_BYTES;
-    let mut pivots: Vec<Vec<u8>> = Vec::with_capacity(count - 1);
+    let mut pivots = Pivots::new();
     for _ in 1..count {
         let k = get_u16(b.get(r..r + 2).ok_or("pivots overrun the shell")?, 0) as usize;
         let key = b.get(r + 2..r + 2 + k).ok_or("pivot overruns the shell")?;
-        if pivots.last().is_some_and(|l| l.as_slice() >= key) || k > MAX_KEY_BYTES {
+        if pivots.last().is_some_and(|l| l >= key) || k > MAX_KEY_BYTES {
             return Err("pivots are not strictly increasing".into());
         }
-        pivots.push(key.to_vec());
+        pivots.push(key);
         r += 2 + k;
     }
     let mut children = Vec::new();
@@ -249,7 +250,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         children,
         parts: vec![None; count],
         part_bytes: dir.iter().map(|d| d.raw_bytes as usize).collect(),
-        dir,
+        dir: dir.into(),
         comp: b[5],
         uses: super::node::UseMarks::default(),
     })
@@ -362,9 +363,9 @@ pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
     let lo = if i == 0 {
         None
     } else {
-        Some(node.pivots[i - 1].as_slice())
+        Some(&node.pivots[i - 1])
     };
-    let hi = node.pivots.get(i).map(Vec::as_slice);
+    let hi = node.pivots.get(i);
     let part = if node.is_leaf() {
         Part::Packed(super::packed::Packed::new(raw, lo, hi)?)
     } else {
@@ -516,7 +517,7 @@ mod tests {
     fn internal_node() -> Node {
         let mut n = Node::new_leaf();
         n.height = 1;
-        n.pivots = vec![b"b1".to_vec(), b"b2".to_vec(), b"b3".to_vec()];
+        n.pivots = Pivots::from_keys([&b"b1"[..], b"b2", b"b3"]);
         n.children = (0..4)
             .map(|i| Child::Clean(Extent::new(10 + i, 9000, 4096)))
             .collect();
@@ -569,7 +570,7 @@ mod tests {
         let empty = d.dir[2].filter.as_ref().unwrap();
         assert!(empty.bytes().is_empty() && !empty.may_contain(b"b2-0000"));
         let mut again = d.clone();
-        again.dir.clear();
+        again.dir = crate::index::bepsilon::node::no_dir();
         assert_eq!(encode(&again, Compression::Lz4, 3), b, "decode then encode");
         let leaf = encode(&leaf_of(false), Compression::Lz4, 3);
         assert_eq!(
