@@ -211,7 +211,7 @@ mod tests {
             let r = (seed >> 33) as usize;
             let key: Vec<u8> = (0..r % 20).map(|j| (r >> j) as u8).collect();
             match r % 5 {
-                0 | 1 | 2 => {
+                0..=2 => {
                     let i = r % (model.len() + 1);
                     model.insert(i, key.clone());
                     p.insert(i, &key);

@@ -88,13 +88,7 @@ impl View<'_> {
     /// Whether the get of `key` can pass buffer `i` of internal node `n`
     /// without it: not in memory, and its filter rules `key` out (counted).
     pub fn filter_skips(&self, n: &Node, i: usize, key: &[u8]) -> bool {
-        if n.is_leaf() || n.parts[i].is_some() || !filters_on() {
-            return false;
-        }
-        let Some(f) = n.dir.get(i).and_then(|d| d.filter.as_ref()) else {
-            return false;
-        };
-        if f.may_contain(key) {
+        if n.parts[i].is_some() || !ruled_out(n, i, key) {
             return false;
         }
         let mut s = self.skips.get();
@@ -123,6 +117,18 @@ impl View<'_> {
             (None, Child::Dirty(id)) => panic!("dirty node {id:#x} with a partition not loaded"),
         }
     }
+}
+
+/// Whether the stored key filter of buffer `i` of `n` rules `key` out (a
+/// clean internal node with filters; `PAGEWISE_BEPS_FILTERS=off`: never).
+/// A clean buffer never changes, so its filter holds every key it has
+/// messages for, loaded or not.
+fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
+    if n.is_leaf() || !filters_on() {
+        return false;
+    }
+    let f = n.dir.get(i).and_then(|d| d.filter.as_ref());
+    f.is_some_and(|f| !f.may_contain(key))
 }
 
 /// Runs `f` against consistent views until it finishes, reading what it
@@ -317,7 +323,9 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
             Err(miss) => return Step::Miss(miss),
         };
         let i = n.find(key);
-        if v.filter_skips(&n, i, key) {
+        // A loaded buffer the filter rules out is passed as well, without
+        // its map lookup (and without marking it used).
+        if v.filter_skips(&n, i, key) || (n.parts[i].is_some() && ruled_out(&n, i, key)) {
             cur = n.children[i];
             continue;
         }
