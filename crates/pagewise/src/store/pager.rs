@@ -106,7 +106,10 @@ impl Pager {
     /// first, so a page the read did not fill can never verify as the page
     /// an earlier read left there. Hand it back with [`keep_read_buf`].
     fn read_buf(&self, len: usize) -> AlignedBuf {
-        assert!(len > 0 && len.is_multiple_of(self.ps), "reads are whole pages");
+        assert!(
+            len > 0 && len.is_multiple_of(self.ps),
+            "reads are whole pages"
+        );
         let kept = READ_BUF.with(|b| b.take());
         let mut buf = match kept {
             Some(mut b) if b.capacity() >= len && b.align() == self.buf_align => {

@@ -10,6 +10,7 @@ use super::pivots::Pivots;
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"PWBE";
@@ -179,10 +180,13 @@ fn compress(raw: &[u8], comp: Compression, level: u8) -> Vec<u8> {
     c
 }
 
-fn decompress(c: &[u8], comp: Compression, raw_bytes: usize) -> Result<Vec<u8>, String> {
+/// A partition's raw bytes from its stored bytes `c`: `c` itself when it
+/// was stored as is (no copy when the caller hands it over).
+fn decompress(c: Cow<'_, [u8]>, comp: Compression, raw_bytes: usize) -> Result<Vec<u8>, String> {
     if c.len() == raw_bytes {
-        return Ok(c.to_vec()); // stored as is
+        return Ok(c.into_owned()); // stored as is
     }
+    let c = &*c;
     let out = match comp {
         Compression::None => c.to_vec(),
         Compression::Lz4 => lz4_flex::block::decompress(c, raw_bytes).map_err(|e| e.to_string())?,
@@ -345,9 +349,9 @@ fn decode_filters(
 
 /// Partition `i`'s raw bytes from its stored (compressed) bytes `c`, after
 /// checking their length and crc32c against the directory entry.
-fn stored_part(node: &Node, i: usize, c: &[u8]) -> Result<Vec<u8>, String> {
+fn stored_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Vec<u8>, String> {
     let d = &node.dir[i];
-    let crc = crc32c::crc32c(c);
+    let crc = crc32c::crc32c(&c);
     if crc != d.crc || c.len() != d.comp_bytes as usize {
         return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
     }
@@ -357,7 +361,7 @@ fn stored_part(node: &Node, i: usize, c: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// Partition `i` of `node` from its stored (compressed) bytes `c`.
-pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
+pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, String> {
     let d = &node.dir[i];
     let raw = stored_part(node, i, c)?;
     let lo = if i == 0 {
@@ -447,9 +451,9 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
 /// alone, possibly empty), from the buffer's stored bytes `c`: verified by
 /// checksum like [`decode_part`], but scanned in place up to the key instead
 /// of decoded whole (a point read that does not cache the buffer).
-pub fn probe_buffer(node: &Node, i: usize, c: &[u8], key: &[u8]) -> Result<Buffer, String> {
+pub fn probe_buffer(node: &Node, i: usize, c: Vec<u8>, key: &[u8]) -> Result<Buffer, String> {
     assert!(!node.is_leaf() && i < node.parts.len());
-    let raw = stored_part(node, i, c)?;
+    let raw = stored_part(node, i, Cow::Owned(c))?;
     let mut found = Buffer::new();
     let mut r = 0;
     while r < raw.len() {
@@ -477,7 +481,8 @@ pub fn decode_full(b: &[u8], page_size: usize) -> Result<Node, String> {
     for i in 0..node.parts.len() {
         let d = &node.dir[i];
         let c = &b[d.offset as usize..(d.offset + d.comp_bytes) as usize];
-        let p = decode_part(&node, i, c).map_err(|e| format!("partition {i}: {e}"))?;
+        let p =
+            decode_part(&node, i, Cow::Borrowed(c)).map_err(|e| format!("partition {i}: {e}"))?;
         node.parts[i] = Some(Arc::new(p));
     }
     Ok(node)

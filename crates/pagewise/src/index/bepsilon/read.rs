@@ -235,21 +235,25 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
         .beps_reads
         .probe_read(n.height, pages * pager.ps as u64);
     let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
-    let buf = format::probe_buffer(n, i, &c, key)
+    let buf = format::probe_buffer(n, i, c, key)
         .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
     Ok(Part::Buf(buf))
 }
 
 /// Whether a get reads a cold buffer as a probe rather than loading it
-/// into the cache: when the node's cache shard has no room for it (a full
-/// cache would evict for it; an unfull one keeps it for later gets).
-/// `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
+/// into the cache: when the node's cache shard has no room for it with an
+/// eighth of its budget to spare (a full cache would evict for it; an
+/// unfull one keeps it for later gets; a full shard that has just evicted
+/// has room for a moment, and a load then decodes a buffer that is soon
+/// evicted again). `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
     let d = &n.dir[i];
     let charge = n.part_bytes[i] + 48 * d.entries as usize;
-    on && !n.is_leaf() && d.comp_bytes > 0 && !v.ix.store.cache.has_room(ext.first_page, charge)
+    let cache = &v.ix.store.cache;
+    let spare = cache.shard_budget_bytes() / 8;
+    on && !n.is_leaf() && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
 }
 
 /// Whether gets consult buffer filters (default on;
@@ -304,7 +308,8 @@ pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part
     } else {
         pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?
     };
-    format::decode_part(n, i, &c).map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
+    format::decode_part(n, i, c.into())
+        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
 }
 
 /// One descent toward `key`: the pending messages on the path (root first)
@@ -323,9 +328,14 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
             Err(miss) => return Step::Miss(miss),
         };
         let i = n.find(key);
-        // A loaded buffer the filter rules out is passed as well, without
-        // its map lookup (and without marking it used).
-        if v.filter_skips(&n, i, key) || (n.parts[i].is_some() && ruled_out(&n, i, key)) {
+        if v.filter_skips(&n, i, key) {
+            cur = n.children[i];
+            continue;
+        }
+        if n.parts[i].is_some() && ruled_out(&n, i, key) {
+            // A loaded buffer the filter rules out: passed without its map
+            // lookup, marked used as a lookup would (the cache keeps it).
+            n.uses.mark(i);
             cur = n.children[i];
             continue;
         }
