@@ -371,7 +371,7 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
     };
     let hi = node.pivots.get(i);
     let part = if node.is_leaf() {
-        Part::Packed(super::packed::Packed::new(raw, lo, hi)?)
+        Part::Packed(super::packed::Packed::new(raw, lo, hi, d.entries as usize)?)
     } else {
         Part::Buf(decode_buffer(&raw, lo, hi)?)
     };

@@ -31,9 +31,17 @@ fn head_of(key: &[u8]) -> u64 {
 
 impl Packed {
     /// Indexes `raw` (a basement's entries), checking every length, the key
-    /// order and that keys lie in `[lo, hi)`.
-    pub fn new(raw: Vec<u8>, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Packed, String> {
-        let (mut offs, mut heads) = (Vec::new(), Vec::new());
+    /// order and that keys lie in `[lo, hi)`; sized for `entries` entries
+    /// (the directory's count: a hint, bounded by what `raw` can hold, so a
+    /// damaged count cannot make it allocate more).
+    pub fn new(
+        raw: Vec<u8>,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        entries: usize,
+    ) -> Result<Packed, String> {
+        let cap = entries.min(raw.len() / 6);
+        let (mut offs, mut heads) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut r = 0usize;
         let mut prev: Option<&[u8]> = None;
         while r < raw.len() {
@@ -258,7 +266,7 @@ mod tests {
             raw.extend_from_slice(k);
             raw.extend_from_slice(b"val");
         }
-        let p = Packed::new(raw.clone(), None, None).unwrap();
+        let p = Packed::new(raw.clone(), None, None, 0).unwrap();
         assert_eq!(p.len(), 50);
         assert_eq!(p.get(&[b'k', 10]), Some(&b"val"[..]));
         assert_eq!(p.get(&[b'k', 11]), None);
@@ -271,7 +279,7 @@ mod tests {
             .collect();
         assert_eq!(r, vec![vec![b'k', 12], vec![b'k', 14], vec![b'k', 16]]);
         assert!(
-            Packed::new(raw, Some(&[b'k', 1][..]), None).is_err(),
+            Packed::new(raw, Some(&[b'k', 1][..]), None, 50).is_err(),
             "key below lo"
         );
     }
@@ -299,7 +307,7 @@ mod tests {
             raw.push(k.len() as u8);
             pushed.push(k, &[k.len() as u8]);
         }
-        let built = Packed::new(raw, None, None).unwrap();
+        let built = Packed::new(raw, None, None, keys.len()).unwrap();
         let mut joined = Packed::default();
         joined.extend_from(&built, 0, keys.len() / 2);
         joined.extend_from(&pushed, keys.len() / 2, keys.len());
