@@ -283,6 +283,11 @@ impl Cache {
         s.used + bytes <= self.budget
     }
 
+    /// The budget of each shard for clean images, in bytes.
+    pub fn shard_budget_bytes(&self) -> usize {
+        self.budget
+    }
+
     pub fn used_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.read().used).sum()
     }

@@ -21,6 +21,28 @@ pub type CountedFile = Accounted<Arc<dyn Backend>>;
 
 /// Largest single write when a checkpoint coalesces contiguous pages.
 const MAX_RUN_BYTES: usize = 1 << 20;
+
+/// The largest read buffer a thread keeps between reads (`Pager::read_buf`):
+/// a B-epsilon partition or shell (tens of KiB) fits; whole-node reads of
+/// flushes allocate their own.
+const KEEP_READ_BUF_BYTES: usize = 256 << 10;
+
+thread_local! {
+    /// This thread's kept read buffer, if any (`Pager::read_buf`).
+    static READ_BUF: std::cell::Cell<Option<AlignedBuf>> = const { std::cell::Cell::new(None) };
+}
+
+/// Keeps `buf` as this thread's read buffer for its next read, unless it
+/// is larger than [`KEEP_READ_BUF_BYTES`] or a larger one is kept already.
+fn keep_read_buf(buf: AlignedBuf) {
+    if buf.capacity() > KEEP_READ_BUF_BYTES {
+        return;
+    }
+    READ_BUF.with(|b| match b.take() {
+        Some(old) if old.capacity() > buf.capacity() => b.set(Some(old)),
+        _ => b.set(Some(buf)),
+    });
+}
 /// Checkpoint writes in flight at once when the backend has no real queue
 /// (sync backends do one I/O per thread).
 const WRITE_THREADS: usize = 4;
@@ -76,6 +98,31 @@ impl Pager {
 
     pub fn buf(&self, len: usize) -> AlignedBuf {
         AlignedBuf::new(len, self.buf_align)
+    }
+
+    /// A buffer of `len` bytes (whole pages) to read pages into: this
+    /// thread's kept buffer when it is large enough (not zeroed: the read
+    /// overwrites it), else a new one. Every page's header is cleared
+    /// first, so a page the read did not fill can never verify as the page
+    /// an earlier read left there. Hand it back with [`keep_read_buf`].
+    fn read_buf(&self, len: usize) -> AlignedBuf {
+        assert!(
+            len > 0 && len.is_multiple_of(self.ps),
+            "reads are whole pages"
+        );
+        let kept = READ_BUF.with(|b| b.take());
+        let mut buf = match kept {
+            Some(mut b) if b.capacity() >= len && b.align() == self.buf_align => {
+                b.set_len(len);
+                b
+            }
+            _ => return self.buf(len),
+        };
+        for page in buf.chunks_exact_mut(self.ps) {
+            page[..HDR].fill(0);
+        }
+        debug_assert_eq!(buf.len(), len);
+        buf
     }
 
     /// The page count that page ids are checked against (the allocator
@@ -621,10 +668,28 @@ impl Pager {
         } else {
             ext.pages_of_range(offset, len, self.ps)
         };
-        let cap = self.extent_cap() as u64;
-        let mut buf = self.buf(count as usize * self.ps);
+        let mut buf = self.read_buf(count as usize * self.ps);
         let at = ext.first_page + first;
         self.io(kind).read_at(&mut buf, self.off(at))?;
+        let out = self.range_out(ext, kind, &buf, first, offset, len);
+        keep_read_buf(buf);
+        out
+    }
+
+    /// The payload bytes `offset .. offset + len` of `ext` out of `buf`,
+    /// its pages `first ..` as read, each verified (checksum, page id,
+    /// kind, index in the extent, payload length).
+    fn range_out(
+        &self,
+        ext: &Extent,
+        kind: Kind,
+        buf: &[u8],
+        first: u64,
+        offset: u64,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        let (cap, count) = (self.extent_cap() as u64, (buf.len() / self.ps) as u64);
+        assert_eq!(buf.len() as u64, count * self.ps as u64);
         let mut out = Vec::with_capacity(len as usize);
         for k in first..first + count {
             let pid = ext.first_page + k;

@@ -81,9 +81,9 @@ fn visit(
                 let lo = if i == 0 {
                     range.0
                 } else {
-                    Some(node.pivots[i - 1].as_slice())
+                    Some(&node.pivots[i - 1])
                 };
-                let hi = node.pivots.get(i).map(Vec::as_slice).or(range.1);
+                let hi = node.pivots.get(i).or(range.1);
                 let Child::Clean(c) = node.children[i] else {
                     unreachable!("decoded children are extents")
                 };
@@ -104,7 +104,7 @@ fn filter_misses<'a>(node: &Node, i: usize, b: &'a Buffer) -> Option<&'a [u8]> {
 /// A key of `node` (pivot, message or entry) outside `range`, described.
 fn out_of_range(node: &Node, range: (Option<&[u8]>, Option<&[u8]>)) -> Option<String> {
     let inside = |k: &[u8]| range.0.is_none_or(|l| k >= l) && range.1.is_none_or(|h| k < h);
-    let mut keys: Vec<&[u8]> = node.pivots.iter().map(Vec::as_slice).collect();
+    let mut keys: Vec<&[u8]> = node.pivots.iter().collect();
     if let Some(Some(p)) = node.parts.first() {
         keys.extend(first_key(p));
     }

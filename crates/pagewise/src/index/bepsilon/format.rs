@@ -6,9 +6,11 @@
 
 use super::filter::{self, Filter};
 use super::node::{Base, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES};
+use super::pivots::Pivots;
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"PWBE";
@@ -67,7 +69,7 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         at += c.len();
     }
     let mut w = HEADER_BYTES + node.parts.len() * DIR_ENTRY_BYTES;
-    for p in &node.pivots {
+    for p in node.pivots.iter() {
         put_u16(&mut out, w, p.len() as u16);
         out[w + 2..w + 2 + p.len()].copy_from_slice(p);
         w += 2 + p.len();
@@ -178,10 +180,13 @@ fn compress(raw: &[u8], comp: Compression, level: u8) -> Vec<u8> {
     c
 }
 
-fn decompress(c: &[u8], comp: Compression, raw_bytes: usize) -> Result<Vec<u8>, String> {
+/// A partition's raw bytes from its stored bytes `c`: `c` itself when it
+/// was stored as is (no copy when the caller hands it over).
+fn decompress(c: Cow<'_, [u8]>, comp: Compression, raw_bytes: usize) -> Result<Vec<u8>, String> {
     if c.len() == raw_bytes {
-        return Ok(c.to_vec()); // stored as is
+        return Ok(c.into_owned()); // stored as is
     }
+    let c = &*c;
     let out = match comp {
         Compression::None => c.to_vec(),
         Compression::Lz4 => lz4_flex::block::decompress(c, raw_bytes).map_err(|e| e.to_string())?,
@@ -220,14 +225,14 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
     }
     let (mut dir, filter_lens) = decode_dir(b, count, shell, len_bytes)?;
     let mut r = HEADER_BYTES + count * DIR_ENTRY_BYTES;
-    let mut pivots: Vec<Vec<u8>> = Vec::with_capacity(count - 1);
+    let mut pivots = Pivots::new();
     for _ in 1..count {
         let k = get_u16(b.get(r..r + 2).ok_or("pivots overrun the shell")?, 0) as usize;
         let key = b.get(r + 2..r + 2 + k).ok_or("pivot overruns the shell")?;
-        if pivots.last().is_some_and(|l| l.as_slice() >= key) || k > MAX_KEY_BYTES {
+        if pivots.last().is_some_and(|l| l >= key) || k > MAX_KEY_BYTES {
             return Err("pivots are not strictly increasing".into());
         }
-        pivots.push(key.to_vec());
+        pivots.push(key);
         r += 2 + k;
     }
     let mut children = Vec::new();
@@ -249,7 +254,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         children,
         parts: vec![None; count],
         part_bytes: dir.iter().map(|d| d.raw_bytes as usize).collect(),
-        dir,
+        dir: dir.into(),
         comp: b[5],
         uses: super::node::UseMarks::default(),
     })
@@ -344,9 +349,9 @@ fn decode_filters(
 
 /// Partition `i`'s raw bytes from its stored (compressed) bytes `c`, after
 /// checking their length and crc32c against the directory entry.
-fn stored_part(node: &Node, i: usize, c: &[u8]) -> Result<Vec<u8>, String> {
+fn stored_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Vec<u8>, String> {
     let d = &node.dir[i];
-    let crc = crc32c::crc32c(c);
+    let crc = crc32c::crc32c(&c);
     if crc != d.crc || c.len() != d.comp_bytes as usize {
         return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
     }
@@ -356,17 +361,17 @@ fn stored_part(node: &Node, i: usize, c: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// Partition `i` of `node` from its stored (compressed) bytes `c`.
-pub fn decode_part(node: &Node, i: usize, c: &[u8]) -> Result<Part, String> {
+pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, String> {
     let d = &node.dir[i];
     let raw = stored_part(node, i, c)?;
     let lo = if i == 0 {
         None
     } else {
-        Some(node.pivots[i - 1].as_slice())
+        Some(&node.pivots[i - 1])
     };
-    let hi = node.pivots.get(i).map(Vec::as_slice);
+    let hi = node.pivots.get(i);
     let part = if node.is_leaf() {
-        Part::Packed(super::packed::Packed::new(raw, lo, hi)?)
+        Part::Packed(super::packed::Packed::new(raw, lo, hi, d.entries as usize)?)
     } else {
         Part::Buf(decode_buffer(&raw, lo, hi)?)
     };
@@ -446,9 +451,9 @@ fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buf
 /// alone, possibly empty), from the buffer's stored bytes `c`: verified by
 /// checksum like [`decode_part`], but scanned in place up to the key instead
 /// of decoded whole (a point read that does not cache the buffer).
-pub fn probe_buffer(node: &Node, i: usize, c: &[u8], key: &[u8]) -> Result<Buffer, String> {
+pub fn probe_buffer(node: &Node, i: usize, c: Vec<u8>, key: &[u8]) -> Result<Buffer, String> {
     assert!(!node.is_leaf() && i < node.parts.len());
-    let raw = stored_part(node, i, c)?;
+    let raw = stored_part(node, i, Cow::Owned(c))?;
     let mut found = Buffer::new();
     let mut r = 0;
     while r < raw.len() {
@@ -476,7 +481,8 @@ pub fn decode_full(b: &[u8], page_size: usize) -> Result<Node, String> {
     for i in 0..node.parts.len() {
         let d = &node.dir[i];
         let c = &b[d.offset as usize..(d.offset + d.comp_bytes) as usize];
-        let p = decode_part(&node, i, c).map_err(|e| format!("partition {i}: {e}"))?;
+        let p =
+            decode_part(&node, i, Cow::Borrowed(c)).map_err(|e| format!("partition {i}: {e}"))?;
         node.parts[i] = Some(Arc::new(p));
     }
     Ok(node)
@@ -516,7 +522,7 @@ mod tests {
     fn internal_node() -> Node {
         let mut n = Node::new_leaf();
         n.height = 1;
-        n.pivots = vec![b"b1".to_vec(), b"b2".to_vec(), b"b3".to_vec()];
+        n.pivots = Pivots::from_keys([&b"b1"[..], b"b2", b"b3"]);
         n.children = (0..4)
             .map(|i| Child::Clean(Extent::new(10 + i, 9000, 4096)))
             .collect();
@@ -569,7 +575,7 @@ mod tests {
         let empty = d.dir[2].filter.as_ref().unwrap();
         assert!(empty.bytes().is_empty() && !empty.may_contain(b"b2-0000"));
         let mut again = d.clone();
-        again.dir.clear();
+        again.dir = crate::index::bepsilon::node::no_dir();
         assert_eq!(encode(&again, Compression::Lz4, 3), b, "decode then encode");
         let leaf = encode(&leaf_of(false), Compression::Lz4, 3);
         assert_eq!(

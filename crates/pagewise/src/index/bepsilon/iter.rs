@@ -4,6 +4,7 @@
 //! is held between steps (not a snapshot, like B+tree iterators).
 
 use super::node::Part;
+use super::pivots::Pivots;
 use super::read::{read, Step, View};
 use super::write::resolve;
 use crate::error::Result;
@@ -105,12 +106,12 @@ impl Cursor {
 }
 
 /// The partition of `pivots` a cursor at `pos` moving `forward` reads next.
-fn pick(pivots: &[Vec<u8>], pos: &Bound<Vec<u8>>, forward: bool) -> usize {
+fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
     match (pos, forward) {
         (Bound::Unbounded, true) => 0,
         (Bound::Unbounded, false) => pivots.len(),
-        (Bound::Included(k), _) | (Bound::Excluded(k), true) => pivots.partition_point(|p| p <= k),
-        (Bound::Excluded(k), false) => pivots.partition_point(|p| p < k),
+        (Bound::Included(k), _) | (Bound::Excluded(k), true) => pivots.find(k),
+        (Bound::Excluded(k), false) => pivots.partition_point(|p| p < k.as_slice()),
     }
 }
 
@@ -138,12 +139,12 @@ fn unit_step(
             Err(m) => return Step::Miss(m),
         };
         let i = pick(&n.pivots, pos, forward);
-        if i > 0 && ulo.as_ref().is_none_or(|l| l < &n.pivots[i - 1]) {
-            ulo = Some(n.pivots[i - 1].clone());
+        if i > 0 && ulo.as_deref().is_none_or(|l| l < &n.pivots[i - 1]) {
+            ulo = Some(n.pivots[i - 1].to_vec());
         }
         if let Some(p) = n.pivots.get(i) {
-            if uhi.as_ref().is_none_or(|h| h > p) {
-                uhi = Some(p.clone());
+            if uhi.as_deref().is_none_or(|h| h > p) {
+                uhi = Some(p.to_vec());
             }
         }
         let part = match v.part(cur, &n, i) {

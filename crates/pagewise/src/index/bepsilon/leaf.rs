@@ -66,7 +66,7 @@ impl Node {
         let mut from = 0;
         for i in 0..self.parts.len() {
             let to = match self.pivots.get(i) {
-                Some(p) => from + msgs[from..].partition_point(|m| m.0 < p.as_slice()),
+                Some(p) => from + msgs[from..].partition_point(|m| m.0 < p),
                 None => msgs.len(),
             };
             if to == from {
@@ -166,7 +166,7 @@ impl Node {
             .to_vec();
         self.part_bytes[i] = left.bytes();
         self.part_bytes.insert(i + 1, right.bytes());
-        self.pivots.insert(i, pivot);
+        self.pivots.insert(i, &pivot);
         self.parts[i] = Some(Arc::new(Part::Packed(left)));
         self.parts
             .insert(i + 1, Some(Arc::new(Part::Packed(right))));
@@ -255,11 +255,8 @@ mod tests {
             else {
                 unreachable!()
             };
-            assert!(l.last_key().is_none_or(|k| k < piv.as_slice()), "pivot {i}");
-            assert!(
-                r.first_key().is_none_or(|k| k >= piv.as_slice()),
-                "pivot {i}"
-            );
+            assert!(l.last_key().is_none_or(|k| k < piv), "pivot {i}");
+            assert!(r.first_key().is_none_or(|k| k >= piv), "pivot {i}");
         }
     }
 }

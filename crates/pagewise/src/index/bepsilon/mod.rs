@@ -12,6 +12,7 @@ pub mod iter;
 pub mod leaf;
 pub mod node;
 pub mod packed;
+pub mod pivots;
 pub mod place;
 pub mod read;
 pub mod trace;

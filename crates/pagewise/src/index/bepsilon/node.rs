@@ -4,6 +4,7 @@
 
 use super::heap::{alloc_bytes, arc_bytes, map_slot_bytes, vec_bytes};
 use super::packed::Packed;
+use super::pivots::Pivots;
 use super::Child;
 use crate::store::image::{Image, NodeImage, PageFill};
 use std::collections::btree_map::Entry;
@@ -208,21 +209,38 @@ pub struct DirEntry {
 pub struct Node {
     /// Levels above the leaves (0: leaf).
     pub height: u32,
-    /// P - 1 keys; partition i holds `[pivots[i-1], pivots[i])`.
-    pub pivots: Vec<Vec<u8>>,
+    /// P - 1 keys; partition i holds `[pivots[i-1], pivots[i])`. Shared by
+    /// the images of a clean node (pivots.rs).
+    pub pivots: Pivots,
     /// P children (internal nodes), empty for leaves.
     pub children: Vec<Child>,
     /// P partitions, `None` while not loaded (clean nodes only).
     pub parts: Vec<Option<Arc<Part>>>,
     /// Serialized (uncompressed) bytes of each partition.
     pub part_bytes: Vec<usize>,
-    /// Directory of the stored node (empty for dirty nodes).
-    pub dir: Vec<DirEntry>,
+    /// Directory of the stored node (empty for dirty nodes); shared by the
+    /// images of a clean node.
+    pub dir: Arc<[DirEntry]>,
     /// Compression code of the stored partitions (stored nodes only).
     pub comp: u8,
     /// Which loaded partitions reads used since the cache last looked
     /// (clean cached nodes; partial eviction, [`NodeImage::shed`]).
     pub uses: UseMarks,
+}
+
+/// The directory of a node not stored (dirty), which allocates nothing.
+pub fn no_dir() -> Arc<[DirEntry]> {
+    Arc::default()
+}
+
+/// Heap bytes of a shared directory of `len` entries (its counts and
+/// entries in one allocation; an empty one is static).
+fn dir_bytes(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        alloc_bytes(16 + len * size_of::<DirEntry>())
+    }
 }
 
 /// One mark per partition, set by a read that used it and cleared when the
@@ -266,11 +284,11 @@ impl Node {
     pub fn new_leaf() -> Self {
         Self {
             height: 0,
-            pivots: Vec::new(),
+            pivots: Pivots::new(),
             children: Vec::new(),
             parts: vec![Some(Arc::new(Part::Packed(Packed::default())))],
             part_bytes: vec![0],
-            dir: Vec::new(),
+            dir: no_dir(),
             comp: 0,
             uses: UseMarks::default(),
         }
@@ -282,7 +300,7 @@ impl Node {
 
     /// The partition whose key range holds `key`.
     pub fn find(&self, key: &[u8]) -> usize {
-        self.pivots.partition_point(|p| p.as_slice() <= key)
+        self.pivots.find(key)
     }
 
     /// Bytes of header, directory, pivots and child references.
@@ -294,7 +312,8 @@ impl Node {
         };
         HEADER_BYTES
             + DIR_ENTRY_BYTES * self.parts.len()
-            + self.pivots.iter().map(|p| 2 + p.len()).sum::<usize>()
+            + 2 * self.pivots.len()
+            + self.pivots.key_bytes()
             + refs
     }
 
@@ -315,14 +334,12 @@ impl Node {
     /// Heap bytes of the node in memory, loaded partitions included: what
     /// the cache and the dirty set charge for it (heap.rs).
     pub fn heap_bytes(&self) -> usize {
-        let pivots: usize = self.pivots.iter().map(vec_bytes).sum();
-        let vecs = alloc_bytes(self.pivots.capacity() * size_of::<Vec<u8>>())
-            + alloc_bytes(self.children.capacity() * size_of::<Child>())
+        let vecs = alloc_bytes(self.children.capacity() * size_of::<Child>())
             + alloc_bytes(self.parts.capacity() * size_of::<Option<Arc<Part>>>())
             + alloc_bytes(self.part_bytes.capacity() * size_of::<usize>())
-            + alloc_bytes(self.dir.capacity() * size_of::<DirEntry>())
+            + dir_bytes(self.dir.len())
             + alloc_bytes(16 + self.uses.len());
-        arc_bytes::<Node>() + vecs + pivots + self.parts_heap_bytes()
+        arc_bytes::<Node>() + vecs + self.pivots.heap_bytes() + self.parts_heap_bytes()
     }
 
     /// Heap bytes of the loaded partitions.
@@ -375,11 +392,11 @@ impl Node {
             },
             parts: self.parts.split_off(s),
             part_bytes: self.part_bytes.split_off(s),
-            dir: Vec::new(),
+            dir: no_dir(),
             comp: 0,
             uses: UseMarks::default(),
         };
-        self.dir.clear();
+        self.dir = no_dir();
         debug_assert_eq!(self.pivots.len() + 1, self.parts.len());
         (self, sep, right)
     }
@@ -387,12 +404,12 @@ impl Node {
     /// `left` then `right`, separated by `sep` (their parent's pivot).
     pub fn concat(mut left: Node, sep: Vec<u8>, right: Node) -> Node {
         assert_eq!(left.height, right.height);
-        left.pivots.push(sep);
-        left.pivots.extend(right.pivots);
+        left.pivots.push(&sep);
+        left.pivots.extend(&right.pivots);
         left.children.extend(right.children);
         left.parts.extend(right.parts);
         left.part_bytes.extend(right.part_bytes);
-        left.dir.clear();
+        left.dir = no_dir();
         assert_eq!(left.pivots.len() + 1, left.parts.len());
         left
     }
@@ -494,6 +511,7 @@ mod tests {
     use super::*;
     use crate::index::bepsilon::heap::counting::live;
     use crate::index::bepsilon::PROVISIONAL_BIT;
+    use crate::store::image::downcast;
 
     /// A 16-byte key in a scattered order.
     fn key(i: u64) -> Vec<u8> {
@@ -511,7 +529,7 @@ mod tests {
                 .map(|_| Some(Arc::new(Part::Buf(Buffer::new()))))
                 .collect(),
             part_bytes: vec![0; count],
-            dir: Vec::new(),
+            dir: no_dir(),
             comp: 0,
             uses: UseMarks::default(),
         }
@@ -611,6 +629,45 @@ mod tests {
         assert!(n.parts.len() > 50, "basements split and joined");
         assert_close("leaf", &n, heap);
         assert_tracked(&n);
+    }
+
+    /// A clean node's next images (`with_part`, `shed`) share its pivots
+    /// and directory with it, keep them equal to its own, and hold the same
+    /// partitions by reference.
+    #[test]
+    fn images_share_the_shell() {
+        let mut n = Node::new_leaf();
+        for i in 0..4000 {
+            n.base_set(&key(i), Some(vec![i as u8; 100]));
+            if i % 256 == 0 {
+                n.fix_basements(16 << 10);
+            }
+        }
+        n.fix_basements(16 << 10);
+        let count = n.parts.len();
+        assert!(count > 4, "basements split");
+        n.dir = (0..count).map(|_| DirEntry::default()).collect();
+        let first = n.parts[1].clone().expect("loaded");
+        let mut clean = n.clone();
+        clean.parts.iter_mut().for_each(|p| *p = None);
+        let img = clean.with_part(1, (*first).clone());
+        assert!(img.pivots.shares(&clean.pivots) && Arc::ptr_eq(&img.dir, &clean.dir));
+        assert_eq!(img.pivots, n.pivots);
+        let img = Arc::new(img.with_part(2, (*n.parts[2].clone().unwrap()).clone()));
+        assert!(
+            img.parts[1].is_some() && img.parts[2].is_some(),
+            "both used"
+        );
+        img.uses.take(1);
+        let shed = img.shed().expect("partition 1 was not used since");
+        let shed = downcast::<Node>(shed).expect("a node");
+        assert!(shed.parts[1].is_none() && shed.parts[2].is_some());
+        assert!(Arc::ptr_eq(
+            shed.parts[2].as_ref().unwrap(),
+            img.parts[2].as_ref().unwrap()
+        ));
+        assert_eq!(shed.pivots, n.pivots);
+        assert!(shed.pivots.shares(&img.pivots) && shed.charge_bytes() < img.charge_bytes());
     }
 
     /// Taking a buffer, splitting and joining nodes keep the charge a

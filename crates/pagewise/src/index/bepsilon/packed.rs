@@ -1,6 +1,7 @@
 //! A basement as its stored bytes plus an offset per entry: what readers,
 //! the cache and dirty leaves keep (about 4 bytes per entry over the data,
-//! where a map costs tens), binary-searched in place. Dirty leaves change
+//! where a map costs tens; plus 8 bytes of each key's head, see `heads`),
+//! binary-searched in place. Dirty leaves change
 //! it by merging a sorted batch into a new one (leaf.rs). Entry layout:
 //! docs/design.md, basement entry.
 
@@ -11,13 +12,36 @@ use std::ops::Bound;
 pub struct Packed {
     data: Vec<u8>,
     offs: Vec<u32>,
+    /// `head_of` each entry's key: a search compares these (one array of
+    /// 8 bytes per entry, a few cache lines) and reads a key in `data` only
+    /// where heads tie, instead of reading a key per step.
+    heads: Vec<u64>,
+}
+
+/// The first 8 bytes of `key`, big-endian, zero-padded: `a < b` implies
+/// `head_of(a) <= head_of(b)`, so heads order entries as their keys do,
+/// and only equal heads need the keys compared.
+#[inline]
+fn head_of(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
 }
 
 impl Packed {
     /// Indexes `raw` (a basement's entries), checking every length, the key
-    /// order and that keys lie in `[lo, hi)`.
-    pub fn new(raw: Vec<u8>, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Packed, String> {
-        let mut offs = Vec::new();
+    /// order and that keys lie in `[lo, hi)`; sized for `entries` entries
+    /// (the directory's count: a hint, bounded by what `raw` can hold, so a
+    /// damaged count cannot make it allocate more).
+    pub fn new(
+        raw: Vec<u8>,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        entries: usize,
+    ) -> Result<Packed, String> {
+        let cap = entries.min(raw.len() / 6);
+        let (mut offs, mut heads) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut r = 0usize;
         let mut prev: Option<&[u8]> = None;
         while r < raw.len() {
@@ -36,9 +60,15 @@ impl Packed {
             }
             prev = Some(key);
             offs.push(r as u32);
+            heads.push(head_of(key));
             r = end;
         }
-        Ok(Packed { data: raw, offs })
+        debug_assert_eq!(offs.len(), heads.len());
+        Ok(Packed {
+            data: raw,
+            offs,
+            heads,
+        })
     }
 
     /// An empty basement with room for `bytes` of entries.
@@ -46,6 +76,7 @@ impl Packed {
         Packed {
             data: Vec::with_capacity(bytes),
             offs: Vec::with_capacity(entries),
+            heads: Vec::with_capacity(entries),
         }
     }
 
@@ -54,6 +85,7 @@ impl Packed {
         debug_assert!(self.last_key().is_none_or(|l| l < k));
         assert!(k.len() <= u16::MAX as usize && self.data.len() < u32::MAX as usize);
         self.offs.push(self.data.len() as u32);
+        self.heads.push(head_of(k));
         self.data.extend_from_slice(&(k.len() as u16).to_le_bytes());
         self.data.extend_from_slice(&(v.len() as u32).to_le_bytes());
         self.data.extend_from_slice(k);
@@ -76,6 +108,8 @@ impl Packed {
                 .map(|&o| (o as i64 + shift) as u32),
         );
         self.data.extend_from_slice(&src.data[lo..hi]);
+        self.heads.extend_from_slice(&src.heads[from..to]);
+        debug_assert_eq!(self.offs.len(), self.heads.len());
     }
 
     /// Byte offset just past entry `i`.
@@ -98,6 +132,7 @@ impl Packed {
         }
         if self.offs.capacity() > self.offs.len() + self.offs.len() / 8 + 16 {
             self.offs.shrink_to_fit();
+            self.heads.shrink_to_fit();
         }
     }
 
@@ -123,10 +158,12 @@ impl Packed {
         self.data.len()
     }
 
-    /// Heap bytes of its data and offsets.
+    /// Heap bytes of its data, offsets and heads.
     pub fn heap_bytes(&self) -> usize {
         use super::heap::alloc_bytes;
-        alloc_bytes(self.data.capacity()) + alloc_bytes(4 * self.offs.capacity())
+        alloc_bytes(self.data.capacity())
+            + alloc_bytes(4 * self.offs.capacity())
+            + alloc_bytes(8 * self.heads.capacity())
     }
 
     pub fn raw(&self) -> &[u8] {
@@ -145,23 +182,42 @@ impl Packed {
         )
     }
 
-    /// Index of the first entry whose key is not below `key`.
+    /// Key `i` alone.
+    #[inline]
+    fn key_at(&self, i: usize) -> &[u8] {
+        let r = self.offs[i] as usize;
+        let k = get_u16(&self.data, r) as usize;
+        &self.data[r + 6..r + 6 + k]
+    }
+
+    /// Index of the first entry whose key is not below `key`: a binary
+    /// search over the heads, reading keys only where heads tie.
     fn lower(&self, key: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.offs.len());
+        assert_eq!(self.offs.len(), self.heads.len());
+        let h = head_of(key);
+        let (mut lo, mut hi) = (0, self.heads.len());
+        // A binary search: at most log2(len) + 1 steps.
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.entry(mid).0 < key {
+            let m = self.heads[mid];
+            let below = if m != h {
+                m < h
+            } else {
+                self.key_at(mid) < key
+            };
+            if below {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
+        debug_assert!(lo == 0 || self.key_at(lo - 1) < key);
         lo
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
         let i = self.lower(key);
-        (i < self.len() && self.entry(i).0 == key).then(|| self.entry(i).1)
+        (i < self.len() && self.key_at(i) == key).then(|| self.entry(i).1)
     }
 
     pub fn first_key(&self) -> Option<&[u8]> {
@@ -210,7 +266,7 @@ mod tests {
             raw.extend_from_slice(k);
             raw.extend_from_slice(b"val");
         }
-        let p = Packed::new(raw.clone(), None, None).unwrap();
+        let p = Packed::new(raw.clone(), None, None, 0).unwrap();
         assert_eq!(p.len(), 50);
         assert_eq!(p.get(&[b'k', 10]), Some(&b"val"[..]));
         assert_eq!(p.get(&[b'k', 11]), None);
@@ -223,8 +279,49 @@ mod tests {
             .collect();
         assert_eq!(r, vec![vec![b'k', 12], vec![b'k', 14], vec![b'k', 16]]);
         assert!(
-            Packed::new(raw, Some(&[b'k', 1][..]), None).is_err(),
+            Packed::new(raw, Some(&[b'k', 1][..]), None, 50).is_err(),
             "key below lo"
         );
+    }
+
+    /// Keys that share heads (long common prefixes, prefixes of each
+    /// other, zero bytes where heads pad) are found as a map finds them,
+    /// in a basement built by `new`, by `push` and by `extend_from`.
+    #[test]
+    fn heads_that_tie_still_order_by_key() {
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for i in 0..40u8 {
+            keys.push(vec![b'p'; 1 + (i % 12) as usize]);
+            keys.push([&b"prefix--"[..], &[i, i]].concat());
+            keys.push(vec![i / 3, 0, 0]);
+            keys.push(vec![i / 3]);
+        }
+        keys.sort();
+        keys.dedup();
+        let mut raw = Vec::new();
+        let mut pushed = Packed::default();
+        for k in &keys {
+            raw.extend_from_slice(&(k.len() as u16).to_le_bytes());
+            raw.extend_from_slice(&1u32.to_le_bytes());
+            raw.extend_from_slice(k);
+            raw.push(k.len() as u8);
+            pushed.push(k, &[k.len() as u8]);
+        }
+        let built = Packed::new(raw, None, None, keys.len()).unwrap();
+        let mut joined = Packed::default();
+        joined.extend_from(&built, 0, keys.len() / 2);
+        joined.extend_from(&pushed, keys.len() / 2, keys.len());
+        let mut probes = keys.clone();
+        probes.extend(keys.iter().map(|k| [&k[..], &[0][..]].concat()));
+        probes.extend([vec![], vec![0], vec![255; 9], b"prefix-".to_vec()]);
+        for p in [&built, &pushed, &joined] {
+            assert_eq!(p.raw(), built.raw());
+            for q in &probes {
+                let want = keys.partition_point(|k| k < q);
+                assert_eq!(p.lower_bound(q), want, "{q:?}");
+                let found = keys.binary_search(q).is_ok();
+                assert_eq!(p.get(q), found.then_some(&[q.len() as u8][..]), "{q:?}");
+            }
+        }
     }
 }

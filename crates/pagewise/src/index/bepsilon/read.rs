@@ -88,13 +88,7 @@ impl View<'_> {
     /// Whether the get of `key` can pass buffer `i` of internal node `n`
     /// without it: not in memory, and its filter rules `key` out (counted).
     pub fn filter_skips(&self, n: &Node, i: usize, key: &[u8]) -> bool {
-        if n.is_leaf() || n.parts[i].is_some() || !filters_on() {
-            return false;
-        }
-        let Some(f) = n.dir.get(i).and_then(|d| d.filter.as_ref()) else {
-            return false;
-        };
-        if f.may_contain(key) {
+        if n.parts[i].is_some() || !ruled_out(n, i, key) {
             return false;
         }
         let mut s = self.skips.get();
@@ -123,6 +117,18 @@ impl View<'_> {
             (None, Child::Dirty(id)) => panic!("dirty node {id:#x} with a partition not loaded"),
         }
     }
+}
+
+/// Whether the stored key filter of buffer `i` of `n` rules `key` out (a
+/// clean internal node with filters; `PAGEWISE_BEPS_FILTERS=off`: never).
+/// A clean buffer never changes, so its filter holds every key it has
+/// messages for, loaded or not.
+fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
+    if n.is_leaf() || !filters_on() {
+        return false;
+    }
+    let f = n.dir.get(i).and_then(|d| d.filter.as_ref());
+    f.is_some_and(|f| !f.may_contain(key))
 }
 
 /// Runs `f` against consistent views until it finishes, reading what it
@@ -229,21 +235,25 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
         .beps_reads
         .probe_read(n.height, pages * pager.ps as u64);
     let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
-    let buf = format::probe_buffer(n, i, &c, key)
+    let buf = format::probe_buffer(n, i, c, key)
         .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
     Ok(Part::Buf(buf))
 }
 
 /// Whether a get reads a cold buffer as a probe rather than loading it
-/// into the cache: when the node's cache shard has no room for it (a full
-/// cache would evict for it; an unfull one keeps it for later gets).
-/// `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
+/// into the cache: when the node's cache shard has no room for it with an
+/// eighth of its budget to spare (a full cache would evict for it; an
+/// unfull one keeps it for later gets; a full shard that has just evicted
+/// has room for a moment, and a load then decodes a buffer that is soon
+/// evicted again). `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
     let d = &n.dir[i];
     let charge = n.part_bytes[i] + 48 * d.entries as usize;
-    on && !n.is_leaf() && d.comp_bytes > 0 && !v.ix.store.cache.has_room(ext.first_page, charge)
+    let cache = &v.ix.store.cache;
+    let spare = cache.shard_budget_bytes() / 8;
+    on && !n.is_leaf() && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
 }
 
 /// Whether gets consult buffer filters (default on;
@@ -298,7 +308,8 @@ pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part
     } else {
         pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?
     };
-    format::decode_part(n, i, &c).map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
+    format::decode_part(n, i, c.into())
+        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
 }
 
 /// One descent toward `key`: the pending messages on the path (root first)
@@ -318,6 +329,13 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
         };
         let i = n.find(key);
         if v.filter_skips(&n, i, key) {
+            cur = n.children[i];
+            continue;
+        }
+        if n.parts[i].is_some() && ruled_out(&n, i, key) {
+            // A loaded buffer the filter rules out: passed without its map
+            // lookup, marked used as a lookup would (the cache keeps it).
+            n.uses.mark(i);
             cur = n.children[i];
             continue;
         }

@@ -4,7 +4,8 @@
 //! "B-epsilon nodes"). Dirty nodes live in the store's dirty set under
 //! provisional ids, charged by their heap bytes (heap.rs).
 
-use super::node::{Base, Buffer, Node, Part, Pending};
+use super::node::{no_dir, Base, Buffer, Node, Part, Pending};
+use super::pivots::Pivots;
 use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::options::MergeOperator;
@@ -151,11 +152,11 @@ impl Writer<'_> {
         assert!(pieces.len() >= 2 && height >= 1);
         let mut top = Node {
             height,
-            pivots: Vec::new(),
+            pivots: Pivots::new(),
             children: Vec::new(),
             parts: Vec::new(),
             part_bytes: Vec::new(),
-            dir: Vec::new(),
+            dir: no_dir(),
             comp: 0,
             uses: super::node::UseMarks::default(),
         };
@@ -163,7 +164,7 @@ impl Writer<'_> {
             let id = provisional_id();
             self.put(id, n);
             if let Some(s) = sep {
-                top.pivots.push(s);
+                top.pivots.push(&s);
             }
             top.children.push(Child::Dirty(id));
             top.parts.push(Some(Arc::new(Part::Buf(Buffer::new()))));
@@ -222,7 +223,7 @@ impl Writer<'_> {
         for (at, (sep, n)) in (c + 1..).zip(pieces) {
             let nid = provisional_id();
             self.put(nid, n);
-            parent.pivots.insert(at - 1, sep.expect("a separator"));
+            parent.pivots.insert(at - 1, &sep.expect("a separator"));
             parent.children.insert(at, Child::Dirty(nid));
             parent
                 .parts
@@ -340,10 +341,10 @@ impl Writer<'_> {
             Child::Clean(ext) => ext,
         };
         let mut node = self.load_full(&ext)?;
-        node.dir.clear(); // basements stay packed (leaf.rs merges into them)
-                          // No lookup reaches the clean image again (its parent now names the
-                          // dirty copy), and it would keep the partitions the copy changes
-                          // alive beside theirs: both charged, both held.
+        node.dir = no_dir(); // basements stay packed (leaf.rs merges into them)
+                             // No lookup reaches the clean image again (its parent now names the
+                             // dirty copy), and it would keep the partitions the copy changes
+                             // alive beside theirs: both charged, both held.
         self.cache.remove(ext.first_page);
         self.alloc.free_later(ext.first_page, ext.count_pages);
         let id = provisional_id();
@@ -464,11 +465,10 @@ fn split_point(n: &Node, o: &BEpsOptions) -> usize {
     if n.bytes() <= o.node_bytes as usize {
         return count / 2;
     }
-    let total: usize =
-        n.part_bytes.iter().sum::<usize>() + n.pivots.iter().map(Vec::len).sum::<usize>();
+    let total: usize = n.part_bytes.iter().sum::<usize>() + n.pivots.key_bytes();
     let mut acc = 0;
     for i in 0..count {
-        acc += n.part_bytes[i] + n.pivots.get(i).map_or(0, Vec::len);
+        acc += n.part_bytes[i] + n.pivots.get(i).map_or(0, <[u8]>::len);
         if acc >= total / 2 {
             return (i + 1).clamp(1, count - 1);
         }
@@ -492,7 +492,7 @@ mod tests {
                 .map(|_| Some(Arc::new(Part::Buf(Buffer::new()))))
                 .collect(),
             part_bytes: bytes,
-            dir: Vec::new(),
+            dir: no_dir(),
             comp: 0,
             uses: Default::default(),
         }
