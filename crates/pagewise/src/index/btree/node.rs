@@ -491,8 +491,8 @@ impl Node {
     }
 
     /// Split point of an append split: the most leading entries whose
-    /// bytes (with the node's fixed part) stay within `fill` of `cap`, at
-    /// least one and leaving at least one for the right. With `fill` 1.0 it
+    /// entry bytes stay within `fill` of `cap`, at least one and leaving at
+    /// least one for the right. With `fill` 1.0 it
     /// is `len - 1`: everything but the appended entry stays left.
     pub fn fill_point(&self, fill: f64, cap: usize) -> usize {
         let n = self.len();
