@@ -11,6 +11,7 @@ pub mod heap;
 pub mod iter;
 pub mod leaf;
 pub mod node;
+pub mod ordered;
 pub mod packed;
 pub mod pivots;
 pub mod place;

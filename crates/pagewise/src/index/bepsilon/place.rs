@@ -1,10 +1,12 @@
 //! Checkpoint placement of dirty nodes (docs/design.md, "B-epsilon nodes",
-//! node placement): bottom-up, each node is encoded with its children's new
-//! extents, compressed, written to a fresh extent; then the placed nodes
-//! leave the dirty set for the cache and the roots point at their extents.
+//! node placement): height by height from the leaves, each node is encoded
+//! with its children's new extents and compressed (on several threads,
+//! ordered.rs), then allocated and written to a fresh extent in a fixed
+//! order; then the placed nodes leave the dirty set for the cache and the
+//! roots point at their extents.
 
 use super::node::Node;
-use super::{format, Child};
+use super::{format, ordered, Child, MAX_HEIGHT};
 use crate::error::Result;
 use crate::index::Desc;
 use crate::index::Index;
@@ -22,6 +24,18 @@ struct Work {
     nodes: PidMap<Arc<Node>>,
 }
 
+/// Encoded nodes waiting to be written, per placing thread: enough that a
+/// worker rarely waits for the writer, few enough that the encoded bytes
+/// held (1 MiB nodes by default) stay small beside the dirty budget.
+const WINDOW_PER_THREAD: usize = 2;
+
+/// A node ready to encode: its children placed.
+struct Ready {
+    id: u64,
+    node: Node,
+    opts: super::BEpsOptions,
+}
+
 impl Index {
     /// Places every dirty B-epsilon node. Requires: the commit lock (nothing
     /// changes the trees meanwhile; readers continue). Effect: the nodes are
@@ -31,11 +45,18 @@ impl Index {
     pub fn place_extents(&self, gen: u64) -> Result<()> {
         let work = self.collect_dirty();
         let mut placed: Vec<(u64, Extent, Arc<Node>)> = Vec::new();
-        let mut roots = Vec::new();
-        for w in &work {
-            let ext = self.place_node(w, w.root, gen, &mut placed, 0)?;
-            roots.push((w.tree.clone(), ext));
+        let mut exts = PidMap::default();
+        for level in by_height(&work) {
+            self.place_level(&work, &level, gen, &mut exts, &mut placed)?;
         }
+        let roots: Vec<(Arc<str>, Extent)> = work
+            .iter()
+            .map(|w| (w.tree.clone(), exts[&w.root]))
+            .collect();
+        assert_eq!(
+            placed.len(),
+            work.iter().map(|w| w.nodes.len()).sum::<usize>()
+        );
         let mut st = self.store.state.write();
         for (id, ext, node) in placed {
             let img = st.dirty.remove(id).expect("a collected node is dirty");
@@ -85,38 +106,99 @@ impl Index {
         out
     }
 
-    /// Writes node `id` after its dirty children; returns its extent.
-    fn place_node(
+    /// Places the dirty nodes of one height. Requires: every dirty child of
+    /// them is in `exts`. Effect: each is encoded (in parallel), allocated
+    /// and written in `level`'s order, and recorded in `exts` and `placed`.
+    fn place_level(
         &self,
-        w: &Work,
-        id: u64,
+        work: &[Work],
+        level: &[(usize, u64)],
         gen: u64,
+        exts: &mut PidMap<Extent>,
         placed: &mut Vec<(u64, Extent, Arc<Node>)>,
-        depth: u32,
-    ) -> Result<Extent> {
-        assert!(
-            depth <= super::MAX_HEIGHT,
-            "dirty nodes deeper than any tree"
-        );
-        let mut clean: Node = (*w.nodes[&id]).clone();
-        for i in 0..clean.children.len() {
-            if let Child::Dirty(c) = clean.children[i] {
-                let ext = self.place_node(w, c, gen, placed, depth + 1)?;
-                clean.children[i] = Child::Clean(ext);
+    ) -> Result<()> {
+        let ready: Vec<Ready> = level
+            .iter()
+            .map(|&(wi, id)| {
+                let mut node: Node = (*work[wi].nodes[&id]).clone();
+                for c in node.children.iter_mut() {
+                    if let Child::Dirty(d) = *c {
+                        *c = Child::Clean(*exts.get(&d).expect("children are placed first"));
+                    }
+                }
+                let opts = work[wi].opts;
+                Ready { id, node, opts }
+            })
+            .collect();
+        let pager = &self.store.pager;
+        let threads = ordered::placement_threads();
+        let encode = |r: &Ready| {
+            let bytes = format::encode(&r.node, r.opts.compression, r.opts.level);
+            let shell = format::decode_shell(&bytes, bytes.len() as u64, pager.ps)
+                .expect("a node just encoded decodes");
+            (bytes, shell)
+        };
+        ordered::map_ordered(
+            &ready,
+            threads,
+            threads * WINDOW_PER_THREAD,
+            encode,
+            |i, (bytes, shell)| {
+                let r = &ready[i];
+                let count = pager.extent_pages(bytes.len());
+                let first = self.store.alloc.lock().alloc(count);
+                let ext = Extent::new(first, bytes.len() as u64, pager.ps);
+                assert_eq!(ext.count_pages, count);
+                pager.write_extent(&ext, Kind::BEps, &bytes, gen)?;
+                super::trace::node_written(r.node.height, bytes.len());
+                let mut clean = r.node.clone();
+                (clean.dir, clean.comp) = (shell.dir, shell.comp);
+                exts.insert(r.id, ext);
+                placed.push((r.id, ext, Arc::new(clean)));
+                Ok(())
+            },
+        )
+    }
+}
+
+/// The dirty nodes of every tree grouped by height, leaves first; within a
+/// height, trees in catalog order and each tree's nodes in post-order (the
+/// order the single-threaded placement wrote them).
+fn by_height(work: &[Work]) -> Vec<Vec<(usize, u64)>> {
+    let mut levels: Vec<Vec<(usize, u64)>> = Vec::new();
+    for (wi, w) in work.iter().enumerate() {
+        // (id, next child index to visit); depth bounded by the tree height.
+        let mut stack: Vec<(u64, usize)> = vec![(w.root, 0)];
+        let mut visits = 0usize;
+        while let Some((id, k)) = stack.pop() {
+            visits += 1;
+            assert!(visits <= 2 * w.nodes.len() * (MAX_HEIGHT as usize + 1));
+            let n = &w.nodes[&id];
+            let next = n.children[k.min(n.children.len())..]
+                .iter()
+                .position(|c| matches!(c, Child::Dirty(_)))
+                .map(|p| k + p);
+            match next {
+                Some(j) => {
+                    let Child::Dirty(c) = n.children[j] else {
+                        unreachable!()
+                    };
+                    stack.push((id, j + 1));
+                    stack.push((c, 0));
+                    assert!(
+                        stack.len() <= MAX_HEIGHT as usize + 1,
+                        "dirty nodes deeper than any tree"
+                    );
+                }
+                None => {
+                    let h = n.height as usize;
+                    if levels.len() <= h {
+                        levels.resize_with(h + 1, Vec::new);
+                    }
+                    levels[h].push((wi, id));
+                }
             }
         }
-        let bytes = format::encode(&clean, w.opts.compression, w.opts.level);
-        let pager = &self.store.pager;
-        let count = pager.extent_pages(bytes.len());
-        let first = self.store.alloc.lock().alloc(count);
-        let ext = Extent::new(first, bytes.len() as u64, pager.ps);
-        assert_eq!(ext.count_pages, count);
-        pager.write_extent(&ext, Kind::BEps, &bytes, gen)?;
-        super::trace::node_written(clean.height, bytes.len());
-        let shell = format::decode_shell(&bytes, ext.len_bytes, pager.ps)
-            .expect("a node just encoded decodes");
-        (clean.dir, clean.comp) = (shell.dir, shell.comp);
-        placed.push((id, ext, Arc::new(clean)));
-        Ok(ext)
     }
+    levels
 }
