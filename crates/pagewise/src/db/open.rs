@@ -343,12 +343,15 @@ impl Inner {
 }
 
 /// The dirty set triggers a checkpoint at `cache_bytes` divided by this
-/// (4; 2 at most: the cache keeps half its budget for clean images).
+/// (2, the most: the cache keeps half its budget for clean images). Half,
+/// not a quarter (before session 8): fewer, larger checkpoints cut a 5M
+/// B-epsilon fill's device WA by 24% and a B+tree's by 16%, in the same
+/// memory (docs/benchmarks.md, "The dirty budget: half the cache (session 8)").
 /// `PAGEWISE_DIRTY_SHARE` overrides it for sweeps (docs/benchmarks.md,
 /// "Memory within the cache budget (session 6)").
 fn dirty_share() -> usize {
     std::env::var("PAGEWISE_DIRTY_SHARE")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .map_or(4, |d| d.clamp(2, 64))
+        .map_or(2, |d| d.clamp(2, 64))
 }

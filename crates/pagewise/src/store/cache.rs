@@ -95,7 +95,7 @@ impl Cache {
 
     /// A shard's budget for clean images: its share of the budget less its
     /// share of the reservation, and at least half its share (the dirty
-    /// budget, a quarter of the cache, triggers a checkpoint well before).
+    /// budget, half the cache, triggers a checkpoint before it is reached).
     fn shard_budget(&self) -> usize {
         let r = self.reserved.load(Ordering::Relaxed) / self.shards.len();
         self.budget.saturating_sub(r).max(self.budget / 2)
