@@ -584,14 +584,20 @@ mod tests {
             let (lo, hi) = (key(x.min(y)), key(x.max(y)));
             let got: Vec<(&[u8], Pending)> = b.range(Some(&lo), Some(&hi)).collect();
             let want = model.range(lo.clone()..hi.clone());
-            assert!(got.iter().map(|(k, p)| (*k, p)).eq(want.map(|(k, p)| (k.as_slice(), p))));
+            assert!(got
+                .iter()
+                .map(|(k, p)| (*k, p))
+                .eq(want.map(|(k, p)| (k.as_slice(), p))));
         }
         let mut enc = Vec::new();
         b.encode_into(&mut enc);
         assert_eq!(enc, serialized(model), "stored in key order, collapsed");
         let d = Buffer::decode(enc.clone(), None, None, b.count()).unwrap();
         let back: Vec<(&[u8], Pending)> = d.pendings().collect();
-        assert!(back.iter().map(|(k, p)| (*k, p)).eq(model.iter().map(|(k, p)| (k.as_slice(), p))));
+        assert!(back
+            .iter()
+            .map(|(k, p)| (*k, p))
+            .eq(model.iter().map(|(k, p)| (k.as_slice(), p))));
         assert_eq!(d.max_seq(), b.max_seq());
     }
 
@@ -670,7 +676,10 @@ mod tests {
             };
             b.add(m(Kind::Put, i));
             let k = key(i);
-            b.add(Message { key: &k, ..m(Kind::Upsert, 100 + i) });
+            b.add(Message {
+                key: &k,
+                ..m(Kind::Upsert, 100 + i)
+            });
         }
         let mut raw = Vec::new();
         b.encode_into(&mut raw);

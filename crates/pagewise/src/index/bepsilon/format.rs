@@ -4,8 +4,8 @@
 //! Decoders return what is wrong as a string; the caller names the node's
 //! first page and wraps it as `Error::Corrupt`.
 
-use super::filter::{self, Filter};
 use super::buffer::{read_message, Buffer};
+use super::filter::{self, Filter};
 use super::node::{DirEntry, Node, Part, DIR_ENTRY_BYTES, HEADER_BYTES};
 use super::pivots::Pivots;
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
@@ -452,7 +452,10 @@ mod tests {
         for i in [0usize, 1, 3] {
             for j in 0..(40 * (i + 1)) {
                 let p = crate::index::bepsilon::node::Pending {
-                    base: Some(crate::index::bepsilon::node::Base::Put(j as u64 + 1, vec![i as u8; 12])),
+                    base: Some(crate::index::bepsilon::node::Base::Put(
+                        j as u64 + 1,
+                        vec![i as u8; 12],
+                    )),
                     ops: vec![],
                 };
                 n.buf_add_pending(i, format!("b{i}-{j:04}").into_bytes(), p);

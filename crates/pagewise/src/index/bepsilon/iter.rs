@@ -197,7 +197,10 @@ fn resolve_unit(
     }
     for buf in bufs.iter().rev() {
         let Part::Buf(b) = &**buf else { continue };
-        for (k, p) in b.range(unit.0.as_deref(), unit.1.as_deref()).filter(|e| keep(e.0)) {
+        for (k, p) in b
+            .range(unit.0.as_deref(), unit.1.as_deref())
+            .filter(|e| keep(e.0))
+        {
             let old = out.get(k).cloned().flatten();
             let new = resolve(v.ix_merge(), tree, k, old, &p)?;
             out.insert(k.to_vec(), new);

@@ -4,9 +4,10 @@
 //! pass that copies the untouched runs of entries as they are. Basements
 //! then split at their byte midpoint and join small neighbours.
 
-use super::node::{Node, Part, Pending};
+use super::node::{Base, Node, Part, Pending};
 use super::packed::Packed;
 use crate::error::Result;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Resolves one key's messages against its value before them.
@@ -37,7 +38,14 @@ fn merge(
         out.extend_from(old, at, pos);
         let existing = (pos < old.len() && old.at(pos).0 == key).then(|| old.at(pos).1);
         at = pos + existing.is_some() as usize;
-        match resolve(key, existing, p)? {
+        // A put or delete alone ignores the value before it: no resolve and
+        // no copy of the value.
+        let after = match (&p.base, p.ops.is_empty()) {
+            (Some(Base::Put(_, v)), true) => Some(Cow::Borrowed(v.as_slice())),
+            (Some(Base::Delete(_)), true) => None,
+            _ => resolve(key, existing, p)?.map(Cow::Owned),
+        };
+        match after {
             Some(v) => {
                 out.push(key, &v);
                 delta += existing.is_none() as i64;
@@ -87,7 +95,6 @@ impl Node {
     /// change in entries (-1, 0 or 1).
     #[cfg(test)]
     pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
-        use super::node::Base;
         let p = Pending {
             base: Some(match value {
                 Some(v) => Base::Put(0, v),

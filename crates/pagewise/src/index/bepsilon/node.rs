@@ -2,9 +2,9 @@
 //! and partitions (message buffers or basements), each loaded or not, with
 //! its serialized size kept per partition so budgets cost nothing to check.
 
-use super::heap::{alloc_bytes, arc_bytes};
 pub use super::buffer::Buffer;
 use super::buffer::Message;
+use super::heap::{alloc_bytes, arc_bytes};
 use super::packed::Packed;
 use super::pivots::Pivots;
 use super::Child;
@@ -58,7 +58,6 @@ impl Pending {
             self.ops.extend(newer.ops);
         }
     }
-
 }
 
 /// One partition: an internal node's buffer for one child, or a basement.
@@ -510,7 +509,10 @@ mod tests {
             n
         });
         assert_close("puts", &n, heap);
-        assert!(heap < n.bytes() * 7 / 5, "packed: about the serialized bytes");
+        assert!(
+            heap < n.bytes() * 7 / 5,
+            "packed: about the serialized bytes"
+        );
         assert_tracked(&n);
         let (n, heap) = measured(|| {
             let mut n = internal(16);

@@ -393,10 +393,11 @@ impl Writer<'_> {
 }
 
 /// An internal node flushes once its heap bytes pass this many times its
-/// node bytes, even while its serialized bytes fit: buffered puts of 100-byte
-/// values take about twice their serialized bytes, 8-byte upserts about six
-/// times (docs/design.md, "Memory charge"), and a node image must fit a cache
-/// shard (`SHARD_UNIT_BYTES`).
+/// node bytes, even while its serialized bytes fit. Packed buffers take
+/// about their serialized bytes (plus dead messages up to half the live:
+/// buffer.rs; docs/design.md, "Memory charge"), so the serialized budget
+/// decides; this bound keeps a node image within a cache shard
+/// (`SHARD_UNIT_BYTES`) whatever the messages.
 pub const HEAP_FACTOR: usize = 3;
 
 /// A dirty child's buffer counts this many times its bytes when choosing
