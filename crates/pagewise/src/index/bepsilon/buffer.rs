@@ -168,10 +168,12 @@ impl Buffer {
         &self.arena[o..o + MSG_FIXED_BYTES + k as usize + v as usize]
     }
 
-    /// The positions in `run` of the entries of `key`.
+    /// The positions in `run` of the entries of `key`: one binary search,
+    /// then a scan of the key's entries (few: a put or delete ends them).
     fn key_span(&self, run: &[u32], key: &[u8]) -> Range<usize> {
         let lo = run.partition_point(|&o| self.key_at(o) < key);
-        lo..lo + run[lo..].partition_point(|&o| self.key_at(o) == key)
+        let same = run[lo..].iter().take_while(|&&o| self.key_at(o) == key);
+        lo..lo + same.count()
     }
 
     /// Adds `m` after what its key holds.
@@ -181,12 +183,14 @@ impl Buffer {
     pub fn add(&mut self, m: Message) {
         assert!(m.key.len() <= u16::MAX as usize && m.val.len() <= u32::MAX as usize);
         let before = self.count;
+        let in_tail = self.key_span(&self.tail, m.key);
         if m.kind.is_base() {
-            self.kill(m.key);
+            let in_main = self.key_span(&self.main, m.key);
+            self.kill(false, in_main);
+            self.kill(true, in_tail.clone());
         }
         let off = self.append(&m);
-        let at = self.key_span(&self.tail, m.key).end;
-        self.tail.insert(at, off);
+        self.tail.insert(in_tail.end, off);
         self.count += 1;
         self.live_bytes += m.bytes();
         self.ops += (m.kind == Kind::Upsert) as usize;
@@ -197,29 +201,26 @@ impl Buffer {
         assert!(self.count <= before + 1 && self.live_bytes >= m.bytes());
     }
 
-    /// Marks every live message of `key` dead (a put or delete follows).
-    fn kill(&mut self, key: &[u8]) {
-        for in_tail in [false, true] {
-            let run = if in_tail { &self.tail } else { &self.main };
-            for i in self.key_span(run, key) {
-                let run = if in_tail { &self.tail } else { &self.main };
-                let off = run[i];
-                if off & DEAD != 0 {
-                    continue;
-                }
-                let m = self.at(off);
-                let (bytes, op) = (m.bytes(), m.kind == Kind::Upsert);
-                self.live_bytes -= bytes;
-                self.dead_bytes += bytes;
-                self.count -= 1;
-                self.ops -= op as usize;
-                let run = if in_tail {
-                    &mut self.tail
-                } else {
-                    &mut self.main
-                };
-                run[i] |= DEAD;
+    /// Marks the live entries at `span` of the tail (else `main`) dead (a
+    /// put or delete of their key follows).
+    fn kill(&mut self, in_tail: bool, span: Range<usize>) {
+        for i in span {
+            let off = if in_tail { self.tail[i] } else { self.main[i] };
+            if off & DEAD != 0 {
+                continue;
             }
+            let m = self.at(off);
+            let (bytes, op) = (m.bytes(), m.kind == Kind::Upsert);
+            self.live_bytes -= bytes;
+            self.dead_bytes += bytes;
+            self.count -= 1;
+            self.ops -= op as usize;
+            let run = if in_tail {
+                &mut self.tail
+            } else {
+                &mut self.main
+            };
+            run[i] |= DEAD;
         }
     }
 
@@ -249,16 +250,24 @@ impl Buffer {
     }
 
     /// Merges the tail into `main`, dropping dead entries; then reclaims
-    /// the dead bytes once they outweigh half the live.
+    /// the dead bytes once they outweigh half the live. Each tail entry
+    /// finds its place by binary search and the run of `main` before it is
+    /// copied without comparing keys.
     fn merge_tail(&mut self) {
         let mut out = Vec::with_capacity(self.count);
-        let mut live = Live::new(self, 0..self.main.len(), 0..self.tail.len());
-        for _ in 0..self.main.len() + self.tail.len() {
-            match live.next_off() {
-                Some(off) => out.push(off),
-                None => break,
+        let live = |o: &&u32| **o & DEAD == 0;
+        let mut from = 0;
+        for &t in &self.tail {
+            let key = self.key_at(t);
+            let rest = &self.main[from..];
+            let to = from + rest.partition_point(|&o| self.key_at(o) <= key);
+            out.extend(self.main[from..to].iter().filter(live));
+            if t & DEAD == 0 {
+                out.push(t);
             }
+            from = to;
         }
+        out.extend(self.main[from..].iter().filter(live));
         assert_eq!(out.len(), self.count);
         self.main = out;
         self.tail.clear();
