@@ -1,19 +1,21 @@
 //! A packed message buffer: the messages of one child buffer as their
 //! stored bytes in one append-only arena (docs/design.md, message entry:
 //! `type u8 | seq u64 | klen u16 | vlen u32 | key | value`), found through
-//! two sorted runs of u32 offsets: `main`, merged in batches, and `tail`, the
+//! two sorted runs of u32 offsets: `main`, merged in batches (with the first
+//! 8 bytes of each key beside it, as basements keep them), and `tail`, the
 //! last few messages, sorted on insert. Per key the live messages are the
 //! newest put or delete, then the upserts after it, oldest first (the
 //! collapse of `Pending::absorb`): a put or delete marks the older messages
 //! of its key dead in place, and the dead are dropped when the tail merges
 //! and their bytes reclaimed when they outweigh half the live. So a message
-//! costs its serialized bytes plus 4 to 8 in heap and no allocation of its
-//! own; a buffer decoded from disk is its raw bytes as they were read, and
+//! costs its serialized bytes plus 12 or 4 in heap and no allocation of
+//! its own; a buffer decoded from disk is its raw bytes as they were read, and
 //! one in arena order encodes as a single copy (docs/design.md, "B-epsilon
 //! nodes", memory charge).
 
 use super::heap::alloc_bytes;
 use super::node::{Base, Pending, MSG_FIXED_BYTES};
+use super::packed::head_of;
 use crate::store::page::{get_u16, get_u32, get_u64};
 use std::ops::Range;
 
@@ -90,6 +92,9 @@ pub struct Buffer {
     arena: Vec<u8>,
     /// Offsets sorted by key, equal keys in arrival order.
     main: Vec<u32>,
+    /// `head_of` each key of `main`: searches compare these (a dense array)
+    /// and read a key in the arena only where heads tie (packed.rs).
+    heads: Vec<u64>,
     /// Offsets of messages newer than all of `main`'s, sorted likewise.
     tail: Vec<u32>,
     /// Serialized bytes, count and upserts of the live messages.
@@ -138,6 +143,7 @@ impl Buffer {
     pub fn heap_bytes(&self) -> usize {
         alloc_bytes(self.arena.capacity())
             + alloc_bytes(4 * self.main.capacity())
+            + alloc_bytes(8 * self.heads.capacity())
             + alloc_bytes(4 * self.tail.capacity())
     }
 
@@ -176,6 +182,23 @@ impl Buffer {
         lo..lo + same.count()
     }
 
+    /// The first position of `main` from `from` whose key is above `key`
+    /// (`upper`), else not below it.
+    fn main_bound(&self, from: usize, key: &[u8], upper: bool) -> usize {
+        let h = head_of(key);
+        let heads = &self.heads[from..];
+        let lo = from + heads.partition_point(|&x| x < h);
+        let hi = lo + self.heads[lo..].partition_point(|&x| x == h);
+        let tied = &self.main[lo..hi];
+        let at = if upper {
+            tied.partition_point(|&o| self.key_at(o) <= key)
+        } else {
+            tied.partition_point(|&o| self.key_at(o) < key)
+        };
+        debug_assert!(lo + at >= from && lo + at <= self.main.len());
+        lo + at
+    }
+
     /// Adds `m` after what its key holds.
     /// Effect: a put or delete marks the key's older messages dead; the
     /// message is appended to the arena and its offset inserted in the tail,
@@ -185,7 +208,8 @@ impl Buffer {
         let before = self.count;
         let in_tail = self.key_span(&self.tail, m.key);
         if m.kind.is_base() {
-            let in_main = self.key_span(&self.main, m.key);
+            let lo = self.main_bound(0, m.key, false);
+            let in_main = lo..self.main_bound(lo, m.key, true);
             self.kill(false, in_main);
             self.kill(true, in_tail.clone());
         }
@@ -254,22 +278,33 @@ impl Buffer {
     /// finds its place by binary search and the run of `main` before it is
     /// copied without comparing keys.
     fn merge_tail(&mut self) {
-        let mut out = Vec::with_capacity(self.count);
-        let live = |o: &&u32| **o & DEAD == 0;
+        let (mut out, mut heads) = (
+            Vec::with_capacity(self.count),
+            Vec::with_capacity(self.count),
+        );
         let mut from = 0;
         for &t in &self.tail {
-            let key = self.key_at(t);
-            let rest = &self.main[from..];
-            let to = from + rest.partition_point(|&o| self.key_at(o) <= key);
-            out.extend(self.main[from..to].iter().filter(live));
+            let to = self.main_bound(from, self.key_at(t), true);
+            for i in from..to {
+                if self.main[i] & DEAD == 0 {
+                    out.push(self.main[i]);
+                    heads.push(self.heads[i]);
+                }
+            }
             if t & DEAD == 0 {
                 out.push(t);
+                heads.push(head_of(self.key_at(t)));
             }
             from = to;
         }
-        out.extend(self.main[from..].iter().filter(live));
-        assert_eq!(out.len(), self.count);
-        self.main = out;
+        for i in from..self.main.len() {
+            if self.main[i] & DEAD == 0 {
+                out.push(self.main[i]);
+                heads.push(self.heads[i]);
+            }
+        }
+        assert!(out.len() == self.count && heads.len() == self.count);
+        (self.main, self.heads) = (out, heads);
         self.tail.clear();
         if self.dead_bytes > self.live_bytes / 2 {
             self.compact();
@@ -301,12 +336,11 @@ impl Buffer {
 
     /// The live messages with keys in `[lo, hi)` (None: unbounded).
     fn live_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Live<'_> {
-        let span = |run: &[u32]| {
-            let a = lo.map_or(0, |l| run.partition_point(|&o| self.key_at(o) < l));
-            let b = hi.map_or(run.len(), |h| run.partition_point(|&o| self.key_at(o) < h));
-            a..b.max(a)
-        };
-        Live::new(self, span(&self.main), span(&self.tail))
+        let tail = |k: &[u8]| self.tail.partition_point(|&o| self.key_at(o) < k);
+        let (a, b) = (lo.map_or(0, tail), hi.map_or(self.tail.len(), tail));
+        let a_main = lo.map_or(0, |l| self.main_bound(0, l, false));
+        let b_main = hi.map_or(self.main.len(), |h| self.main_bound(0, h, false));
+        Live::new(self, a_main..b_main.max(a_main), a..b.max(a))
     }
 
     /// Each key with its messages collapsed, in key order.
@@ -379,7 +413,8 @@ impl Buffer {
         if raw.len() >= DEAD as usize {
             return Err(format!("a buffer of {} bytes", raw.len()));
         }
-        let mut main = Vec::with_capacity(entries.min(raw.len() / MSG_FIXED_BYTES));
+        let cap = entries.min(raw.len() / MSG_FIXED_BYTES);
+        let (mut main, mut heads) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         let (mut r, mut prev) = (0usize, None::<&[u8]>);
         let (mut ops, mut max_seq) = (0usize, 0u64);
         while r < raw.len() {
@@ -392,6 +427,7 @@ impl Buffer {
                 return Err("a put or delete after other messages of its key".into());
             }
             main.push(r as u32);
+            heads.push(head_of(m.key));
             ops += (m.kind == Kind::Upsert) as usize;
             max_seq = max_seq.max(m.seq);
             (prev, r) = (Some(m.key), end);
@@ -403,6 +439,7 @@ impl Buffer {
             live_bytes: raw.len(),
             arena: raw,
             main,
+            heads,
             tail: Vec::new(),
             count,
             ops,
@@ -530,6 +567,11 @@ impl Buffer {
             ops += (m.kind == Kind::Upsert) as usize;
         }
         assert_eq!((count, bytes, ops), (self.count, self.live_bytes, self.ops));
+        let heads = self.main.iter().map(|&o| head_of(self.key_at(o)));
+        assert!(
+            heads.eq(self.heads.iter().copied()),
+            "a head per entry of main"
+        );
         assert!(dead <= self.dead_bytes, "dropped entries keep their bytes");
         assert_eq!(
             self.arena.len(),
@@ -646,13 +688,14 @@ mod tests {
         }
     }
 
-    /// A buffer's charge is what the allocator holds for it, and within a
-    /// third over its serialized bytes (puts and 8-byte upserts), with no
-    /// allocation per message.
+    /// A buffer's charge is what the allocator holds for it, and close to
+    /// its serialized bytes: 131-byte puts 1.10 times, 39-byte upserts 1.36
+    /// (12 bytes of offset and key head each), with no allocation per
+    /// message.
     #[test]
     fn charge_is_the_heap_and_close_to_the_serialized() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        for (vlen, kind) in [(100, Kind::Put), (8, Kind::Upsert)] {
+        for (vlen, kind, most) in [(100, Kind::Put, 1.15), (8, Kind::Upsert, 1.45)] {
             let before = live();
             let mut b = Buffer::new();
             for seq in 0..20_000 {
@@ -669,7 +712,7 @@ mod tests {
             assert_eq!(b.heap_bytes(), heap, "charged at the allocations");
             let ratio = heap as f64 / b.bytes() as f64;
             eprintln!("{kind:?} of {vlen}: heap {heap}, serialized {}", b.bytes());
-            assert!(ratio < 1.35, "{kind:?}: {ratio}");
+            assert!(ratio < most, "{kind:?}: {ratio}");
         }
     }
 

@@ -484,8 +484,8 @@ mod tests {
 
     /// A dirty node's charge is its heap bytes within 15-20%, for buffers
     /// of puts, of single upserts and of repeated upserts, and for leaves
-    /// (packed basements); packed buffers take under 1.4 times their
-    /// serialized bytes.
+    /// (packed basements); packed buffers take 1.2 times their serialized
+    /// bytes at most for 100-byte puts, 1.5 for 8-byte upserts.
     #[test]
     fn charge_tracks_the_measured_heap() {
         let puts = |n: &mut Node, i: u64| {
@@ -520,7 +520,10 @@ mod tests {
             n
         });
         assert_close("upserts", &n, heap);
-        assert!(heap < n.bytes() * 7 / 5, "small messages too");
+        assert!(
+            heap < n.bytes() * 3 / 2,
+            "small messages: 12 bytes more each"
+        );
         let (n, heap) = measured(|| {
             let mut n = internal(16);
             (0..20_000).for_each(|i| upsert(&mut n, i, key(i % 3000)));
