@@ -250,7 +250,7 @@ fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
     let d = &n.dir[i];
-    let charge = n.part_bytes[i] + 4 * d.entries as usize; // arena and offsets
+    let charge = n.part_bytes[i] + 12 * d.entries as usize; // arena, offsets, heads
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
     on && !n.is_leaf() && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
