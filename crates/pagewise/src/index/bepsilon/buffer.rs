@@ -14,6 +14,7 @@
 //! nodes", memory charge).
 
 use super::heap::alloc_bytes;
+use super::leaf::Change;
 use super::node::{Base, Pending, MSG_FIXED_BYTES};
 use super::packed::head_of;
 use crate::store::page::{get_u16, get_u32, get_u64};
@@ -344,8 +345,15 @@ impl Buffer {
     }
 
     /// Each key with its messages collapsed, in key order.
+    #[cfg(test)]
     pub fn pendings(&self) -> Pendings<'_> {
         Pendings(self.messages().peekable())
+    }
+
+    /// Each key with its messages as a leaf applies them, in key order: a
+    /// lone put or delete borrowed, else collapsed.
+    pub fn changes(&self) -> Changes<'_> {
+        Changes(self.messages().peekable())
     }
 
     /// [`Self::pendings`] of the keys in `[lo, hi)`.
@@ -534,6 +542,30 @@ impl<'a> Iterator for Pendings<'a> {
     }
 }
 
+/// Each key of a run of messages as a [`Change`].
+pub struct Changes<'a>(std::iter::Peekable<Live<'a>>);
+
+impl<'a> Iterator for Changes<'a> {
+    type Item = (&'a [u8], Change<'a>);
+    fn next(&mut self) -> Option<Self::Item> {
+        let first = self.0.next()?;
+        let same = |m: &Message| m.key == first.key;
+        if first.kind.is_base() && self.0.peek().is_none_or(|m| !same(m)) {
+            let change = match first.kind {
+                Kind::Put => Change::Put(first.val),
+                _ => Change::Delete,
+            };
+            return Some((first.key, change));
+        }
+        let mut p = Pending::default();
+        p.push(&first);
+        while let Some(m) = self.0.next_if(same) {
+            p.push(&m);
+        }
+        Some((first.key, Change::Merge(p)))
+    }
+}
+
 #[cfg(test)]
 impl Buffer {
     /// Adds the messages of `p` for `key`, base first.
@@ -620,6 +652,8 @@ mod tests {
         let got: Vec<(Vec<u8>, Pending)> = b.pendings().map(|(k, p)| (k.to_vec(), p)).collect();
         let want: Vec<(Vec<u8>, Pending)> = model.clone().into_iter().collect();
         assert_eq!(got, want);
+        let changes = b.changes().map(|(k, c)| (k.to_vec(), c));
+        assert!(changes.eq(want.iter().map(|(k, p)| (k.clone(), Change::of(p)))));
         let per_key = |p: &Pending| p.base.is_some() as usize + p.ops.len();
         let count: usize = model.values().map(per_key).sum();
         let bytes: usize = model.iter().map(|(k, p)| p.bytes(k.len())).sum();

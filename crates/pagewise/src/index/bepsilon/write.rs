@@ -5,6 +5,7 @@
 //! provisional ids, charged by their heap bytes (heap.rs).
 
 use super::buffer::{Kind as MsgKind, Message};
+use super::leaf::Change;
 use super::node::{no_dir, Base, Buffer, Node, Part, Pending};
 use super::pivots::Pivots;
 use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
@@ -95,9 +96,16 @@ impl Writer<'_> {
         m.root = Some(Child::Dirty(root_id));
         let mut root = self.take(root_id);
         let r = if root.is_leaf() {
-            let mut p = Pending::default();
-            p.push(&message);
-            let r = self.leaf_apply(m, &mut root, &[(key, &p)]);
+            let change = match message.kind {
+                MsgKind::Put => Change::Put(val),
+                MsgKind::Delete => Change::Delete,
+                MsgKind::Upsert => {
+                    let mut p = Pending::default();
+                    p.push(&message);
+                    Change::Merge(p)
+                }
+            };
+            let r = self.leaf_apply(m, &mut root, &[(key, change)]);
             root.fix_basements(m.opts.basement_bytes as usize);
             r
         } else {
@@ -238,8 +246,7 @@ impl Writer<'_> {
 
     fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
         if child.is_leaf() {
-            let pending: Vec<(&[u8], Pending)> = msgs.pendings().collect();
-            let batch: Vec<(&[u8], &Pending)> = pending.iter().map(|(k, p)| (*k, p)).collect();
+            let batch: Vec<(&[u8], Change)> = msgs.changes().collect();
             let r = self.leaf_apply(m, child, &batch);
             child.fix_basements(m.opts.basement_bytes as usize);
             return r;
@@ -256,7 +263,7 @@ impl Writer<'_> {
         &mut self,
         m: &mut Meta,
         leaf: &mut Node,
-        batch: &[(&[u8], &Pending)],
+        batch: &[(&[u8], Change)],
     ) -> Result<()> {
         let (merge, tree) = (self.merge, self.tree);
         let mut res = |key: &[u8], existing: Option<&[u8]>, p: &Pending| {
