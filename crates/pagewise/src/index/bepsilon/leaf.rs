@@ -4,7 +4,9 @@
 //! pass that copies the untouched runs of entries as they are. Basements
 //! then split at their byte midpoint and join small neighbours.
 
-use super::node::{Base, Node, Part, Pending};
+#[cfg(test)]
+use super::node::Base;
+use super::node::{Node, Part, Pending};
 use super::packed::Packed;
 use crate::error::Result;
 use std::borrow::Cow;
