@@ -98,7 +98,7 @@ fn visit(
 /// get would miss its messages), if any.
 fn filter_misses<'a>(node: &Node, i: usize, b: &'a Buffer) -> Option<&'a [u8]> {
     let f = node.dir.get(i)?.filter.as_ref()?;
-    b.keys().map(Vec::as_slice).find(|k| !f.may_contain(k))
+    b.keys().find(|k| !f.may_contain(k))
 }
 
 /// A key of `node` (pivot, message or entry) outside `range`, described.
@@ -119,14 +119,14 @@ fn out_of_range(node: &Node, range: (Option<&[u8]>, Option<&[u8]>)) -> Option<St
 
 fn first_key(p: &Part) -> Option<&[u8]> {
     match p {
-        Part::Buf(b) => b.keys().next().map(Vec::as_slice),
+        Part::Buf(b) => b.first_key(),
         Part::Packed(b) => b.first_key(),
     }
 }
 
 fn last_key(p: &Part) -> Option<&[u8]> {
     match p {
-        Part::Buf(b) => b.keys().next_back().map(Vec::as_slice),
+        Part::Buf(b) => b.last_key(),
         Part::Packed(b) => b.last_key(),
     }
 }

@@ -4,21 +4,19 @@
 //! Decoders return what is wrong as a string; the caller names the node's
 //! first page and wraps it as `Error::Corrupt`.
 
+use super::buffer::{read_message, Buffer};
 use super::filter::{self, Filter};
-use super::node::{Base, Buffer, DirEntry, Node, Part, Pending, DIR_ENTRY_BYTES, HEADER_BYTES};
+use super::node::{DirEntry, Node, Part, DIR_ENTRY_BYTES, HEADER_BYTES};
 use super::pivots::Pivots;
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
-use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use crate::store::page::{get_u16, get_u32, put_u16, put_u32, put_u64};
 use std::borrow::Cow;
 use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"PWBE";
 const TYPE_INTERNAL: u8 = 1;
 const TYPE_LEAF: u8 = 2;
-const MSG_PUT: u8 = 1;
-const MSG_DELETE: u8 = 2;
-const MSG_UPSERT: u8 = 3;
 
 /// Encodes `node`. Requires: every partition loaded and every child placed.
 pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
@@ -107,7 +105,10 @@ fn build_filters(node: &Node) -> Vec<Filter> {
         .parts
         .iter()
         .map(|p| match p.as_deref() {
-            Some(Part::Buf(b)) => Filter::build(b.keys().map(Vec::as_slice), filter::PROBES),
+            Some(Part::Buf(b)) => {
+                let keys: Vec<&[u8]> = b.keys().collect();
+                Filter::build(keys.into_iter(), filter::PROBES)
+            }
             _ => panic!("internal node partition is not a loaded buffer"),
         })
         .collect();
@@ -122,30 +123,12 @@ fn encode_part(p: &Part) -> (Vec<u8>, u64) {
     match p {
         Part::Packed(p) => out.extend_from_slice(p.raw()),
         Part::Buf(b) => {
-            for (k, pend) in b {
-                max_seq = max_seq.max(pend.max_seq());
-                match &pend.base {
-                    Some(Base::Put(s, v)) => put_msg(&mut out, MSG_PUT, *s, k, v),
-                    Some(Base::Delete(s)) => put_msg(&mut out, MSG_DELETE, *s, k, &[]),
-                    None => {}
-                }
-                for (s, v) in &pend.ops {
-                    put_msg(&mut out, MSG_UPSERT, *s, k, v);
-                }
-            }
+            b.encode_into(&mut out);
+            max_seq = b.max_seq();
         }
     }
     debug_assert_eq!(out.len(), p.bytes());
     (out, max_seq)
-}
-
-fn put_msg(out: &mut Vec<u8>, ty: u8, seq: u64, k: &[u8], v: &[u8]) {
-    out.push(ty);
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&(k.len() as u16).to_le_bytes());
-    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-    out.extend_from_slice(k);
-    out.extend_from_slice(v);
 }
 
 /// Bytes of the probe that decides whether a partition is worth compressing.
@@ -373,7 +356,7 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
     let part = if node.is_leaf() {
         Part::Packed(super::packed::Packed::new(raw, lo, hi, d.entries as usize)?)
     } else {
-        Part::Buf(decode_buffer(&raw, lo, hi)?)
+        Part::Buf(Buffer::decode(raw, lo, hi, d.entries as usize)?)
     };
     if part.entries() != d.entries as usize {
         return Err(format!(
@@ -383,68 +366,6 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
         ));
     }
     Ok(part)
-}
-
-fn in_range(k: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
-    lo.is_none_or(|l| k >= l) && hi.is_none_or(|h| k < h)
-}
-
-/// Reads `klen u16 | vlen u32 | key | value` at `r` (after `skip` bytes).
-fn take_kv<'a>(raw: &'a [u8], r: &mut usize, skip: usize) -> Result<(&'a [u8], &'a [u8]), String> {
-    let at = *r + skip;
-    let h = raw
-        .get(at..at + 6)
-        .ok_or("entry header overruns the partition")?;
-    let (k, v) = (get_u16(h, 0) as usize, get_u32(h, 2) as usize);
-    let key = raw
-        .get(at + 6..at + 6 + k)
-        .ok_or("key overruns the partition")?;
-    let val = raw
-        .get(at + 6 + k..at + 6 + k + v)
-        .ok_or("value overruns the partition")?;
-    *r = at + 6 + k + v;
-    Ok((key, val))
-}
-
-/// One stored message (type `ty`, sequence `seq`, value or operand `v`).
-fn pending_of(ty: u8, seq: u64, v: &[u8]) -> Result<Pending, String> {
-    Ok(match ty {
-        MSG_PUT => Pending {
-            base: Some(Base::Put(seq, v.to_vec())),
-            ops: vec![],
-        },
-        MSG_DELETE => Pending {
-            base: Some(Base::Delete(seq)),
-            ops: vec![],
-        },
-        MSG_UPSERT => Pending {
-            base: None,
-            ops: vec![(seq, v.to_vec())],
-        },
-        _ => return Err(format!("message type {ty}")),
-    })
-}
-
-fn decode_buffer(raw: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Buffer, String> {
-    let mut out = Buffer::new();
-    let mut r = 0;
-    while r < raw.len() {
-        let (ty, seq) = (
-            raw[r],
-            get_u64(raw.get(r + 1..r + 9).ok_or("message overruns")?, 0),
-        );
-        let (k, v) = take_kv(raw, &mut r, 9)?;
-        let last = out.keys().next_back();
-        if !in_range(k, lo, hi) || last.is_some_and(|l| l.as_slice() > k) {
-            return Err("message keys out of order or outside the pivots".into());
-        }
-        let p = pending_of(ty, seq, v)?;
-        if p.base.is_some() && out.contains_key(k) {
-            return Err("a put or delete after other messages of its key".into());
-        }
-        out.add(k.to_vec(), p);
-    }
-    Ok(out)
 }
 
 /// The messages buffer `i` of `node` holds for `key` (a buffer of that key
@@ -457,21 +378,19 @@ pub fn probe_buffer(node: &Node, i: usize, c: Vec<u8>, key: &[u8]) -> Result<Buf
     let mut found = Buffer::new();
     let mut r = 0;
     while r < raw.len() {
-        let ty = raw[r];
-        let seq = get_u64(raw.get(r + 1..r + 9).ok_or("message overruns")?, 0);
-        let (k, v) = take_kv(&raw, &mut r, 9)?;
-        if k > key {
+        let (m, end) = read_message(&raw, r)?;
+        if m.key > key {
             break; // sorted: the key's messages are behind
         }
-        if k == key {
-            let p = pending_of(ty, seq, v)?;
-            if p.base.is_some() && found.contains_key(k) {
+        if m.key == key {
+            if m.kind.is_base() && !found.is_empty() {
                 return Err("a put or delete after other messages of its key".into());
             }
-            found.add(k.to_vec(), p);
+            found.add(m);
         }
+        r = end;
     }
-    assert!(found.len() <= 1);
+    assert!(found.keys().count() <= 1);
     Ok(found)
 }
 
@@ -532,11 +451,14 @@ mod tests {
         n.part_bytes = vec![0; 4];
         for i in [0usize, 1, 3] {
             for j in 0..(40 * (i + 1)) {
-                let p = Pending {
-                    base: Some(Base::Put(j as u64 + 1, vec![i as u8; 12])),
+                let p = crate::index::bepsilon::node::Pending {
+                    base: Some(crate::index::bepsilon::node::Base::Put(
+                        j as u64 + 1,
+                        vec![i as u8; 12],
+                    )),
                     ops: vec![],
                 };
-                n.buf_add(i, format!("b{i}-{j:04}").into_bytes(), p);
+                n.buf_add_pending(i, format!("b{i}-{j:04}").into_bytes(), p);
             }
         }
         n

@@ -1,9 +1,8 @@
 //! What a node's parts cost in heap bytes, kept up to date where they
 //! change, so the cache and the dirty budget charge what the process holds
 //! rather than the serialized bytes (docs/design.md, "B-epsilon nodes",
-//! memory charge). A map entry costs its slot in a B-tree node plus one
-//! allocation for its key and one (or more) for its value; a small message
-//! costs several times its serialized bytes.
+//! memory charge). Partitions are packed (buffer.rs, packed.rs): a few
+//! vectors each, charged at their capacities as malloc rounds them.
 
 use std::mem::size_of;
 
@@ -17,20 +16,6 @@ pub fn alloc_bytes(n: usize) -> usize {
     } else {
         (n + 8).next_multiple_of(16).max(32)
     }
-}
-
-/// A byte vector's allocation.
-#[inline]
-pub fn vec_bytes(v: &Vec<u8>) -> usize {
-    alloc_bytes(v.capacity())
-}
-
-/// Bytes one entry of a `BTreeMap<K, V>` takes in the map's own nodes:
-/// nodes of 11 slots run about two thirds full (measured in
-/// `tests::map_slot_estimate_tracks_the_allocator`), plus each node's
-/// parent link, lengths and (internal nodes) child edges.
-pub const fn map_slot_bytes<K, V>() -> usize {
-    (size_of::<K>() + size_of::<V>()) * 3 / 2 + 8
 }
 
 /// Bytes an `Arc` allocation of a `T` takes.
@@ -92,9 +77,7 @@ pub mod counting {
 
 #[cfg(test)]
 mod tests {
-    use super::counting::live;
     use super::*;
-    use std::collections::BTreeMap;
 
     #[test]
     fn alloc_bytes_follows_the_chunk_sizes() {
@@ -104,39 +87,5 @@ mod tests {
         assert_eq!(alloc_bytes(25), 48);
         assert_eq!(alloc_bytes(100), 112);
         assert_eq!(alloc_bytes(4096), 4112);
-    }
-
-    /// The slot estimate against the allocator, for maps filled in random
-    /// order (buffers taking messages; measured 1.08x) and in sorted order
-    /// (partitions decoded from disk; 0.85x).
-    #[test]
-    fn map_slot_estimate_tracks_the_allocator() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut keys: Vec<u64> = (0..20_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            })
-            .collect();
-        let estimate = keys.len() * map_slot_bytes::<u64, [u8; 32]>();
-        for sorted in [false, true] {
-            if sorted {
-                keys.sort_unstable();
-            }
-            let before = live();
-            let mut m = BTreeMap::new();
-            for k in &keys {
-                m.insert(*k, [0u8; 32]);
-            }
-            let measured = (live() - before) as usize;
-            assert_eq!(m.len(), keys.len());
-            let ratio = estimate as f64 / measured as f64;
-            assert!(
-                (0.8..1.25).contains(&ratio),
-                "sorted {sorted}: estimate {estimate}, measured {measured}"
-            );
-        }
     }
 }

@@ -197,10 +197,13 @@ fn resolve_unit(
     }
     for buf in bufs.iter().rev() {
         let Part::Buf(b) = &**buf else { continue };
-        for (k, p) in b.range(range.clone()).filter(|e| keep(e.0)) {
+        for (k, p) in b
+            .range(unit.0.as_deref(), unit.1.as_deref())
+            .filter(|e| keep(e.0))
+        {
             let old = out.get(k).cloned().flatten();
-            let new = resolve(v.ix_merge(), tree, k, old, p)?;
-            out.insert(k.clone(), new);
+            let new = resolve(v.ix_merge(), tree, k, old, &p)?;
+            out.insert(k.to_vec(), new);
         }
     }
     Ok(out.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())

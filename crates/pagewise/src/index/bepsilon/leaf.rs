@@ -4,13 +4,47 @@
 //! pass that copies the untouched runs of entries as they are. Basements
 //! then split at their byte midpoint and join small neighbours.
 
+#[cfg(test)]
+use super::node::Base;
 use super::node::{Node, Part, Pending};
 use super::packed::Packed;
 use crate::error::Result;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Resolves one key's messages against its value before them.
 pub type Resolve<'r> = dyn FnMut(&[u8], Option<&[u8]>, &Pending) -> Result<Option<Vec<u8>>> + 'r;
+
+/// One key's buffered messages as a leaf applies them: a lone put or
+/// delete (the value borrowed from its buffer: nothing to resolve, nothing
+/// allocated), or messages with upserts, resolved against the value before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change<'a> {
+    Put(&'a [u8]),
+    Delete,
+    Merge(Pending),
+}
+
+impl<'a> Change<'a> {
+    /// `p` as a change: lone puts and deletes borrowed, the rest cloned.
+    #[cfg(test)]
+    pub fn of(p: &'a Pending) -> Change<'a> {
+        match (&p.base, p.ops.is_empty()) {
+            (Some(Base::Put(_, v)), true) => Change::Put(v),
+            (Some(Base::Delete(_)), true) => Change::Delete,
+            _ => Change::Merge(p.clone()),
+        }
+    }
+
+    /// Bytes it adds to a basement at most, but for the key.
+    fn bytes(&self) -> usize {
+        match self {
+            Change::Put(v) => v.len(),
+            Change::Delete => 0,
+            Change::Merge(p) => p.bytes(0),
+        }
+    }
+}
 
 /// The basement of `p`.
 fn packed(p: &Part) -> &Packed {
@@ -24,20 +58,27 @@ fn packed(p: &Part) -> &Packed {
 /// entries. Bounded by the entries and messages.
 fn merge(
     old: &Packed,
-    msgs: &[(&[u8], &Pending)],
+    msgs: &[(&[u8], Change)],
     resolve: &mut Resolve<'_>,
 ) -> Result<(Packed, i64)> {
-    let extra: usize = msgs.iter().map(|(k, p)| 6 + k.len() + p.bytes(0)).sum();
+    let extra: usize = msgs.iter().map(|(k, c)| 6 + k.len() + c.bytes()).sum();
     let mut out = Packed::with_capacity(old.bytes() + extra, old.len() + msgs.len());
     let mut at = 0;
     let mut delta = 0i64;
-    for &(key, p) in msgs {
+    for (key, change) in msgs {
+        let key = *key;
         let pos = old.lower_bound(key);
         assert!(pos >= at, "messages sorted by key");
         out.extend_from(old, at, pos);
         let existing = (pos < old.len() && old.at(pos).0 == key).then(|| old.at(pos).1);
         at = pos + existing.is_some() as usize;
-        match resolve(key, existing, p)? {
+        // A put or delete alone ignores the value before it.
+        let after = match change {
+            Change::Put(v) => Some(Cow::Borrowed(*v)),
+            Change::Delete => None,
+            Change::Merge(p) => resolve(key, existing, p)?.map(Cow::Owned),
+        };
+        match after {
             Some(v) => {
                 out.push(key, &v);
                 delta += existing.is_none() as i64;
@@ -57,7 +98,7 @@ impl Node {
     /// only once its merge succeeded.
     pub fn apply_sorted(
         &mut self,
-        msgs: &[(&[u8], &Pending)],
+        msgs: &[(&[u8], Change)],
         resolve: &mut Resolve<'_>,
     ) -> Result<i64> {
         assert!(self.is_leaf() && self.all_loaded());
@@ -87,7 +128,6 @@ impl Node {
     /// change in entries (-1, 0 or 1).
     #[cfg(test)]
     pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
-        use super::node::Base;
         let p = Pending {
             base: Some(match value {
                 Some(v) => Base::Put(0, v),
@@ -101,7 +141,7 @@ impl Node {
                 _ => None,
             })
         };
-        self.apply_sorted(&[(key, &p)], &mut set)
+        self.apply_sorted(&[(key, Change::of(&p))], &mut set)
             .expect("setting a value resolves")
     }
 
@@ -226,8 +266,10 @@ mod tests {
             }
             // Collapsed per key, as a buffer holds them.
             let msgs: Vec<(Vec<u8>, Pending)> = batch.into_iter().collect();
-            let refs: Vec<(&[u8], &Pending)> =
-                msgs.iter().map(|(k, p)| (k.as_slice(), p)).collect();
+            let refs: Vec<(&[u8], Change)> = msgs
+                .iter()
+                .map(|(k, p)| (k.as_slice(), Change::of(p)))
+                .collect();
             let before = n.parts.iter().flatten().map(|p| p.entries()).sum::<usize>() as i64;
             let d = n.apply_sorted(&refs, &mut append).unwrap();
             n.fix_basements(2048);

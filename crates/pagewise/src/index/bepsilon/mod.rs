@@ -4,6 +4,7 @@
 //! node header, partition directory, message and basement entries, node
 //! placement, merge operator).
 
+pub mod buffer;
 pub mod check;
 pub mod filter;
 pub mod format;

@@ -22,7 +22,7 @@ pub struct Packed {
 /// `head_of(a) <= head_of(b)`, so heads order entries as their keys do,
 /// and only equal heads need the keys compared.
 #[inline]
-fn head_of(key: &[u8]) -> u64 {
+pub fn head_of(key: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     let n = key.len().min(8);
     b[..n].copy_from_slice(&key[..n]);

@@ -250,7 +250,7 @@ fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
     let d = &n.dir[i];
-    let charge = n.part_bytes[i] + 48 * d.entries as usize;
+    let charge = n.part_bytes[i] + 12 * d.entries as usize; // arena, offsets, heads
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
     on && !n.is_leaf() && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
@@ -349,7 +349,7 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
         match &*p {
             Part::Buf(b) => {
                 if let Some(pend) = b.get(key) {
-                    path.push(pend.clone());
+                    path.push(pend);
                 }
                 cur = n.children[i];
             }

@@ -4,6 +4,8 @@
 //! "B-epsilon nodes"). Dirty nodes live in the store's dirty set under
 //! provisional ids, charged by their heap bytes (heap.rs).
 
+use super::buffer::{Kind as MsgKind, Message};
+use super::leaf::Change;
 use super::node::{no_dir, Base, Buffer, Node, Part, Pending};
 use super::pivots::Pivots;
 use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
@@ -71,19 +73,16 @@ impl Writer<'_> {
         }
         let seq = m.next_seq;
         m.next_seq += 1;
-        let p = match msg {
-            Msg::Put(v) => Pending {
-                base: Some(Base::Put(seq, v.to_vec())),
-                ops: Vec::new(),
-            },
-            Msg::Delete => Pending {
-                base: Some(Base::Delete(seq)),
-                ops: Vec::new(),
-            },
-            Msg::Upsert(v) => Pending {
-                base: None,
-                ops: vec![(seq, v.to_vec())],
-            },
+        let (kind, val) = match msg {
+            Msg::Put(v) => (MsgKind::Put, v),
+            Msg::Delete => (MsgKind::Delete, &[][..]),
+            Msg::Upsert(v) => (MsgKind::Upsert, v),
+        };
+        let message = Message {
+            kind,
+            seq,
+            key,
+            val,
         };
         let root_id = match m.root {
             None => {
@@ -97,12 +96,21 @@ impl Writer<'_> {
         m.root = Some(Child::Dirty(root_id));
         let mut root = self.take(root_id);
         let r = if root.is_leaf() {
-            let r = self.leaf_apply(m, &mut root, &[(key, &p)]);
+            let change = match message.kind {
+                MsgKind::Put => Change::Put(val),
+                MsgKind::Delete => Change::Delete,
+                MsgKind::Upsert => {
+                    let mut p = Pending::default();
+                    p.push(&message);
+                    Change::Merge(p)
+                }
+            };
+            let r = self.leaf_apply(m, &mut root, &[(key, change)]);
             root.fix_basements(m.opts.basement_bytes as usize);
             r
         } else {
             let i = root.find(key);
-            root.buf_add(i, key.to_vec(), p);
+            root.buf_add(i, message);
             self.flush_until_fits(m, &mut root)
         };
         self.put(root_id, root);
@@ -196,7 +204,7 @@ impl Writer<'_> {
     /// Moves every message of buffer `c` into child `c` (one batch), then
     /// splits the child or merges it with a sibling as its size requires.
     fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
-        let has_ops = matches!(parent.parts[c].as_deref(), Some(Part::Buf(b)) if b.values().any(|p| !p.ops.is_empty()));
+        let has_ops = matches!(parent.parts[c].as_deref(), Some(Part::Buf(b)) if b.has_ops());
         if has_ops && self.merge.is_none() {
             return Err(Error::NoMergeOperator {
                 tree: self.tree.to_string(),
@@ -238,15 +246,14 @@ impl Writer<'_> {
 
     fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
         if child.is_leaf() {
-            let batch: Vec<(&[u8], &Pending)> =
-                msgs.iter().map(|(k, p)| (k.as_slice(), p)).collect();
+            let batch: Vec<(&[u8], Change)> = msgs.changes().collect();
             let r = self.leaf_apply(m, child, &batch);
             child.fix_basements(m.opts.basement_bytes as usize);
             return r;
         }
-        for (k, p) in msgs {
-            let i = child.find(&k);
-            child.buf_add(i, k, p);
+        for msg in msgs.messages() {
+            let i = child.find(msg.key);
+            child.buf_add(i, msg);
         }
         self.flush_until_fits(m, child)
     }
@@ -256,7 +263,7 @@ impl Writer<'_> {
         &mut self,
         m: &mut Meta,
         leaf: &mut Node,
-        batch: &[(&[u8], &Pending)],
+        batch: &[(&[u8], Change)],
     ) -> Result<()> {
         let (merge, tree) = (self.merge, self.tree);
         let mut res = |key: &[u8], existing: Option<&[u8]>, p: &Pending| {
@@ -299,8 +306,8 @@ impl Writer<'_> {
         let rbuf = parent.take_buf(r);
         parent.parts.remove(r);
         parent.part_bytes.remove(r);
-        for (k, p) in rbuf {
-            parent.buf_add(l, k, p);
+        for msg in rbuf.messages() {
+            parent.buf_add(l, msg);
         }
         let mut joined = Node::concat(left, sep, right);
         if joined.is_leaf() {
@@ -393,10 +400,11 @@ impl Writer<'_> {
 }
 
 /// An internal node flushes once its heap bytes pass this many times its
-/// node bytes, even while its serialized bytes fit: buffered puts of 100-byte
-/// values take about twice their serialized bytes, 8-byte upserts about six
-/// times (docs/design.md, "Memory charge"), and a node image must fit a cache
-/// shard (`SHARD_UNIT_BYTES`).
+/// node bytes, even while its serialized bytes fit. Packed buffers take
+/// about their serialized bytes (plus dead messages up to half the live:
+/// buffer.rs; docs/design.md, "Memory charge"), so the serialized budget
+/// decides; this bound keeps a node image within a cache shard
+/// (`SHARD_UNIT_BYTES`) whatever the messages.
 pub const HEAP_FACTOR: usize = 3;
 
 /// A dirty child's buffer counts this many times its bytes when choosing
