@@ -87,10 +87,21 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
         b.elapsed_secs,
         esc(b.rule)
     ));
+    let k = &b.costs;
+    s.push_str(&format!(
+        "<p>Engine CPU fitted on all sizes: {:.1} µs per insert; per get {:.1} µs cached + {:.1} µs per device read + {:.2} µs per KiB read (docs/design.md, \"The advisor's B-epsilon model, corrected\"). Each row's corrected prediction uses the constants fitted on the other sizes.</p>",
+        k.cpu_insert_s * 1e6,
+        k.cpu_get_s * 1e6,
+        k.cpu_read_s * 1e6,
+        k.cpu_read_per_kib_s * 1e6
+    ));
     let rows: Vec<Vec<String>> = b
         .sizes
         .iter()
         .map(|c| {
+            let k = |f: &dyn Fn(&pagewise_model::advise::BeTreeEnginePrediction) -> String| {
+                c.corrected.as_ref().map_or_else(|| "-".into(), f)
+            };
             vec![
                 fmt_bytes(c.shape.node_bytes as f64),
                 fmt_bytes(c.shape.basement_bytes as f64),
@@ -99,13 +110,17 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
                 fmt_bytes(c.cache_bytes as f64),
                 c.height.to_string(),
                 fmt_count(c.predicted.inserts_per_s),
+                k(&|p| fmt_count(p.inserts_per_s)),
                 fmt_count(c.inserts_per_s),
-                format!("{:+.1}%", c.insert_error * 100.0),
+                format!("{:+.1}%", c.corrected_insert_error * 100.0),
                 fmt_count(c.predicted.point_qps),
+                k(&|p| fmt_count(p.point_qps)),
                 fmt_count(c.point_qps),
-                format!("{:+.1}%", c.point_error * 100.0),
+                format!("{:+.1}%", c.corrected_point_error * 100.0),
+                k(&|p| format!("{:.2}", p.reads.reads)),
                 format!("{:.2}", c.reads_per_get),
-                fmt_count(c.predicted_mix_ops),
+                format!("{:.1} / {:.1}", c.cpu_insert_s * 1e6, c.cpu_get_s * 1e6),
+                fmt_count(c.corrected_mix_ops),
                 fmt_count(c.mix_ops),
             ]
         })
@@ -122,14 +137,18 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
             "rows",
             "cache",
             "height",
-            "inserts/s pred.",
+            "inserts/s I/O-only",
+            "inserts/s corrected",
             "inserts/s meas.",
-            "error",
-            "gets/s pred.",
+            "error corrected",
+            "gets/s I/O-only",
+            "gets/s corrected",
             "gets/s meas.",
-            "error",
+            "error corrected",
+            "reads/get corrected",
             "reads/get meas.",
-            "mix pred. (gets + inserts)",
+            "CPU µs per insert / get",
+            "mix corrected (gets + inserts)",
             "mix meas.",
         ],
         &rows,
