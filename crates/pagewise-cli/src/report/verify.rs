@@ -89,11 +89,12 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
     ));
     let k = &b.costs;
     s.push_str(&format!(
-        "<p>Engine CPU fitted on all sizes: {:.1} µs per insert; per get {:.1} µs cached + {:.1} µs per device read + {:.2} µs per KiB read (docs/design.md, \"The advisor's B-epsilon model, corrected\"). Each row's corrected prediction uses the constants fitted on the other sizes.</p>",
+        "<p>Engine costs fitted on all sizes: {:.1} µs CPU per insert, the insert's device time {:.2}x the flush I/O the advisor counts; per get {:.1} µs with the path cached, and each miss {:+.1} µs {:+.2} µs per KiB beside the drive's read time (docs/design.md, \"The advisor's B-epsilon model, corrected\"). Each row's corrected prediction uses the constants fitted on the other sizes.</p>",
         k.cpu_insert_s * 1e6,
+        k.insert_io_factor,
         k.cpu_get_s * 1e6,
-        k.cpu_read_s * 1e6,
-        k.cpu_read_per_kib_s * 1e6
+        k.miss_extra_s * 1e6,
+        k.miss_extra_per_kib_s * 1e6
     ));
     let rows: Vec<Vec<String>> = b
         .sizes

@@ -12,11 +12,12 @@
 //! requires). Two predictions per size: the advisor's, I/O only, and the
 //! corrected one ([`pagewise_model::advise::predict_betree_engine`]: reads
 //! per get derived from the shells, buffers and basements a get touches and
-//! what the cache holds, plus the engine's CPU per insert and per get). The
-//! CPU constants are measured here (process CPU over the load and the timed
-//! gets, the wall time of gets on a few hot keys for a cached get) and each
-//! size is predicted with the constants fitted on the other sizes (out of
-//! sample). The verdict compares the measured ranking of the node sizes for
+//! what the cache holds, plus the engine's costs). The costs are measured
+//! here: process CPU per insert over the load, the load's remaining time
+//! against the flush I/O the advisor counts, the wall time of gets on a few
+//! hot keys (a cached get) and the timed gets' time per read beside the
+//! drive's; each size is predicted with the constants fitted on the other
+//! sizes (out of sample). The verdict compares the measured ranking of the node sizes for
 //! the described mix's point gets and inserts with the recommendation, and
 //! names the corrected model's pick.
 
@@ -49,7 +50,7 @@ const MAX_NODE_BYTES: u64 = 16 << 20;
 /// Below this a gap between two node sizes is run-to-run noise.
 const MARGIN: f64 = 0.03;
 
-pub const BETREE_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's CPU fitted on the other node sizes) on this scaled dataset";
+pub const BETREE_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
 /// Distinct keys read over and over for the cached-get CPU.
 const HOT_KEYS: u64 = 64;
 
@@ -67,7 +68,7 @@ pub struct NodeCheck {
     pub reads_per_get: f64,
     pub kib_per_get: f64,
     /// Process CPU (user + system) per insert of the load and per timed get;
-    /// wall time per get of a few hot keys (cached, so CPU).
+    /// wall time per get of a few hot keys (a cached path, so CPU).
     pub cpu_insert_s: f64,
     pub cpu_get_s: f64,
     pub cpu_cached_get_s: f64,
@@ -202,20 +203,26 @@ fn scaled(d: &Dataset, c: &NodeCheck) -> Dataset {
     }
 }
 
-/// Fits the engine's CPU constants on `sizes`, fills in each size's
+/// Fits the engine's constants on `sizes`, fills in each size's
 /// corrected prediction from the constants fitted on the others, and
 /// returns the in-sample constants and the node size the corrected model
 /// ranks first for the mix.
 fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BeTreeCosts, u64) {
     assert!(!sizes.is_empty());
     let samples: Vec<BeTreeSample> = (sizes.iter())
-        .map(|c| BeTreeSample {
-            node_bytes: c.shape.node_bytes,
-            cpu_insert_s: c.cpu_insert_s,
-            cpu_get_s: c.cpu_get_s,
-            reads_per_get: c.reads_per_get,
-            kib_per_get: c.kib_per_get,
-            cpu_cached_get_s: Some(c.cpu_cached_get_s),
+        .map(|c| {
+            let bytes_per_read = c.kib_per_get * 1024.0 / c.reads_per_get.max(1e-9);
+            BeTreeSample {
+                node_bytes: c.shape.node_bytes,
+                insert_s: c.insert_secs / c.rows.max(1) as f64,
+                cpu_insert_s: c.cpu_insert_s,
+                predicted_insert_io_s: 1.0 / c.predicted.inserts_per_s,
+                get_s: 1.0 / c.point_qps,
+                reads_per_get: c.reads_per_get,
+                kib_per_get: c.kib_per_get,
+                read_s: 1.0 / dev.read.iops(bytes_per_read.max(512.0) as u64).0,
+                cached_get_s: Some(c.cpu_cached_get_s),
+            }
         })
         .collect();
     let costs = fit_betree_costs(&samples);
@@ -451,7 +458,7 @@ fn verdict(sizes: &[NodeCheck], recommended: u64, corrected_best: u64) -> String
     };
     let n = |c: &NodeCheck| fmt_bytes(c.shape.node_bytes as f64);
     let pick = format!(
-        "; the corrected model (the engine's CPU fitted on these sizes) ranks {} first{}",
+        "; the corrected model (the engine's costs fitted on these sizes) ranks {} first{}",
         fmt_bytes(corrected_best as f64),
         if corrected_best == best.shape.node_bytes {
             ", as measured"
