@@ -87,29 +87,16 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
         b.elapsed_secs,
         esc(b.rule)
     ));
-    let rows: Vec<Vec<String>> = b
-        .sizes
-        .iter()
-        .map(|c| {
-            vec![
-                fmt_bytes(c.shape.node_bytes as f64),
-                fmt_bytes(c.shape.basement_bytes as f64),
-                c.shape.fanout.to_string(),
-                fmt_count(c.rows as f64),
-                fmt_bytes(c.cache_bytes as f64),
-                c.height.to_string(),
-                fmt_count(c.predicted.inserts_per_s),
-                fmt_count(c.inserts_per_s),
-                format!("{:+.1}%", c.insert_error * 100.0),
-                fmt_count(c.predicted.point_qps),
-                fmt_count(c.point_qps),
-                format!("{:+.1}%", c.point_error * 100.0),
-                format!("{:.2}", c.reads_per_get),
-                fmt_count(c.predicted_mix_ops),
-                fmt_count(c.mix_ops),
-            ]
-        })
-        .collect();
+    let k = &b.costs;
+    s.push_str(&format!(
+        "<p>Engine costs fitted on all sizes: {:.1} µs CPU per insert, the insert's device time {:.2}x the flush I/O the advisor counts; per get {:.1} µs with the path cached, and each miss {:+.1} µs {:+.2} µs per KiB beside the drive's read time (docs/design.md, \"The advisor's B-epsilon model, corrected\"). Each row's corrected prediction uses the constants fitted on the other sizes.</p>",
+        k.cpu_insert_s * 1e6,
+        k.insert_io_factor,
+        k.cpu_get_s * 1e6,
+        k.miss_extra_s * 1e6,
+        k.miss_extra_per_kib_s * 1e6
+    ));
+    let rows: Vec<Vec<String>> = b.sizes.iter().map(betree_row).collect();
     let hl = b
         .sizes
         .iter()
@@ -122,20 +109,53 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
             "rows",
             "cache",
             "height",
-            "inserts/s pred.",
+            "inserts/s I/O-only",
+            "inserts/s corrected",
             "inserts/s meas.",
-            "error",
-            "gets/s pred.",
+            "error corrected",
+            "gets/s I/O-only",
+            "gets/s corrected",
             "gets/s meas.",
-            "error",
+            "error corrected",
+            "reads/get corrected",
             "reads/get meas.",
-            "mix pred. (gets + inserts)",
+            "CPU µs per insert / get",
+            "mix corrected (gets + inserts)",
             "mix meas.",
         ],
         &rows,
         hl,
     ));
     s
+}
+
+/// One node size's row: measured against the I/O-only and the corrected
+/// predictions.
+fn betree_row(c: &crate::cmd::tune::verify::betree::NodeCheck) -> Vec<String> {
+    let k = |f: &dyn Fn(&pagewise_model::advise::BeTreeEnginePrediction) -> String| {
+        c.corrected.as_ref().map_or_else(|| "-".into(), f)
+    };
+    vec![
+        fmt_bytes(c.shape.node_bytes as f64),
+        fmt_bytes(c.shape.basement_bytes as f64),
+        c.shape.fanout.to_string(),
+        fmt_count(c.rows as f64),
+        fmt_bytes(c.cache_bytes as f64),
+        c.height.to_string(),
+        fmt_count(c.predicted.inserts_per_s),
+        k(&|p| fmt_count(p.inserts_per_s)),
+        fmt_count(c.inserts_per_s),
+        format!("{:+.1}%", c.corrected_insert_error * 100.0),
+        fmt_count(c.predicted.point_qps),
+        k(&|p| fmt_count(p.point_qps)),
+        fmt_count(c.point_qps),
+        format!("{:+.1}%", c.corrected_point_error * 100.0),
+        k(&|p| format!("{:.2}", p.reads.reads)),
+        format!("{:.2}", c.reads_per_get),
+        format!("{:.1} / {:.1}", c.cpu_insert_s * 1e6, c.cpu_get_s * 1e6),
+        fmt_count(c.corrected_mix_ops),
+        fmt_count(c.mix_ops),
+    ]
 }
 
 /// One paragraph naming the correction's terms (docs/design.md,

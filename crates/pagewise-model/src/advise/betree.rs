@@ -77,7 +77,8 @@ pub struct BeTreePrediction {
 pub const MESSAGE_OVERHEAD_BYTES: u64 = 15;
 
 /// Predicts inserts and point queries for `shape` (I/O only, like the
-/// B+tree rows). Each uncached level's flush reads and writes one child
+/// B+tree rows; [`super::predict_betree_engine`] adds the reads per get the
+/// engine's cache really misses and its costs). Each uncached level's flush reads and writes one child
 /// node per `messages_per_flush` inserts; a point query reads one basement
 /// per uncached level.
 pub fn predict_betree(dev: Device, d: &Dataset, shape: BeTreeShape) -> BeTreePrediction {

@@ -110,15 +110,18 @@ pub fn engine_best(rows: &[Row], d: &Dataset, mix: Mix, c: &Correction) -> Optio
 /// but `i`, so checking sample `i` against it is out of sample. With one
 /// sample there is nothing to fit from: [`Correction::NONE`].
 pub fn leave_one_out(samples: &[Sample]) -> Vec<Correction> {
-    let out: Vec<Correction> = (0..samples.len())
+    leave_one_out_with(samples, fit_correction)
+}
+
+/// Entry `i`: `fit` on every sample but `i`.
+pub(super) fn leave_one_out_with<S: Copy, C>(samples: &[S], fit: impl Fn(&[S]) -> C) -> Vec<C> {
+    let out: Vec<C> = (0..samples.len())
         .map(|i| {
-            let rest: Vec<Sample> = samples
-                .iter()
-                .enumerate()
+            let rest: Vec<S> = (samples.iter().enumerate())
                 .filter(|(j, _)| *j != i)
                 .map(|(_, s)| *s)
                 .collect();
-            fit_correction(&rest)
+            fit(&rest)
         })
         .collect();
     assert_eq!(out.len(), samples.len());
@@ -246,7 +249,7 @@ pub fn fit_correction(samples: &[Sample]) -> Correction {
 }
 
 /// [`line_fit`], but a falling line becomes the mean (slope 0).
-fn line_fit_rising(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+pub(super) fn line_fit_rising(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
     let pts: Vec<(f64, f64)> = pts.collect();
     let (a, b) = line_fit(pts.iter().copied());
     if b >= 0.0 {

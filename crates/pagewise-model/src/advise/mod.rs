@@ -4,6 +4,7 @@
 //! B-epsilon tree alternative sized from the half-bandwidth point.
 
 pub mod betree;
+pub mod betree_engine;
 pub mod btree;
 pub mod correct;
 pub mod dataset;
@@ -11,6 +12,10 @@ mod explain;
 pub mod scale;
 
 pub use betree::{advise_betree, predict_betree, BeTreeAdvice, BeTreePrediction, BeTreeShape};
+pub use betree_engine::{
+    fit_betree_costs, get_reads, leave_one_out_betree, predict_betree_engine, BeTreeCosts,
+    BeTreeEnginePrediction, BeTreeSample, GetReads,
+};
 pub use btree::{caching, read_ahead, Caching, ReadAhead, Shape};
 pub use dataset::{Dataset, Mix};
 use explain::{close_call, explain};

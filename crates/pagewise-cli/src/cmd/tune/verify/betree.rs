@@ -9,11 +9,17 @@
 //! (close). The cache keeps the described Db-to-cache ratio:
 //! `cache' = cache x rows' / rows`, at least 1 MiB. Basement and fanout are
 //! the advisor's (the basement at most half the node, as the engine
-//! requires). The prediction is the advisor's, I/O only: where the engine is
-//! CPU-bound (small scaled Dbs, fast drives) the measured insert rate is
-//! below it, which the table shows; the verdict compares the measured
-//! ranking of the node sizes for the described mix's point gets and inserts
-//! with the recommendation.
+//! requires). Two predictions per size: the advisor's, I/O only, and the
+//! corrected one ([`pagewise_model::advise::predict_betree_engine`]: reads
+//! per get derived from the shells, buffers and basements a get touches and
+//! what the cache holds, plus the engine's costs). The costs are measured
+//! here: process CPU per insert over the load, the load's remaining time
+//! against the flush I/O the advisor counts, the wall time of gets on a few
+//! hot keys (a cached get) and the timed gets' time per read beside the
+//! drive's; each size is predicted with the constants fitted on the other
+//! sizes (out of sample). The verdict compares the measured ranking of the node sizes for
+//! the described mix's point gets and inserts with the recommendation, and
+//! names the corrected model's pick.
 
 use super::build::DbFiles;
 use super::keys::{key, value, Rng};
@@ -22,7 +28,11 @@ use super::Budget;
 use anyhow::Context;
 use pagewise::{BEpsOptions, Batch, Db, Durability, TreeKind};
 use pagewise_io::Fs;
-use pagewise_model::advise::{predict_betree, Advice, BeTreePrediction, BeTreeShape, Device};
+use pagewise_model::advise::{
+    fit_betree_costs, leave_one_out_betree, predict_betree, predict_betree_engine, Advice,
+    BeTreeCosts, BeTreeEnginePrediction, BeTreePrediction, BeTreeSample, BeTreeShape, Dataset,
+    Device,
+};
 use pagewise_model::units::fmt_bytes;
 use serde::Serialize;
 use std::path::Path;
@@ -40,7 +50,9 @@ const MAX_NODE_BYTES: u64 = 16 << 20;
 /// Below this a gap between two node sizes is run-to-run noise.
 const MARGIN: f64 = 0.03;
 
-pub const BETREE_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) on this scaled dataset";
+pub const BETREE_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
+/// Distinct keys read over and over for the cached-get CPU.
+const HOT_KEYS: u64 = 64;
 
 /// One measured node size.
 #[derive(Debug, Clone, Serialize)]
@@ -52,8 +64,14 @@ pub struct NodeCheck {
     pub insert_secs: f64,
     pub inserts_per_s: f64,
     pub point_qps: f64,
-    /// Data-file reads per point get.
+    /// Data-file reads per point get, and their KiB.
     pub reads_per_get: f64,
+    pub kib_per_get: f64,
+    /// Process CPU (user + system) per insert of the load and per timed get;
+    /// wall time per get of a few hot keys (a cached path, so CPU).
+    pub cpu_insert_s: f64,
+    pub cpu_get_s: f64,
+    pub cpu_cached_get_s: f64,
     pub height: u32,
     /// measured / predicted - 1.
     pub insert_error: f64,
@@ -62,6 +80,12 @@ pub struct NodeCheck {
     /// measured here), per second: measured and predicted.
     pub mix_ops: f64,
     pub predicted_mix_ops: f64,
+    /// The corrected prediction, with the CPU constants fitted on the other
+    /// node sizes (out of sample; none with one size), and its errors.
+    pub corrected: Option<BeTreeEnginePrediction>,
+    pub corrected_insert_error: f64,
+    pub corrected_point_error: f64,
+    pub corrected_mix_ops: f64,
 }
 
 /// Operations per second of a mix of point gets and inserts weighted
@@ -83,6 +107,11 @@ pub struct BeTreeVerification {
     pub recommended_node_bytes: u64,
     /// The node size with the highest measured insert rate.
     pub best_measured_node_bytes: u64,
+    /// The CPU constants fitted on every measured size (in sample).
+    pub costs: BeTreeCosts,
+    /// The node size the corrected model, with `costs`, ranks first for the
+    /// mix among the measured ones.
+    pub corrected_best_node_bytes: u64,
     pub verdict: String,
     pub sizes: Vec<NodeCheck>,
     pub rule: &'static str,
@@ -147,15 +176,74 @@ pub(super) fn run(
         .max_by(|a, b| a.mix_ops.total_cmp(&b.mix_ops))
         .map(|c| c.shape.node_bytes)
         .unwrap_or(b.node_size);
-    let verdict = verdict(&sizes, b.node_size.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES));
+    let (costs, corrected_best) = correct(dev, advice, &mut sizes);
+    let verdict = verdict(
+        &sizes,
+        b.node_size.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES),
+        corrected_best,
+    );
     Ok(Some(BeTreeVerification {
         recommended_node_bytes: b.node_size,
         best_measured_node_bytes: best,
+        costs,
+        corrected_best_node_bytes: corrected_best,
         verdict,
         sizes,
         rule: BETREE_RULE,
         elapsed_secs: start.elapsed().as_secs_f64(),
     }))
+}
+
+/// The scaled dataset a check ran on.
+fn scaled(d: &Dataset, c: &NodeCheck) -> Dataset {
+    Dataset {
+        rows: c.rows,
+        cache_bytes: c.cache_bytes,
+        ..d.clone()
+    }
+}
+
+/// Fits the engine's constants on `sizes`, fills in each size's
+/// corrected prediction from the constants fitted on the others, and
+/// returns the in-sample constants and the node size the corrected model
+/// ranks first for the mix.
+fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BeTreeCosts, u64) {
+    assert!(!sizes.is_empty());
+    let samples: Vec<BeTreeSample> = (sizes.iter())
+        .map(|c| {
+            let bytes_per_read = c.kib_per_get * 1024.0 / c.reads_per_get.max(1e-9);
+            BeTreeSample {
+                node_bytes: c.shape.node_bytes,
+                insert_s: c.insert_secs / c.rows.max(1) as f64,
+                cpu_insert_s: c.cpu_insert_s,
+                predicted_insert_io_s: 1.0 / c.predicted.inserts_per_s,
+                get_s: 1.0 / c.point_qps,
+                reads_per_get: c.reads_per_get,
+                kib_per_get: c.kib_per_get,
+                read_s: 1.0 / dev.read.iops(bytes_per_read.max(512.0) as u64).0,
+                cached_get_s: Some(c.cpu_cached_get_s),
+            }
+        })
+        .collect();
+    let costs = fit_betree_costs(&samples);
+    let loo = leave_one_out_betree(&samples);
+    let m = advice.mix;
+    let mut best = (0u64, 0.0f64);
+    for (c, k) in sizes.iter_mut().zip(loo) {
+        let d = scaled(&advice.dataset, c);
+        let p = predict_betree_engine(dev, &d, c.shape, k);
+        c.corrected_insert_error = c.inserts_per_s / p.inserts_per_s - 1.0;
+        c.corrected_point_error = c.point_qps / p.point_qps - 1.0;
+        c.corrected_mix_ops = mix_rate(m.point, m.insert, p.point_qps, p.inserts_per_s);
+        c.corrected = Some(p);
+        let q = predict_betree_engine(dev, &d, c.shape, costs);
+        let mix = mix_rate(m.point, m.insert, q.point_qps, q.inserts_per_s);
+        if mix > best.1 {
+            best = (c.shape.node_bytes, mix);
+        }
+    }
+    assert!(best.0 > 0);
+    (costs, best.0)
 }
 
 /// Builds, loads and reads one node size.
@@ -179,13 +267,15 @@ fn check(
     // 8 s of inserts per size in quick mode (48 s in full): the three sizes
     // fit tune's 5-minute budget even on an emulated hard disk.
     let limit = Duration::from_secs_f64(budget.load_secs * 0.4);
+    let cpu0 = cpu_s();
     let (done, insert_secs) = insert(&files, opts, rows, cache, d.key_bytes, d.value_bytes, limit)?;
+    let cpu_insert_s = (cpu_s() - cpu0) / done.max(1) as f64;
     let db = Db::open(
         &files.path,
         files.options().cache_bytes(cache as usize).direct_io(true),
     )
     .with_context(|| format!("cannot reopen {}", files.path.display()))?;
-    let (point_qps, reads_per_get, height) = gets(&db, rows, done, d.key_bytes, budget)?;
+    let g = gets(&db, rows, done, d.key_bytes, budget)?;
     db.close()
         .context("closing the B-epsilon verification Db failed")?;
     let scaled = pagewise_model::advise::Dataset {
@@ -202,12 +292,16 @@ fn check(
         cache_bytes: cache,
         insert_secs,
         inserts_per_s,
-        point_qps,
-        reads_per_get,
-        height,
+        point_qps: g.point_qps,
+        reads_per_get: g.reads_per_get,
+        kib_per_get: g.kib_per_get,
+        cpu_insert_s,
+        cpu_get_s: g.cpu_get_s,
+        cpu_cached_get_s: g.cpu_cached_get_s,
+        height: g.height,
         insert_error: inserts_per_s / predicted.inserts_per_s - 1.0,
-        point_error: point_qps / predicted.point_qps - 1.0,
-        mix_ops: mix_rate(m.point, m.insert, point_qps, inserts_per_s),
+        point_error: g.point_qps / predicted.point_qps - 1.0,
+        mix_ops: mix_rate(m.point, m.insert, g.point_qps, inserts_per_s),
         predicted_mix_ops: mix_rate(
             m.point,
             m.insert,
@@ -215,6 +309,10 @@ fn check(
             predicted.inserts_per_s,
         ),
         predicted,
+        corrected: None,
+        corrected_insert_error: 0.0,
+        corrected_point_error: 0.0,
+        corrected_mix_ops: 0.0,
     };
     assert!(out.rows >= 1 && out.inserts_per_s > 0.0);
     Ok(out)
@@ -293,62 +391,91 @@ fn coprime_step(n: u64) -> u64 {
     1
 }
 
+/// Process CPU seconds (user + system, every thread) so far.
+fn cpu_s() -> f64 {
+    let (user, sys) = pagewise_bench::sysinfo::cpu_times();
+    user + sys
+}
+
+/// What the gets of one node size measured.
+struct Gets {
+    point_qps: f64,
+    reads_per_get: f64,
+    kib_per_get: f64,
+    cpu_get_s: f64,
+    cpu_cached_get_s: f64,
+    height: u32,
+}
+
 /// Warms with random gets, then times them (half the B+tree phases' time
-/// each): gets/s, data-file reads per
-/// get, the tree's height. The records inserted are the first `done`
-/// indices of `insert`'s permutation of `rows` (all of them unless the
-/// insert phase hit its time limit); gets pick among those.
-fn gets(
-    db: &Db,
-    rows: u64,
-    done: u64,
-    key_bytes: u64,
-    budget: &Budget,
-) -> anyhow::Result<(f64, f64, u32)> {
+/// each), then times gets of [`HOT_KEYS`] keys read over and over (a tenth
+/// of a phase): a cached get's CPU. The records inserted are the first
+/// `done` indices of `insert`'s permutation of `rows` (all of them unless
+/// the insert phase hit its time limit); gets pick among those.
+fn gets(db: &Db, rows: u64, done: u64, key_bytes: u64, budget: &Budget) -> anyhow::Result<Gets> {
     assert!(done >= 1 && done <= rows);
     let t = db.tree(TREE).context("the B-epsilon tree is missing")?;
     let step = coprime_step(rows);
     let mut r = Rng(0xbe75);
-    let mut one = || -> anyhow::Result<()> {
-        let i = r.below(done);
+    let mut get = |i: u64| -> anyhow::Result<()> {
         let n = nth(i, step, rows);
         let v = t.get(key(2 * n, key_bytes)).context("get failed")?;
         anyhow::ensure!(v.is_some(), "inserted key {n} is missing: engine bug");
         Ok(())
     };
-    timed(budget.warm_secs / 2.0, &mut one)?;
-    let s0 = db.stats();
-    let (n, secs) = timed(budget.phase_secs / 2.0, &mut one)?;
-    let s1 = db.stats();
-    let reads = (s1.pages.read_ops - s0.pages.read_ops) as f64 / n.max(1) as f64;
-    let height = s1
-        .trees
-        .iter()
-        .find(|s| s.name == TREE)
-        .map_or(1, |s| s.height);
-    Ok((n as f64 / secs.max(1e-9), reads, height))
+    timed(budget.warm_secs / 2.0, || get(r.below(done)))?;
+    let (s0, cpu0) = (db.stats(), cpu_s());
+    let (n, secs) = timed(budget.phase_secs / 2.0, || get(r.below(done)))?;
+    let (s1, cpu1) = (db.stats(), cpu_s());
+    let hot = HOT_KEYS.min(done);
+    (0..hot).try_for_each(&mut get)?;
+    let mut k = 0u64;
+    let (n_hot, hot_secs) = timed(budget.phase_secs / 10.0, || {
+        k += 1;
+        get(k % hot)
+    })?;
+    let per = |x: f64| x / n.max(1) as f64;
+    let out = Gets {
+        point_qps: n as f64 / secs.max(1e-9),
+        reads_per_get: per((s1.pages.read_ops - s0.pages.read_ops) as f64),
+        kib_per_get: per((s1.pages.read_bytes - s0.pages.read_bytes) as f64 / 1024.0),
+        cpu_get_s: per(cpu1 - cpu0),
+        cpu_cached_get_s: hot_secs / n_hot.max(1) as f64,
+        height: (s1.trees.iter().find(|s| s.name == TREE)).map_or(1, |s| s.height),
+    };
+    assert!(out.point_qps > 0.0 && out.cpu_cached_get_s >= 0.0);
+    Ok(out)
 }
 
 /// "confirmed: ..." when the recommended node size measured the highest
 /// mix rate (or within [`MARGIN`] of it), else the best, the gap and the
-/// rates behind it, predicted and measured.
-fn verdict(sizes: &[NodeCheck], recommended: u64) -> String {
+/// rates behind it, measured and predicted by the corrected model; then the
+/// corrected model's own pick among the measured sizes (`corrected_best`).
+fn verdict(sizes: &[NodeCheck], recommended: u64, corrected_best: u64) -> String {
     let by_mix = |a: &&NodeCheck, b: &&NodeCheck| a.mix_ops.total_cmp(&b.mix_ops);
     let Some(best) = sizes.iter().max_by(by_mix) else {
         return "no node size was measured".into();
     };
     let n = |c: &NodeCheck| fmt_bytes(c.shape.node_bytes as f64);
+    let pick = format!(
+        "; the corrected model (the engine's costs fitted on these sizes) ranks {} first{}",
+        fmt_bytes(corrected_best as f64),
+        if corrected_best == best.shape.node_bytes {
+            ", as measured"
+        } else {
+            ", not the measured best"
+        }
+    );
     let Some(rec) = sizes.iter().find(|c| c.shape.node_bytes == recommended) else {
-        return format!("measured best is {} nodes", n(best));
+        return format!("measured best is {} nodes{pick}", n(best));
     };
     if best.shape.node_bytes == recommended {
-        let second = sizes
-            .iter()
+        let second = (sizes.iter())
             .filter(|c| c.shape.node_bytes != recommended)
             .max_by(by_mix);
         return match second {
             Some(s) => format!(
-                "confirmed: {} nodes measured fastest for the mix, {:.1}% ahead of {}",
+                "confirmed: {} nodes measured fastest for the mix, {:.1}% ahead of {}{pick}",
                 n(rec),
                 (rec.mix_ops / s.mix_ops - 1.0) * 100.0,
                 n(s)
@@ -359,28 +486,43 @@ fn verdict(sizes: &[NodeCheck], recommended: u64) -> String {
     let gap = best.mix_ops / rec.mix_ops - 1.0;
     if gap < MARGIN {
         return format!(
-            "confirmed within noise: {} nodes measured {:.1}% faster for the mix than the recommended {}, under the {:.0}% margin",
+            "confirmed within noise: {} nodes measured {:.1}% faster for the mix than the recommended {}, under the {:.0}% margin{pick}",
             n(best),
             gap * 100.0,
             n(rec),
             MARGIN * 100.0
         );
     }
+    format!("{}{pick}", miss_text(best, rec, gap))
+}
+
+/// Why the measured best beat the recommendation: both rates, measured and
+/// as the corrected model predicts them (out of sample), and reads per get.
+fn miss_text(best: &NodeCheck, rec: &NodeCheck, gap: f64) -> String {
+    let n = |c: &NodeCheck| fmt_bytes(c.shape.node_bytes as f64);
+    let k = |c: &NodeCheck| {
+        c.corrected
+            .as_ref()
+            .map(|p| (p.inserts_per_s, p.point_qps, p.reads.reads))
+    };
+    let (kb, kr) = (k(best).unwrap_or_default(), k(rec).unwrap_or_default());
     format!(
-        "measured best is {} nodes, {:.1}% ahead of the recommended {} for the mix: inserts/s {:.0} against {:.0} (predicted {:.0} against {:.0}), gets/s {:.0} against {:.0} (predicted {:.0} against {:.0}; {:.2} against {:.2} reads per get, the model counts one basement per uncached level)",
+        "measured best is {} nodes, {:.1}% ahead of the recommended {} for the mix: inserts/s {:.0} against {:.0} (corrected model {:.0} against {:.0}), gets/s {:.0} against {:.0} (corrected model {:.0} against {:.0}), reads per get {:.2} against {:.2} (corrected model {:.2} against {:.2})",
         n(best),
         gap * 100.0,
         n(rec),
         best.inserts_per_s,
         rec.inserts_per_s,
-        best.predicted.inserts_per_s,
-        rec.predicted.inserts_per_s,
+        kb.0,
+        kr.0,
         best.point_qps,
         rec.point_qps,
-        best.predicted.point_qps,
-        rec.predicted.point_qps,
+        kb.1,
+        kr.1,
         best.reads_per_get,
-        rec.reads_per_get
+        rec.reads_per_get,
+        kb.2,
+        kr.2
     )
 }
 

@@ -69,14 +69,23 @@ fn render_betree(b: &super::betree::BeTreeVerification) -> String {
         "rows",
         "cache",
         "inserts/s pred",
+        "corr",
         "meas",
         "gets/s pred",
+        "corr",
         "meas",
-        "reads/get",
-        "mix/s pred",
+        "reads/get corr",
+        "meas",
+        "CPU µs insert",
+        "get",
+        "mix/s corr",
         "meas",
     ]);
     for c in &b.sizes {
+        let k = c.corrected.as_ref();
+        let opt = |f: &dyn Fn(&pagewise_model::advise::BeTreeEnginePrediction) -> String| {
+            k.map_or_else(|| "-".into(), f)
+        };
         t.row(vec![
             fmt_bytes(c.shape.node_bytes as f64),
             fmt_bytes(c.shape.basement_bytes as f64),
@@ -84,18 +93,29 @@ fn render_betree(b: &super::betree::BeTreeVerification) -> String {
             fmt_count(c.rows as f64),
             fmt_bytes(c.cache_bytes as f64),
             fmt_count(c.predicted.inserts_per_s),
+            opt(&|p| fmt_count(p.inserts_per_s)),
             fmt_count(c.inserts_per_s),
             fmt_count(c.predicted.point_qps),
+            opt(&|p| fmt_count(p.point_qps)),
             fmt_count(c.point_qps),
+            opt(&|p| format!("{:.2}", p.reads.reads)),
             format!("{:.2}", c.reads_per_get),
-            fmt_count(c.predicted_mix_ops),
+            format!("{:.1}", c.cpu_insert_s * 1e6),
+            format!("{:.1}", c.cpu_get_s * 1e6),
+            fmt_count(c.corrected_mix_ops),
             fmt_count(c.mix_ops),
         ]);
     }
+    let k = &b.costs;
     format!(
-        "\nB-epsilon node size on the engine ({:.0} s; random inserts, then point gets; predictions I/O only):\n{}Verdict: {}.\n",
+        "\nB-epsilon node size on the engine ({:.0} s; random inserts, then point gets; pred = I/O only, corr = derived reads per get and the engine's costs fitted on the other sizes):\n{}Engine costs (all sizes): {:.1} µs CPU per insert, insert I/O {:.2}x the counted; per get {:.1} µs cached, a miss {:+.1} µs {:+.2} µs per KiB beside the drive's read.\nVerdict: {}.\n",
         b.elapsed_secs,
         t.render(),
+        k.cpu_insert_s * 1e6,
+        k.insert_io_factor,
+        k.cpu_get_s * 1e6,
+        k.miss_extra_s * 1e6,
+        k.miss_extra_per_kib_s * 1e6,
         b.verdict
     )
 }
