@@ -56,6 +56,15 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn size(&self) -> Result<u64>;
     /// Grows or shrinks a file (not possible on block devices).
     fn set_len(&self, len: u64) -> Result<()>;
+    /// Gives bytes `offset .. offset + len` back to the file system (a hole:
+    /// they read as zeros afterwards, the file's size is unchanged, and a
+    /// file system mounted with discard passes it on to the drive). Advisory:
+    /// a backend or file system that cannot punch holes does nothing and
+    /// returns `Ok`; only an I/O error on one that can is an error.
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
     /// Required alignment of buffers, offsets and lengths (1 when buffered).
     fn alignment(&self) -> usize;
     /// True when the page cache is bypassed (O_DIRECT).
@@ -159,8 +168,8 @@ impl<B: Backend + ?Sized> IoQueue for InlineQueue<'_, B> {
     }
 }
 
-/// Inside `impl Backend for Wrapper`: forwards the five metadata methods
-/// (size, set_len, alignment, is_direct, path) to the wrapped backend in
+/// Inside `impl Backend for Wrapper`: forwards the six metadata methods
+/// (size, set_len, punch_hole, alignment, is_direct, path) to the wrapped backend in
 /// field `$inner`, for wrappers that only change how data moves.
 macro_rules! forward_metadata {
     ($inner:ident) => {
@@ -169,6 +178,9 @@ macro_rules! forward_metadata {
         }
         fn set_len(&self, len: u64) -> $crate::Result<()> {
             self.$inner.set_len(len)
+        }
+        fn punch_hole(&self, offset: u64, len: u64) -> $crate::Result<()> {
+            self.$inner.punch_hole(offset, len)
         }
         fn alignment(&self) -> usize {
             self.$inner.alignment()
@@ -203,6 +215,9 @@ macro_rules! forward_backend {
             }
             fn set_len(&self, len: u64) -> Result<()> {
                 (**self).set_len(len)
+            }
+            fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+                (**self).punch_hole(offset, len)
             }
             fn alignment(&self) -> usize {
                 (**self).alignment()

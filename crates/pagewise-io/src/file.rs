@@ -210,6 +210,15 @@ impl Backend for FileBackend {
             .map_err(|e| self.io_err("truncate", len, 0, e))
     }
 
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        punch_hole_fd(
+            std::os::unix::io::AsRawFd::as_raw_fd(&self.file),
+            offset,
+            len,
+        )
+        .map_err(|e| self.io_err("punch hole", offset, len as usize, e))
+    }
+
     fn alignment(&self) -> usize {
         self.align
     }
@@ -226,6 +235,34 @@ impl Backend for FileBackend {
         use std::os::unix::io::AsRawFd;
         Some(self.file.as_raw_fd())
     }
+}
+
+/// `fallocate(PUNCH_HOLE | KEEP_SIZE)` on `fd`; a file system that cannot
+/// punch holes (`EOPNOTSUPP`, `ENOSYS`) is not an error (the hole is advice).
+pub(crate) fn punch_hole_fd(
+    fd: std::os::unix::io::RawFd,
+    offset: u64,
+    len: u64,
+) -> std::io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // Bounded: EINTR is retried a few times, then given up on (advice only).
+    for _ in 0..8 {
+        // SAFETY: fallocate reads no memory of ours; fd is open for writing.
+        let r = unsafe { libc::fallocate(fd, mode, offset as libc::off_t, len as libc::off_t) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::ENODEV) => return Ok(()),
+            _ => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

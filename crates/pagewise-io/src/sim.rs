@@ -539,6 +539,30 @@ impl Backend for SimFile {
         Ok(self.file.lock().current.len() as u64)
     }
 
+    /// A hole is zeros written past the file's end no further: like a
+    /// write, it reaches the durable image only at a sync, so a crash may
+    /// keep the old bytes (as a file system that had not yet committed the
+    /// hole would). Not counted as a write in the stats.
+    fn punch_hole(&self, offset: u64, len: u64) -> Result<()> {
+        self.check_writable("punch hole", offset, len as usize)?;
+        let mut f = self.file.lock();
+        let start = (offset as usize).min(f.current.len());
+        let end = (offset.saturating_add(len) as usize).min(f.current.len());
+        if start == end {
+            return Ok(());
+        }
+        let seq = self.shared.seq.fetch_add(1, Relaxed);
+        let zeros = vec![0u8; end - start];
+        apply(&mut f.current, start as u64, &zeros);
+        f.pending.push(Pending {
+            seq,
+            offset: start as u64,
+            data: zeros,
+        });
+        debug_assert!(f.current[start..end].iter().all(|&b| b == 0));
+        Ok(())
+    }
+
     fn set_len(&self, len: u64) -> Result<()> {
         self.check_writable("truncate", len, 0)?;
         let mut f = self.file.lock();

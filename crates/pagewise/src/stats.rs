@@ -51,6 +51,9 @@ pub struct Stats {
     pub commits: u64,
     pub commit_groups: u64,
     pub checkpoints: u64,
+    /// Holes over freed extents the file system refused with an I/O error
+    /// (docs/design.md, "Free space"); 0 normally.
+    pub punch_errors: u64,
     pub replayed_records: u64,
     /// Queued read rounds of commit-group prefetch, and the pages they loaded.
     pub prefetch_rounds: u64,
@@ -157,6 +160,7 @@ impl Db {
             commits: i.counters.commits.load(Relaxed),
             commit_groups: i.counters.groups.load(Relaxed),
             checkpoints: i.counters.checkpoints.load(Relaxed),
+            punch_errors: i.ix.store.punch_errors.load(Relaxed),
             replayed_records: i.counters.replayed.load(Relaxed),
             prefetch_rounds: ic.prefetch_rounds.load(Relaxed),
             prefetched_pages: ic.prefetched_pages.load(Relaxed),

@@ -41,7 +41,15 @@ pub struct Store<T> {
     /// Bumped whenever freed page ids become reusable (end of a checkpoint):
     /// a page read without locks is trusted only if it did not change.
     pub reuse_gen: AtomicU64,
+    /// Holes the file system refused with an I/O error (`Db::stats`).
+    pub punch_errors: AtomicU64,
 }
+
+/// Released extents at least this long are punched out of the file: the
+/// B-epsilon tree's node extents (a freed 1 MiB node), not single B+tree
+/// pages, whose holes would cost a file-system extent each and be reused
+/// within an epoch or two.
+pub const PUNCH_MIN_BYTES: u64 = 64 << 10;
 
 impl<T> Store<T> {
     /// A store over `pager` whose allocator starts from the durable
@@ -65,6 +73,7 @@ impl<T> Store<T> {
             }),
             alloc: Mutex::new(alloc),
             reuse_gen: AtomicU64::new(0),
+            punch_errors: AtomicU64::new(0),
         }
     }
 
@@ -99,9 +108,24 @@ impl<T> Store<T> {
         );
         let released = self.alloc.lock().release_pending();
         self.reuse_gen.fetch_add(1, Ordering::AcqRel);
-        for (s, n) in released {
+        for &(s, n) in &released {
             for p in s..s + n {
                 self.cache.remove(p);
+            }
+        }
+        self.punch_released(&released);
+    }
+
+    /// Punches a hole over each released extent of at least
+    /// [`PUNCH_MIN_BYTES`] (docs/design.md, "Free space"), after
+    /// `reuse_gen` moved, so a reader still holding such a page restarts as
+    /// it would for a reused one. Advisory: a failed punch leaves the pages
+    /// allocated in the file and free in the allocator, nothing else.
+    fn punch_released(&self, released: &[(u64, u64)]) {
+        let min_pages = (PUNCH_MIN_BYTES / self.pager.ps as u64).max(1);
+        for &(s, n) in released.iter().filter(|r| r.1 >= min_pages) {
+            if self.pager.punch(s, n).is_err() {
+                self.punch_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
     }

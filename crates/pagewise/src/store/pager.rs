@@ -753,6 +753,16 @@ impl Pager {
     pub fn set_len(&self, len: u64) -> Result<()> {
         Ok(self.pages.set_len(len)?)
     }
+
+    /// Gives free pages `first .. first + count` back to the file system (a
+    /// hole; docs/design.md, "Free space"). Requires: no checkpoint
+    /// references them and no reader can (the caller advanced `reuse_gen`).
+    pub fn punch(&self, first: u64, count: u64) -> Result<()> {
+        assert!(first >= 2 && count > 0, "punch of {first}+{count}");
+        self.pages
+            .punch_hole(self.off(first), count * self.ps as u64)?;
+        Ok(())
+    }
 }
 
 /// The reads of one `read_nodes` call that wait for something.
