@@ -590,4 +590,35 @@ mod tests {
             assert_eq!(encode(&d, comp, 3), b, "{comp:?}: decode then encode");
         }
     }
+
+    /// Encoding holds its output and one partition's raw and compressed
+    /// bytes at a time, not every partition's twice besides (it held three
+    /// node sizes per placing thread before session 8's memory fix).
+    #[test]
+    fn encode_holds_about_one_node_of_bytes() {
+        use crate::index::bepsilon::heap::counting::{live, peak, reset_peak};
+        for (noise, comp) in [
+            (true, Compression::None),
+            (true, Compression::Lz4),
+            (false, Compression::Lz4),
+            (false, Compression::Zstd),
+        ] {
+            let n = leaf_of(noise);
+            let max_part_bytes = *n.part_bytes.iter().max().unwrap() as isize;
+            let raw_bytes: usize = n.part_bytes.iter().sum();
+            assert!(n.parts.len() >= 3 && raw_bytes > 200 << 10);
+            let before = live();
+            reset_peak();
+            let b = encode(&n, comp, 3);
+            let held = peak() - before;
+            let out = crate::index::bepsilon::heap::alloc_bytes(b.capacity()) as isize;
+            // zstd's context: a few hundred KiB, freed before the next part.
+            let ctx = if comp == Compression::Zstd { 2 << 20 } else { 64 << 10 };
+            assert!(
+                held <= out + 2 * max_part_bytes + ctx,
+                "{comp:?} noise {noise}: held {held} for output {out}, part {max_part_bytes}"
+            );
+            assert!(held >= b.len() as isize, "the output is counted");
+        }
+    }
 }

@@ -73,12 +73,16 @@ pub mod counting {
 
     thread_local! {
         static LIVE: Cell<isize> = const { Cell::new(0) };
+        static PEAK: Cell<isize> = const { Cell::new(0) };
     }
 
     fn note(delta: isize) {
         // try_with: a thread's allocations after its locals are gone are
         // not counted (none of them is measured).
-        let _ = LIVE.try_with(|c| c.set(c.get() + delta));
+        let _ = LIVE.try_with(|c| {
+            c.set(c.get() + delta);
+            let _ = PEAK.try_with(|p| p.set(p.get().max(c.get())));
+        });
     }
 
     // SAFETY: every call forwards to the system allocator unchanged.
@@ -103,6 +107,16 @@ pub mod counting {
     /// Live bytes this thread allocated and has not freed.
     pub fn live() -> isize {
         LIVE.with(Cell::get)
+    }
+
+    /// The most [`live`] was since the last [`reset_peak`].
+    pub fn peak() -> isize {
+        PEAK.with(Cell::get)
+    }
+
+    /// Starts a new [`peak`] from the bytes live now.
+    pub fn reset_peak() {
+        PEAK.with(|p| p.set(live()));
     }
 }
 
