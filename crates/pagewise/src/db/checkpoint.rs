@@ -109,7 +109,7 @@ impl Inner {
         cs.wal.reset(gen);
         store.finish_epoch(nodes);
         store.cache.reserve(0); // the dirty set is empty
-        // The replaced dirty parts and the images evicted for the placed ones.
+                                // The replaced dirty parts and the images evicted for the placed ones.
         crate::index::bepsilon::heap::release_free_heap();
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -54,7 +54,13 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
 }
 
 /// Writes the node header into `out[..HEADER_BYTES]`.
-fn encode_header(node: &Node, comp: Compression, out: &mut [u8], shell: usize, seq_raw: (u64, u64)) {
+fn encode_header(
+    node: &Node,
+    comp: Compression,
+    out: &mut [u8],
+    shell: usize,
+    seq_raw: (u64, u64),
+) {
     assert!(out.len() >= shell && shell >= HEADER_BYTES);
     out[..4].copy_from_slice(MAGIC);
     out[4] = if node.is_leaf() {
@@ -613,7 +619,11 @@ mod tests {
             let held = peak() - before;
             let out = crate::index::bepsilon::heap::alloc_bytes(b.capacity()) as isize;
             // zstd's context: a few hundred KiB, freed before the next part.
-            let ctx = if comp == Compression::Zstd { 2 << 20 } else { 64 << 10 };
+            let ctx = if comp == Compression::Zstd {
+                2 << 20
+            } else {
+                64 << 10
+            };
             assert!(
                 held <= out + 2 * max_part_bytes + ctx,
                 "{comp:?} noise {noise}: held {held} for output {out}, part {max_part_bytes}"

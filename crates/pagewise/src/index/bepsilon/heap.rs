@@ -39,11 +39,35 @@ pub const fn arc_bytes<T>() -> usize {
 /// `PAGEWISE_MALLOC_TRIM=off` disables it, for comparisons. Returns whether
 /// it trimmed.
 pub fn release_free_heap() -> bool {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let enabled = *ENABLED.get_or_init(|| {
-        std::env::var("PAGEWISE_MALLOC_TRIM").map_or(true, |v| v != "off")
-    });
-    if !enabled {
+    if trim_mode() == 0 {
+        return false;
+    }
+    trim()
+}
+
+/// 0: off, 1: at checkpoints (the default), 2: also at every eighth of the
+/// dirty budget the dirty set grows by ([`release_at_dirty_step`]).
+fn trim_mode() -> u8 {
+    static MODE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("PAGEWISE_MALLOC_TRIM").as_deref() {
+        Ok("off") => 0,
+        Ok("steps") => 2,
+        _ => 1,
+    })
+}
+
+/// With `PAGEWISE_MALLOC_TRIM=steps`: trims when the dirty set's charge
+/// `dirty_bytes` enters a new eighth of `limit_bytes` (the images the cache
+/// evicted for it are freed by then). Returns whether it trimmed.
+pub fn release_at_dirty_step(dirty_bytes: u64, limit_bytes: u64) -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    static LAST_STEP: AtomicU64 = AtomicU64::new(0);
+    assert!(limit_bytes > 0);
+    if trim_mode() < 2 {
+        return false;
+    }
+    let step = dirty_bytes.saturating_mul(8) / limit_bytes;
+    if LAST_STEP.swap(step, Relaxed) == step || step == 0 {
         return false;
     }
     trim()
