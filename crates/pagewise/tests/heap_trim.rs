@@ -17,7 +17,7 @@ fn rss_bytes() -> u64 {
 /// the heap), touched, and frees all but every eighth (the last kept, so the
 /// free holes sit inside the heap, where a plain `free` never returns them).
 fn fragment_heap(count: usize) -> Vec<Vec<u8>> {
-    assert!(count % 8 == 0);
+    assert!(count.is_multiple_of(8));
     let mut all: Vec<Vec<u8>> = (0..count).map(|i| vec![i as u8 | 1; 16 << 10]).collect();
     let kept: Vec<Vec<u8>> = (0..count)
         .rev()
