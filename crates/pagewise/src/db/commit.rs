@@ -245,6 +245,7 @@ impl Inner {
         drop((st, al));
         // Clean images give up what the dirty set now holds.
         self.ix.store.cache.reserve(dirty_bytes as usize);
+        crate::index::bepsilon::heap::release_at_dirty_step(dirty_bytes, self.dirty_limit_bytes);
         r
     }
 

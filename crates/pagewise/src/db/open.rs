@@ -311,9 +311,24 @@ fn start(
         closed: AtomicBool::new(false),
         lock: Mutex::new(Some(files.lock)),
     };
-    Ok(Db {
-        inner: Arc::new(inner),
-    })
+    let inner = Arc::new(inner);
+    start_mem_sampler(&inner);
+    Ok(Db { inner })
+}
+
+/// Starts the `PAGEWISE_MEM_TRACE` sampler over this Db's charges; it
+/// stops when the Db is dropped.
+fn start_mem_sampler(inner: &Arc<Inner>) {
+    let weak = Arc::downgrade(inner);
+    crate::index::bepsilon::trace::start_mem_sampler(Box::new(move || {
+        let inner = weak.upgrade()?;
+        let cache = &inner.ix.store.cache;
+        Some(crate::index::bepsilon::trace::Charged {
+            cache_bytes: cache.used_bytes() as u64,
+            reserved_bytes: cache.reserved_bytes() as u64,
+            dirty_bytes: inner.dirty_bytes(),
+        })
+    }));
 }
 
 impl Inner {

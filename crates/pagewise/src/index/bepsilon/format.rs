@@ -19,22 +19,49 @@ const TYPE_INTERNAL: u8 = 1;
 const TYPE_LEAF: u8 = 2;
 
 /// Encodes `node`. Requires: every partition loaded and every child placed.
+/// Memory: the output plus one partition's raw and compressed bytes at a
+/// time (each partition is appended as soon as it is compressed), so a
+/// placing thread holds about one node's bytes, not three
+/// (docs/benchmarks.md, "Memory of the packed fill (session 8)").
 pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
     assert!(node.all_loaded() && node.parts.len() <= u16::MAX as usize);
     let filters = build_filters(node);
     let shell = node.shell_bytes() + filters.iter().map(|f| f.bytes().len()).sum::<usize>();
-    let mut raws = Vec::with_capacity(node.parts.len());
-    let mut max_seq = 0;
-    for p in &node.parts {
+    let mut out = vec![0u8; shell];
+    // At most the raw bytes (a partition that does not shrink is stored as is).
+    out.reserve(node.parts.iter().flatten().map(|p| p.bytes()).sum());
+    let (mut max_seq, mut raw_total_bytes) = (0, 0u64);
+    for (i, p) in node.parts.iter().enumerate() {
         let p = p.as_deref().expect("loaded");
         let (raw, seq) = encode_part(p);
         max_seq = max_seq.max(seq);
-        raws.push(raw);
+        raw_total_bytes += raw.len() as u64;
+        let raw_bytes = raw.len();
+        let c = compress(&raw, comp, level);
+        let (at, d) = (out.len(), HEADER_BYTES + i * DIR_ENTRY_BYTES);
+        put_u32(&mut out, d, at as u32);
+        put_u32(&mut out, d + 4, c.len() as u32);
+        put_u32(&mut out, d + 8, raw_bytes as u32);
+        put_u32(&mut out, d + 12, crc32c::crc32c(&c));
+        put_u32(&mut out, d + 16, p.entries() as u32);
+        let f = filters.get(i).map_or(0, |f| f.bytes().len());
+        put_u32(&mut out, d + 20, f as u32);
+        out.extend_from_slice(&c);
     }
-    let comps: Vec<Vec<u8>> = raws.iter().map(|r| compress(r, comp, level)).collect();
-    let total: usize = shell + comps.iter().map(Vec::len).sum::<usize>();
-    let mut out = vec![0u8; shell];
-    out.reserve(total - shell);
+    encode_header(node, comp, &mut out, shell, (max_seq, raw_total_bytes));
+    encode_shell_rest(node, &filters, &mut out, shell);
+    out
+}
+
+/// Writes the node header into `out[..HEADER_BYTES]`.
+fn encode_header(
+    node: &Node,
+    comp: Compression,
+    out: &mut [u8],
+    shell: usize,
+    seq_raw: (u64, u64),
+) {
+    assert!(out.len() >= shell && shell >= HEADER_BYTES);
     out[..4].copy_from_slice(MAGIC);
     out[4] = if node.is_leaf() {
         TYPE_LEAF
@@ -42,33 +69,19 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         TYPE_INTERNAL
     };
     out[5] = comp.code();
-    put_u16(&mut out, 6, node.parts.len() as u16);
-    put_u32(&mut out, 8, node.height);
-    put_u32(&mut out, 12, shell as u32);
-    put_u64(&mut out, 16, max_seq);
-    put_u64(&mut out, 24, raws.iter().map(|r| r.len() as u64).sum());
-    if !filters.is_empty() {
-        out[32] = filter::PROBES;
-    }
-    let mut at = shell;
-    for (i, (raw, c)) in raws.iter().zip(&comps).enumerate() {
-        let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
-        put_u32(&mut out, d, at as u32);
-        put_u32(&mut out, d + 4, c.len() as u32);
-        put_u32(&mut out, d + 8, raw.len() as u32);
-        put_u32(&mut out, d + 12, crc32c::crc32c(c));
-        put_u32(
-            &mut out,
-            d + 16,
-            node.parts[i].as_ref().unwrap().entries() as u32,
-        );
-        let f = filters.get(i).map_or(0, |f| f.bytes().len());
-        put_u32(&mut out, d + 20, f as u32);
-        at += c.len();
-    }
+    put_u16(out, 6, node.parts.len() as u16);
+    put_u32(out, 8, node.height);
+    put_u32(out, 12, shell as u32);
+    put_u64(out, 16, seq_raw.0);
+    put_u64(out, 24, seq_raw.1);
+}
+
+/// Writes the pivots, child references and filters after the directory,
+/// and the filters' checksum into the header.
+fn encode_shell_rest(node: &Node, filters: &[Filter], out: &mut [u8], shell: usize) {
     let mut w = HEADER_BYTES + node.parts.len() * DIR_ENTRY_BYTES;
     for p in node.pivots.iter() {
-        put_u16(&mut out, w, p.len() as u16);
+        put_u16(out, w, p.len() as u16);
         out[w + 2..w + 2 + p.len()].copy_from_slice(p);
         w += 2 + p.len();
     }
@@ -80,20 +93,16 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         w += EXTENT_REF_BYTES;
     }
     let area = w;
-    for f in &filters {
+    for f in filters {
         out[w..w + f.bytes().len()].copy_from_slice(f.bytes());
         w += f.bytes().len();
     }
     if !filters.is_empty() {
+        out[32] = filter::PROBES;
         let crc = crc32c::crc32c(&out[area..w]);
-        put_u32(&mut out, 36, crc);
+        put_u32(out, 36, crc);
     }
     assert_eq!(w, shell);
-    for c in comps {
-        out.extend_from_slice(&c);
-    }
-    assert_eq!(out.len(), total);
-    out
 }
 
 /// The key filter of each buffer of an internal node (none for leaves).
@@ -138,7 +147,7 @@ const PROBE_BYTES: usize = 4096;
 /// probe of its first [`PROBE_BYTES`] shrinks by under 1/16 or the whole
 /// does not shrink (docs/design.md, partition directory: stored bytes equal
 /// to the uncompressed bytes mean stored as is).
-fn compress(raw: &[u8], comp: Compression, level: u8) -> Vec<u8> {
+fn compress(raw: &[u8], comp: Compression, level: u8) -> Cow<'_, [u8]> {
     let squeeze = |b: &[u8]| match comp {
         Compression::None => b.to_vec(),
         Compression::Lz4 => lz4_flex::block::compress(b),
@@ -147,20 +156,20 @@ fn compress(raw: &[u8], comp: Compression, level: u8) -> Vec<u8> {
         }
     };
     if comp == Compression::None {
-        return raw.to_vec();
+        return Cow::Borrowed(raw);
     }
     if raw.len() > 2 * PROBE_BYTES {
         let probe = squeeze(&raw[..PROBE_BYTES]);
         if probe.len() > PROBE_BYTES - PROBE_BYTES / 16 {
-            return raw.to_vec();
+            return Cow::Borrowed(raw);
         }
     }
     let c = squeeze(raw);
     if c.len() >= raw.len() {
-        return raw.to_vec();
+        return Cow::Borrowed(raw);
     }
     assert!(c.len() < raw.len());
-    c
+    Cow::Owned(c)
 }
 
 /// A partition's raw bytes from its stored bytes `c`: `c` itself when it
@@ -585,6 +594,41 @@ mod tests {
             }
             assert_eq!(d.part_bytes, n.part_bytes);
             assert_eq!(encode(&d, comp, 3), b, "{comp:?}: decode then encode");
+        }
+    }
+
+    /// Encoding holds its output and one partition's raw and compressed
+    /// bytes at a time, not every partition's twice besides (it held three
+    /// node sizes per placing thread before session 8's memory fix).
+    #[test]
+    fn encode_holds_about_one_node_of_bytes() {
+        use crate::index::bepsilon::heap::counting::{live, peak, reset_peak};
+        for (noise, comp) in [
+            (true, Compression::None),
+            (true, Compression::Lz4),
+            (false, Compression::Lz4),
+            (false, Compression::Zstd),
+        ] {
+            let n = leaf_of(noise);
+            let max_part_bytes = *n.part_bytes.iter().max().unwrap() as isize;
+            let raw_bytes: usize = n.part_bytes.iter().sum();
+            assert!(n.parts.len() >= 3 && raw_bytes > 200 << 10);
+            let before = live();
+            reset_peak();
+            let b = encode(&n, comp, 3);
+            let held = peak() - before;
+            let out = crate::index::bepsilon::heap::alloc_bytes(b.capacity()) as isize;
+            // zstd's context: a few hundred KiB, freed before the next part.
+            let ctx = if comp == Compression::Zstd {
+                2 << 20
+            } else {
+                64 << 10
+            };
+            assert!(
+                held <= out + 2 * max_part_bytes + ctx,
+                "{comp:?} noise {noise}: held {held} for output {out}, part {max_part_bytes}"
+            );
+            assert!(held >= b.len() as isize, "the output is counted");
         }
     }
 }

@@ -43,6 +43,7 @@ impl Index {
     /// checkpoint), then, under the state write lock, become clean cached
     /// images and the descriptors point at the new roots.
     pub fn place_extents(&self, gen: u64) -> Result<()> {
+        super::trace::placing(true);
         let work = self.collect_dirty();
         let mut placed: Vec<(u64, Extent, Arc<Node>)> = Vec::new();
         let mut exts = PidMap::default();
@@ -74,6 +75,7 @@ impl Index {
             m.root = Some(Child::Clean(ext));
         }
         super::trace::report(gen);
+        super::trace::placing(false);
         Ok(())
     }
 

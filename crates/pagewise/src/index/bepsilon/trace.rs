@@ -142,3 +142,78 @@ pub fn level_of(height: u32) -> usize {
 
 /// Levels of the per-height counters.
 pub const READ_LEVELS: usize = LEVELS;
+
+/// Set while a checkpoint places B-epsilon nodes (for the memory sampler).
+static PLACING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn placing(on: bool) {
+    PLACING.store(on, Relaxed);
+}
+
+/// What the engine charges, as the memory sampler reads it.
+pub struct Charged {
+    pub cache_bytes: u64,
+    pub reserved_bytes: u64,
+    pub dirty_bytes: u64,
+}
+
+/// Starts the memory sampler when `PAGEWISE_MEM_TRACE` is set to a period
+/// in milliseconds: it prints to stderr the cache's charged clean bytes, the
+/// dirty set's charge, the process RSS and glibc's heap figures, at every
+/// new RSS maximum and every second, until `probe` returns `None` (the Db
+/// closed). For measuring uncharged memory (docs/benchmarks.md, "Memory of
+/// the packed fill (session 8)").
+pub fn start_mem_sampler(probe: Box<dyn Fn() -> Option<Charged> + Send>) {
+    let Some(period_ms) = std::env::var("PAGEWISE_MEM_TRACE")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    let period_ms = period_ms.clamp(1, 10_000);
+    let t0 = std::time::Instant::now();
+    std::thread::spawn(move || {
+        let (mut max_rss_bytes, mut last_ms) = (0u64, 0u64);
+        while let Some(c) = probe() {
+            let rss_bytes = rss_bytes();
+            let now_ms = t0.elapsed().as_millis() as u64;
+            if rss_bytes > max_rss_bytes || now_ms >= last_ms + 1000 {
+                max_rss_bytes = max_rss_bytes.max(rss_bytes);
+                last_ms = now_ms;
+                eprintln!("{}", mem_line(now_ms, &c, rss_bytes, max_rss_bytes));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(period_ms));
+        }
+    });
+}
+
+fn mem_line(now_ms: u64, c: &Charged, rss_bytes: u64, max_rss_bytes: u64) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let mib = |b: u64| b as f64 / MIB;
+    // SAFETY: mallinfo2 only reads glibc's allocator statistics.
+    let m = unsafe { libc::mallinfo2() };
+    format!(
+        "mem-trace t_ms {now_ms} placing {} cache {:.1} reserved {:.1} dirty {:.1} charged {:.1} \
+         rss {:.1} max_rss {:.1} heap_used {:.1} heap_free {:.1} mmap {:.1}",
+        PLACING.load(Relaxed) as u8,
+        mib(c.cache_bytes),
+        mib(c.reserved_bytes),
+        mib(c.dirty_bytes),
+        mib(c.cache_bytes + c.dirty_bytes),
+        mib(rss_bytes),
+        mib(max_rss_bytes),
+        mib(m.uordblks as u64 + m.hblkhd as u64),
+        mib(m.fordblks as u64),
+        mib(m.hblkhd as u64),
+    )
+}
+
+/// The process's resident bytes (`/proc/self/statm`), 0 if unreadable.
+fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse::<u64>().ok());
+    pages.unwrap_or(0) * 4096
+}
