@@ -83,3 +83,45 @@ fn freed_node_extents_become_holes_and_nothing_is_lost() {
     let db = Db::open(&path, opts).unwrap();
     verify(&db, &model);
 }
+
+#[test]
+fn a_clean_close_punches_the_log_past_its_last_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let wal = dir.path().join("db-wal");
+    let opts = Options::default()
+        .cache_bytes(64 << 20)
+        .durability(Durability::Buffered)
+        .direct_io(false);
+    let db = Db::create(&path, opts.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    // One long run (about 3 MB of records), a checkpoint, then a short one.
+    for round in 0..2u64 {
+        let n = if round == 0 { 20_000 } else { 10 };
+        let mut batch = Batch::new();
+        for i in round * 100_000..round * 100_000 + n {
+            batch.insert("t", key(i), value(i));
+            model.insert(key(i), value(i));
+        }
+        db.apply(batch).unwrap();
+        if round == 0 {
+            db.checkpoint().unwrap();
+        }
+    }
+    let long_bytes = std::fs::metadata(&wal).unwrap().len();
+    assert!(long_bytes > 2 << 20, "the long run: {long_bytes} bytes");
+    db.close().unwrap();
+    let m = std::fs::metadata(&wal).unwrap();
+    assert_eq!(m.len(), long_bytes, "the log keeps its length");
+    assert!(
+        m.blocks() * 512 <= 64 << 10,
+        "{} bytes of the log still allocated",
+        m.blocks() * 512
+    );
+    let db = Db::open(&path, opts).unwrap();
+    let t = db.tree("t").unwrap();
+    for (k, v) in &model {
+        assert_eq!(t.get(k).unwrap().as_deref(), Some(&v[..]));
+    }
+    db.check().unwrap();
+}

@@ -250,6 +250,17 @@ impl Inner {
 
     /// Marks the Db closed under the commit lock (so no commit is half
     /// way), checkpoints what is dirty, then releases the file lock.
+    /// After the close checkpoint: the log file's stale tail becomes a
+    /// hole (`Wal::punch_stale`). Advice: an error is counted, not raised.
+    fn punch_log(&self, cs: &CommitState) {
+        if self.read_only || cs.wal.bytes != 0 {
+            return;
+        }
+        if cs.wal.punch_stale().is_err() {
+            self.ix.store.punch_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     fn close(&self) -> Result<()> {
         let r = {
             let mut cs = self.commit.lock();
@@ -259,6 +270,7 @@ impl Inner {
                 });
             }
             self.checkpoint_if_dirty(&mut cs)
+                .map(|()| self.punch_log(&cs))
         };
         let released = self.lock.lock().take();
         assert!(released.is_some(), "the lock is released once");

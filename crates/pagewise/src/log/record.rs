@@ -43,6 +43,13 @@ pub struct Wal {
     /// damaged durable record from a torn tail (see [`scan`]).
     last_lsn: u64,
     synced_lsn: u64,
+    /// This object wrote to the file since the last reset (or since open).
+    wrote: bool,
+    /// Where the run before the last reset ends in the file, when this
+    /// object knows it: `None` until a reset of a run it wrote (at open the
+    /// file may hold the run recovery replayed, which the fallback to the
+    /// older superblock still needs).
+    prev_run_end: Option<u64>,
 }
 
 impl Wal {
@@ -66,6 +73,8 @@ impl Wal {
             bytes: 0,
             last_lsn: 0,
             synced_lsn: 0,
+            wrote: false,
+            prev_run_end: None,
         }
     }
 
@@ -115,6 +124,7 @@ impl Wal {
             "padding is zero"
         );
         self.file.write_at(&self.buf[..end], self.tail_off)?;
+        self.wrote = true;
         if self.sparse {
             // The next flush starts in a fresh block: nothing is rewritten.
             self.bytes += (end - self.buf_len) as u64;
@@ -148,6 +158,14 @@ impl Wal {
     /// Starts a new log run after a durable checkpoint of generation `epoch`.
     /// Unflushed records are dropped: the checkpoint contains them.
     pub fn reset(&mut self, epoch: u64) {
+        let run_end = self.tail_off + self.buf_len.next_multiple_of(self.align) as u64;
+        if self.wrote {
+            self.prev_run_end = Some(run_end);
+        } else if self.prev_run_end.is_some() {
+            // An empty run: the file's bytes are older runs, none replayable.
+            self.prev_run_end = Some(0);
+        }
+        self.wrote = false;
         let end = self
             .buf_len
             .next_multiple_of(self.align)
@@ -158,6 +176,30 @@ impl Wal {
         self.tail_off = 0;
         self.epoch = epoch;
         self.bytes = 0;
+    }
+}
+
+impl Wal {
+    /// Gives the file's bytes past the last completed run back to the file
+    /// system (a hole; docs/design.md, "Free space"): a fill leaves the log
+    /// file as long as its longest run, about `wal_limit`. Requires: the
+    /// current run is empty (called after the close checkpoint). Effect: the
+    /// run a fallback to the older superblock replays (the one before the
+    /// last reset) is kept; nothing when that run is not known.
+    pub fn punch_stale(&self) -> Result<()> {
+        assert!(
+            self.tail_off == 0 && self.buf_len == 0,
+            "punch with records in the run"
+        );
+        let Some(end) = self.prev_run_end else {
+            return Ok(());
+        };
+        let from = end.next_multiple_of(SPARSE_BLOCK_BYTES as u64);
+        let size = self.file.size()?;
+        if size > from {
+            self.file.punch_hole(from, size - from)?;
+        }
+        Ok(())
     }
 }
 
