@@ -284,11 +284,11 @@ impl Writer<'_> {
     /// budget and the pair fits one node.
     fn maybe_merge(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
         let n = parent.children.len();
-        let budget = m.opts.node_bytes as usize;
         if n < 2 {
             return Ok(());
         }
         let me = self.shell_of(parent.children[c])?;
+        let budget = m.opts.target_bytes(me.height);
         if me.bytes() >= budget / 4 {
             return Ok(());
         }
@@ -437,11 +437,11 @@ pub fn flush_choice(n: &Node) -> Option<usize> {
     (n.part_bytes[best] > 0).then_some(best)
 }
 
-/// Whether `n` must split: over the byte budget (and divisible) or over
-/// the fanout.
+/// Whether `n` must split: over the byte budget of its height (leaf or
+/// node bytes; and divisible) or over the fanout.
 fn needs_split(n: &Node, o: &BEpsOptions) -> bool {
     let over_fan = !n.is_leaf() && n.children.len() > o.fanout as usize;
-    n.parts.len() >= 2 && (n.bytes() > o.node_bytes as usize || over_fan)
+    n.parts.len() >= 2 && (n.bytes() > o.target_bytes(n.height) || over_fan)
 }
 
 /// Splits `n` into pieces that fit (each with the separator before it),
@@ -470,7 +470,7 @@ pub fn split(n: Node, o: &BEpsOptions, nodes: &mut u64) -> Vec<(Option<Vec<u8>>,
 /// child when only the fanout is exceeded.
 fn split_point(n: &Node, o: &BEpsOptions) -> usize {
     let count = n.parts.len();
-    if n.bytes() <= o.node_bytes as usize {
+    if n.bytes() <= o.target_bytes(n.height) {
         return count / 2;
     }
     let total: usize = n.part_bytes.iter().sum::<usize>() + n.pivots.key_bytes();
