@@ -79,8 +79,9 @@ impl Compression {
 pub struct BEpsOptions {
     /// Target node bytes before compression (a node above it flushes or splits).
     pub node_bytes: u32,
-    /// Target bytes of a leaf before compression (a leaf above it splits);
-    /// None: the node bytes. Internal nodes flush and split by `node_bytes`.
+    /// Target bytes of a leaf before compression (a leaf above it splits,
+    /// below a quarter of it merges); None: the node bytes. Internal nodes
+    /// flush and split by `node_bytes`.
     pub leaf_bytes: Option<u32>,
     /// Target bytes of one leaf basement before compression.
     pub basement_bytes: u32,
@@ -103,10 +104,16 @@ impl Default for BEpsOptions {
     /// Fully cached 5M-row trees read about 1.6x faster with 64 KiB
     /// basements (one unpaired run): a trade not settled yet
     /// (docs/benchmarks.md, "Reads at a small cache (session 6)").
+    /// Leaves of 256 KiB under 1 MiB internal nodes: a flush moves about as
+    /// many bytes into a leaf a quarter the size, so a leaf is rewritten
+    /// about a quarter as often per byte it holds; at 5M rows the fill's
+    /// device WA fell from 6.05 to 4.78 (leaves 3.46 to 1.21, height 1 1.27
+    /// to 1.98) at about the same fill and 5%-cache read rates
+    /// (docs/benchmarks.md, "Leaf size and write amplification (session 8)").
     fn default() -> Self {
         Self {
             node_bytes: 1 << 20,
-            leaf_bytes: None,
+            leaf_bytes: Some(256 << 10),
             basement_bytes: 16 << 10,
             fanout: 16,
             compression: Compression::Lz4,
@@ -116,8 +123,11 @@ impl Default for BEpsOptions {
 }
 
 impl BEpsOptions {
+    /// Sets the node bytes, and leaves of the same size: call
+    /// [`Self::leaf_bytes`] after it to set them apart.
     pub fn node_bytes(mut self, n: u32) -> Self {
         self.node_bytes = n;
+        self.leaf_bytes = None;
         self
     }
     /// Leaves split at `n` bytes instead of the node bytes.
@@ -154,7 +164,10 @@ impl BEpsOptions {
 
     /// What is wrong with these options, if anything.
     pub fn validate(&self) -> Result<(), String> {
-        for (what, n) in [("node", self.node_bytes), ("leaf", self.leaf_target_bytes())] {
+        for (what, n) in [
+            ("node", self.node_bytes),
+            ("leaf", self.leaf_target_bytes()),
+        ] {
             if !(256..=(64 << 20)).contains(&n) {
                 return Err(format!("{what} bytes {n} must be between 256 and 64 MiB"));
             }
@@ -333,7 +346,9 @@ mod tests {
         let old = BEpsOptions::decode(&b[..PARAMS_BYTES]).unwrap();
         assert_eq!(old.leaf_bytes, None);
         assert_eq!(old.target_bytes(0), old.node_bytes as usize);
-        assert_eq!(BEpsOptions::default().encode().len(), PARAMS_BYTES);
+        let same = BEpsOptions::default().node_bytes(1 << 20);
+        assert_eq!(same.encode().len(), PARAMS_BYTES);
+        assert_eq!(BEpsOptions::default().target_bytes(0), 256 << 10);
         // Bad leaf bytes: too small, or below twice the basement bytes.
         assert!(BEpsOptions::decode(&o.leaf_bytes(100).encode()).is_err());
         assert!(BEpsOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());

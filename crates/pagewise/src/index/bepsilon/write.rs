@@ -522,4 +522,37 @@ mod tests {
         let n = internal(vec![dirty, clean], vec![0, 0]);
         assert_eq!(flush_choice(&n), None);
     }
+
+    /// A leaf of `keys` 30-byte entries in 256-byte basements.
+    fn leaf_of(keys: u32) -> Node {
+        let mut n = Node::new_leaf();
+        for k in 0..keys {
+            n.base_set(&k.to_be_bytes(), Some(vec![7; 22]));
+        }
+        n.fix_basements(256);
+        n
+    }
+
+    #[test]
+    fn a_leaf_splits_at_its_own_bytes() {
+        let leaf = leaf_of(400);
+        let bytes = leaf.bytes();
+        assert!(bytes > 8192 && bytes < 16384, "{bytes}");
+        let o = BEpsOptions::default().node_bytes(16384).basement_bytes(256);
+        // Without leaf bytes the leaf fits the node bytes: one piece.
+        let mut nodes = 0;
+        assert_eq!(split(leaf_of(400), &o, &mut nodes).len(), 1);
+        assert_eq!(nodes, 0);
+        // With 2 KiB leaf bytes every piece fits 2 KiB, and about bytes / 2 KiB
+        // to twice that many pieces come out.
+        let pieces = split(leaf, &o.leaf_bytes(2048), &mut nodes);
+        assert!(pieces.iter().all(|(_, n)| n.bytes() <= 2048));
+        assert!(pieces.len() >= bytes / 2048 && pieces.len() <= 2 * bytes / 1024);
+        assert_eq!(nodes as usize, pieces.len() - 1);
+        assert!(pieces[0].0.is_none() && pieces[1..].iter().all(|(s, _)| s.is_some()));
+        // An internal node still splits by the node bytes, not the leaf bytes.
+        let inner = internal(vec![Child::Dirty(PROVISIONAL_BIT | 1); 4], vec![1000; 4]);
+        let mut nodes = 0;
+        assert_eq!(split(inner, &o.leaf_bytes(2048), &mut nodes).len(), 1);
+    }
 }
