@@ -104,16 +104,17 @@ impl Default for BEpsOptions {
     /// Fully cached 5M-row trees read about 1.6x faster with 64 KiB
     /// basements (one unpaired run): a trade not settled yet
     /// (docs/benchmarks.md, "Reads at a small cache (session 6)").
-    /// Leaves of 256 KiB under 1 MiB internal nodes: a flush moves about as
-    /// many bytes into a leaf a quarter the size, so a leaf is rewritten
-    /// about a quarter as often per byte it holds; at 5M rows the fill's
-    /// device WA fell from 6.05 to 4.78 (leaves 3.46 to 1.21, height 1 1.27
-    /// to 1.98) at about the same fill and 5%-cache read rates
+    /// Leaves of 512 KiB under 1 MiB internal nodes: a flush moves about as
+    /// many bytes into a leaf half the size, so a leaf is rewritten about
+    /// half as often per byte it holds. At 5M rows the fill's device WA fell
+    /// from 6.05 to 5.04 (leaves 3.46 to 1.99, height 1 1.27 to 1.65) for
+    /// about 7% more reads per get at a 5% cache; 256 KiB leaves reach 4.78
+    /// but read about 25% more per get (more height-1 nodes, fewer cached)
     /// (docs/benchmarks.md, "Leaf size and write amplification (session 8)").
     fn default() -> Self {
         Self {
             node_bytes: 1 << 20,
-            leaf_bytes: Some(256 << 10),
+            leaf_bytes: Some(512 << 10),
             basement_bytes: 16 << 10,
             fanout: 16,
             compression: Compression::Lz4,
@@ -348,7 +349,7 @@ mod tests {
         assert_eq!(old.target_bytes(0), old.node_bytes as usize);
         let same = BEpsOptions::default().node_bytes(1 << 20);
         assert_eq!(same.encode().len(), PARAMS_BYTES);
-        assert_eq!(BEpsOptions::default().target_bytes(0), 256 << 10);
+        assert_eq!(BEpsOptions::default().target_bytes(0), 512 << 10);
         // Bad leaf bytes: too small, or below twice the basement bytes.
         assert!(BEpsOptions::decode(&o.leaf_bytes(100).encode()).is_err());
         assert!(BEpsOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());
