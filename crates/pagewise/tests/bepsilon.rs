@@ -70,6 +70,19 @@ fn beps(comp: Compression) -> TreeKind {
     )
 }
 
+/// The property tests' trees: [`beps`], with leaves smaller than the
+/// internal nodes (lz4) or larger (zstd).
+fn beps_leaves(comp: Compression) -> TreeKind {
+    let TreeKind::BEpsilon(o) = beps(comp) else {
+        unreachable!("beps makes B-epsilon trees")
+    };
+    TreeKind::BEpsilon(match comp {
+        Compression::Lz4 => o.leaf_bytes(384),
+        Compression::Zstd => o.leaf_bytes(1024),
+        Compression::None => o,
+    })
+}
+
 fn value(k: &[u8], len: usize, salt: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (i + salt * 31 + k.len() * 7) as u8)
@@ -168,7 +181,7 @@ fn run(ops: Vec<Op>, comp: Compression) {
     let path = dir.path().join("db");
     let mut db = Db::create(&path, opts()).unwrap();
     for t in 0..2 {
-        db.tree_with(&name(t), beps(comp)).unwrap();
+        db.tree_with(&name(t), beps_leaves(comp)).unwrap();
     }
     let mut model = Model::new();
     for (salt, op) in ops.into_iter().enumerate() {

@@ -54,15 +54,19 @@ impl MergeOperator for Append {
     }
 }
 
-/// Whether case `seed` makes t1 a B-epsilon tree, and its options.
+/// Whether case `seed` makes t1 a B-epsilon tree, and its options (every
+/// other one with leaves smaller than its internal nodes).
 fn bepsilon(seed: u64) -> Option<TreeKind> {
     (seed / 2 % 4 != 3).then(|| {
-        TreeKind::BEpsilon(
-            BEpsOptions::default()
-                .node_bytes([512, 1024, 2048][(seed / 4 % 3) as usize])
-                .basement_bytes(128)
-                .fanout(4),
-        )
+        let o = BEpsOptions::default()
+            .node_bytes([512, 1024, 2048][(seed / 4 % 3) as usize])
+            .basement_bytes(128)
+            .fanout(4);
+        TreeKind::BEpsilon(if seed / 12 % 2 == 1 {
+            o.leaf_bytes(384)
+        } else {
+            o
+        })
     })
 }
 

@@ -10,8 +10,10 @@
 //! zero-block and block counts are kept).
 //!
 //! `pagewise-beps` is the same Db with every table a B-epsilon tree (default
-//! options; `PAGEWISE_BEPS_NODE_KIB` and `PAGEWISE_BEPS_BASEMENT_KIB` override
-//! the node and basement sizes for sweeps). Its engine stats add the page
+//! options; `PAGEWISE_BEPS_NODE_KIB`, `PAGEWISE_BEPS_LEAF_KIB`,
+//! `PAGEWISE_BEPS_BASEMENT_KIB` and `PAGEWISE_BEPS_FANOUT` override the node,
+//! leaf and basement sizes and the fanout for sweeps; with the node size set
+//! and not the leaf size, leaves are node-sized). Its engine stats add the page
 //! reads of the phase and the B-epsilon reads by height (`beps_reads`).
 //!
 //! `pagewise-delta` is the B+tree Db with `Options::delta_flush` on (the
@@ -74,9 +76,20 @@ pub fn open_bepsilon(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dy
             .map_or(default, |k| k << 10)
     };
     let d = BEpsOptions::default();
-    let o = d
-        .node_bytes(kib("PAGEWISE_BEPS_NODE_KIB", d.node_bytes))
-        .basement_bytes(kib("PAGEWISE_BEPS_BASEMENT_KIB", d.basement_bytes));
+    let mut o = d.basement_bytes(kib("PAGEWISE_BEPS_BASEMENT_KIB", d.basement_bytes));
+    if std::env::var_os("PAGEWISE_BEPS_NODE_KIB").is_some() {
+        // Leaves follow the node bytes unless PAGEWISE_BEPS_LEAF_KIB sets them.
+        o = o.node_bytes(kib("PAGEWISE_BEPS_NODE_KIB", d.node_bytes));
+    }
+    if std::env::var_os("PAGEWISE_BEPS_LEAF_KIB").is_some() {
+        o = o.leaf_bytes(kib("PAGEWISE_BEPS_LEAF_KIB", o.leaf_target_bytes()));
+    }
+    if let Some(f) = std::env::var("PAGEWISE_BEPS_FANOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        o = o.fanout(f);
+    }
     open_kind(dir, s, tables, TreeKind::BEpsilon(o), None)
 }
 

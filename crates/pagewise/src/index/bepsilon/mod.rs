@@ -30,6 +30,8 @@ pub const MAX_KEY_BYTES: usize = 8192;
 pub const MAX_HEIGHT: u32 = 64;
 /// Bytes of the catalog parameters.
 pub const PARAMS_BYTES: usize = 12;
+/// Catalog parameter bytes with the optional leaf bytes field.
+pub const PARAMS_LEAF_BYTES: usize = PARAMS_BYTES + 4;
 /// Bytes of the root descriptor.
 pub const DESC_BYTES: usize = 44;
 /// Provisional ids of dirty nodes have this bit set: never a page id.
@@ -77,6 +79,10 @@ impl Compression {
 pub struct BEpsOptions {
     /// Target node bytes before compression (a node above it flushes or splits).
     pub node_bytes: u32,
+    /// Target bytes of a leaf before compression (a leaf above it splits,
+    /// below a quarter of it merges); None: the node bytes. Internal nodes
+    /// flush and split by `node_bytes`.
+    pub leaf_bytes: Option<u32>,
     /// Target bytes of one leaf basement before compression.
     pub basement_bytes: u32,
     /// Most children of an internal node.
@@ -98,9 +104,17 @@ impl Default for BEpsOptions {
     /// Fully cached 5M-row trees read about 1.6x faster with 64 KiB
     /// basements (one unpaired run): a trade not settled yet
     /// (docs/benchmarks.md, "Reads at a small cache (session 6)").
+    /// Leaves of 512 KiB under 1 MiB internal nodes: a flush moves about as
+    /// many bytes into a leaf half the size, so a leaf is rewritten about
+    /// half as often per byte it holds. At 5M rows the fill's device WA fell
+    /// from 6.05 to 5.04 (leaves 3.46 to 1.99, height 1 1.27 to 1.65) for
+    /// about 7% more reads per get at a 5% cache; 256 KiB leaves reach 4.78
+    /// but read about 25% more per get (more height-1 nodes, fewer cached)
+    /// (docs/benchmarks.md, "Leaf size and write amplification (session 8)").
     fn default() -> Self {
         Self {
             node_bytes: 1 << 20,
+            leaf_bytes: Some(512 << 10),
             basement_bytes: 16 << 10,
             fanout: 16,
             compression: Compression::Lz4,
@@ -110,8 +124,16 @@ impl Default for BEpsOptions {
 }
 
 impl BEpsOptions {
+    /// Sets the node bytes, and leaves of the same size: call
+    /// [`Self::leaf_bytes`] after it to set them apart.
     pub fn node_bytes(mut self, n: u32) -> Self {
         self.node_bytes = n;
+        self.leaf_bytes = None;
+        self
+    }
+    /// Leaves split at `n` bytes instead of the node bytes.
+    pub fn leaf_bytes(mut self, n: u32) -> Self {
+        self.leaf_bytes = Some(n);
         self
     }
     pub fn basement_bytes(mut self, n: u32) -> Self {
@@ -127,19 +149,36 @@ impl BEpsOptions {
         self
     }
 
+    /// The target bytes of a leaf: `leaf_bytes`, else the node bytes.
+    pub fn leaf_target_bytes(&self) -> u32 {
+        self.leaf_bytes.unwrap_or(self.node_bytes)
+    }
+
+    /// The target bytes of a node at `height` (0: a leaf).
+    pub fn target_bytes(&self, height: u32) -> usize {
+        if height == 0 {
+            self.leaf_target_bytes() as usize
+        } else {
+            self.node_bytes as usize
+        }
+    }
+
     /// What is wrong with these options, if anything.
     pub fn validate(&self) -> Result<(), String> {
-        if !(256..=(64 << 20)).contains(&self.node_bytes) {
-            return Err(format!(
-                "node bytes {} must be between 256 and 64 MiB",
-                self.node_bytes
-            ));
+        for (what, n) in [
+            ("node", self.node_bytes),
+            ("leaf", self.leaf_target_bytes()),
+        ] {
+            if !(256..=(64 << 20)).contains(&n) {
+                return Err(format!("{what} bytes {n} must be between 256 and 64 MiB"));
+            }
         }
-        if self.basement_bytes < 64 || self.basement_bytes > self.node_bytes / 2 {
+        let leaf = self.leaf_target_bytes();
+        if self.basement_bytes < 64 || self.basement_bytes > leaf / 2 {
             return Err(format!(
-                "basement bytes {} must be between 64 and half the node bytes ({})",
+                "basement bytes {} must be between 64 and half the leaf bytes ({})",
                 self.basement_bytes,
-                self.node_bytes / 2
+                leaf / 2
             ));
         }
         if !(3..=1024).contains(&self.fanout) {
@@ -148,23 +187,33 @@ impl BEpsOptions {
         Ok(())
     }
 
+    /// The catalog parameters: [`PARAMS_BYTES`], plus the leaf bytes
+    /// ([`PARAMS_LEAF_BYTES`] in all) when set, so trees without them keep
+    /// the format older files have (docs/design.md, "B-epsilon nodes").
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(PARAMS_BYTES);
+        let mut b = Vec::with_capacity(PARAMS_LEAF_BYTES);
         b.extend_from_slice(&self.node_bytes.to_le_bytes());
         b.extend_from_slice(&self.basement_bytes.to_le_bytes());
         b.extend_from_slice(&self.fanout.to_le_bytes());
         b.push(self.compression.code());
         b.push(self.level);
         assert_eq!(b.len(), PARAMS_BYTES);
+        if let Some(leaf) = self.leaf_bytes {
+            b.extend_from_slice(&leaf.to_le_bytes());
+        }
+        assert!(b.len() == PARAMS_BYTES || b.len() == PARAMS_LEAF_BYTES);
         b
     }
 
+    /// Reads [`Self::encode`]'s bytes; 12 bytes (no leaf field): leaves
+    /// split at the node bytes.
     pub fn decode(b: &[u8]) -> Result<Self, String> {
-        if b.len() != PARAMS_BYTES {
+        if b.len() != PARAMS_BYTES && b.len() != PARAMS_LEAF_BYTES {
             return Err(format!("B-epsilon parameters of {} bytes", b.len()));
         }
         let o = Self {
             node_bytes: get_u32(b, 0),
+            leaf_bytes: (b.len() == PARAMS_LEAF_BYTES).then(|| get_u32(b, PARAMS_BYTES)),
             basement_bytes: get_u32(b, 4),
             fanout: get_u16(b, 8),
             compression: Compression::from_code(b[10])
@@ -284,5 +333,26 @@ mod tests {
             empty
         );
         assert!(BEpsOptions::decode(&o.basement_bytes(1 << 30).encode()).is_err());
+    }
+
+    #[test]
+    fn leaf_bytes_round_trip_and_old_params() {
+        let o = BEpsOptions::default().leaf_bytes(128 << 10).fanout(8);
+        let b = o.encode();
+        assert_eq!(b.len(), PARAMS_LEAF_BYTES);
+        assert_eq!(BEpsOptions::decode(&b).unwrap(), o);
+        assert_eq!(o.target_bytes(0), 128 << 10);
+        assert_eq!(o.target_bytes(1), 1 << 20);
+        // Parameters written before the field: leaves at the node bytes.
+        let old = BEpsOptions::decode(&b[..PARAMS_BYTES]).unwrap();
+        assert_eq!(old.leaf_bytes, None);
+        assert_eq!(old.target_bytes(0), old.node_bytes as usize);
+        let same = BEpsOptions::default().node_bytes(1 << 20);
+        assert_eq!(same.encode().len(), PARAMS_BYTES);
+        assert_eq!(BEpsOptions::default().target_bytes(0), 512 << 10);
+        // Bad leaf bytes: too small, or below twice the basement bytes.
+        assert!(BEpsOptions::decode(&o.leaf_bytes(100).encode()).is_err());
+        assert!(BEpsOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());
+        assert!(BEpsOptions::decode(&b[..PARAMS_BYTES + 2]).is_err());
     }
 }

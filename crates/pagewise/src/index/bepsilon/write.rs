@@ -284,11 +284,11 @@ impl Writer<'_> {
     /// budget and the pair fits one node.
     fn maybe_merge(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
         let n = parent.children.len();
-        let budget = m.opts.node_bytes as usize;
         if n < 2 {
             return Ok(());
         }
         let me = self.shell_of(parent.children[c])?;
+        let budget = m.opts.target_bytes(me.height);
         if me.bytes() >= budget / 4 {
             return Ok(());
         }
@@ -437,11 +437,11 @@ pub fn flush_choice(n: &Node) -> Option<usize> {
     (n.part_bytes[best] > 0).then_some(best)
 }
 
-/// Whether `n` must split: over the byte budget (and divisible) or over
-/// the fanout.
+/// Whether `n` must split: over the byte budget of its height (leaf or
+/// node bytes; and divisible) or over the fanout.
 fn needs_split(n: &Node, o: &BEpsOptions) -> bool {
     let over_fan = !n.is_leaf() && n.children.len() > o.fanout as usize;
-    n.parts.len() >= 2 && (n.bytes() > o.node_bytes as usize || over_fan)
+    n.parts.len() >= 2 && (n.bytes() > o.target_bytes(n.height) || over_fan)
 }
 
 /// Splits `n` into pieces that fit (each with the separator before it),
@@ -470,7 +470,7 @@ pub fn split(n: Node, o: &BEpsOptions, nodes: &mut u64) -> Vec<(Option<Vec<u8>>,
 /// child when only the fanout is exceeded.
 fn split_point(n: &Node, o: &BEpsOptions) -> usize {
     let count = n.parts.len();
-    if n.bytes() <= o.node_bytes as usize {
+    if n.bytes() <= o.target_bytes(n.height) {
         return count / 2;
     }
     let total: usize = n.part_bytes.iter().sum::<usize>() + n.pivots.key_bytes();
@@ -521,5 +521,38 @@ mod tests {
         assert_eq!(flush_choice(&n), Some(1));
         let n = internal(vec![dirty, clean], vec![0, 0]);
         assert_eq!(flush_choice(&n), None);
+    }
+
+    /// A leaf of `keys` 30-byte entries in 256-byte basements.
+    fn leaf_of(keys: u32) -> Node {
+        let mut n = Node::new_leaf();
+        for k in 0..keys {
+            n.base_set(&k.to_be_bytes(), Some(vec![7; 22]));
+        }
+        n.fix_basements(256);
+        n
+    }
+
+    #[test]
+    fn a_leaf_splits_at_its_own_bytes() {
+        let leaf = leaf_of(400);
+        let bytes = leaf.bytes();
+        assert!(bytes > 8192 && bytes < 16384, "{bytes}");
+        let o = BEpsOptions::default().node_bytes(16384).basement_bytes(256);
+        // Without leaf bytes the leaf fits the node bytes: one piece.
+        let mut nodes = 0;
+        assert_eq!(split(leaf_of(400), &o, &mut nodes).len(), 1);
+        assert_eq!(nodes, 0);
+        // With 2 KiB leaf bytes every piece fits 2 KiB, and about bytes / 2 KiB
+        // to twice that many pieces come out.
+        let pieces = split(leaf, &o.leaf_bytes(2048), &mut nodes);
+        assert!(pieces.iter().all(|(_, n)| n.bytes() <= 2048));
+        assert!(pieces.len() >= bytes / 2048 && pieces.len() <= 2 * bytes / 1024);
+        assert_eq!(nodes as usize, pieces.len() - 1);
+        assert!(pieces[0].0.is_none() && pieces[1..].iter().all(|(s, _)| s.is_some()));
+        // An internal node still splits by the node bytes, not the leaf bytes.
+        let inner = internal(vec![Child::Dirty(PROVISIONAL_BIT | 1); 4], vec![1000; 4]);
+        let mut nodes = 0;
+        assert_eq!(split(inner, &o.leaf_bytes(2048), &mut nodes).len(), 1);
     }
 }
