@@ -29,6 +29,9 @@ struct Work {
 /// held (1 MiB nodes by default) stay small beside the dirty budget.
 const WINDOW_PER_THREAD: usize = 2;
 
+/// Levels of fewer serialized bytes are encoded on the checkpointing thread.
+const PARALLEL_MIN_BYTES: usize = 256 << 10;
+
 /// A node ready to encode: its children placed.
 struct Ready {
     id: u64,
@@ -133,7 +136,17 @@ impl Index {
             })
             .collect();
         let pager = &self.store.pager;
-        let threads = ordered::placement_threads();
+        // Threads pay for themselves on large levels only (the crash
+        // simulation's tiny nodes checkpoint every few commits).
+        let level_bytes: usize = ready
+            .iter()
+            .map(|r| r.node.part_bytes.iter().sum::<usize>())
+            .sum();
+        let threads = if level_bytes < PARALLEL_MIN_BYTES {
+            1
+        } else {
+            ordered::placement_threads()
+        };
         let encode = |r: &Ready| {
             let bytes = format::encode(&r.node, r.opts.compression, r.opts.level);
             let shell = format::decode_shell(&bytes, bytes.len() as u64, pager.ps)
