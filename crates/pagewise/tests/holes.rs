@@ -86,6 +86,16 @@ fn freed_node_extents_become_holes_and_nothing_is_lost() {
 
 #[test]
 fn a_clean_close_punches_the_log_past_its_last_run() {
+    long_then_short_run(true);
+}
+
+#[test]
+fn dropping_the_last_handle_punches_the_log_too() {
+    long_then_short_run(false);
+}
+
+/// A long log run, a checkpoint, a short run, then `Db::close` (or a drop).
+fn long_then_short_run(close: bool) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let wal = dir.path().join("db-wal");
@@ -110,7 +120,11 @@ fn a_clean_close_punches_the_log_past_its_last_run() {
     }
     let long_bytes = std::fs::metadata(&wal).unwrap().len();
     assert!(long_bytes > 2 << 20, "the long run: {long_bytes} bytes");
-    db.close().unwrap();
+    if close {
+        db.close().unwrap();
+    } else {
+        drop(db);
+    }
     let m = std::fs::metadata(&wal).unwrap();
     assert_eq!(m.len(), long_bytes, "the log keeps its length");
     assert!(

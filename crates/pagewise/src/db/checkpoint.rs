@@ -43,6 +43,7 @@ impl Inner {
     pub(super) fn close_checkpoint(&self) -> Result<()> {
         let mut cs = self.commit.lock();
         self.checkpoint_if_dirty(&mut cs)
+            .map(|()| self.punch_log(&cs))
     }
 
     pub(super) fn checkpoint_if_dirty(&self, cs: &mut CommitState) -> Result<()> {
