@@ -45,6 +45,29 @@ impl<R> Shared<R> {
     }
 }
 
+impl<R> Shared<R> {
+    /// One step of either side: maps the next item inside the window (the
+    /// lock released meanwhile) and stores its result, or waits for a change.
+    /// Returns the lock, taken again.
+    fn step<'a, T, F: Fn(&T) -> R>(
+        &'a self,
+        mut st: MutexGuard<'a, State<R>>,
+        items: &[T],
+        f: &F,
+    ) -> MutexGuard<'a, State<R>> {
+        let Some(j) = self.claim(&mut st) else {
+            return self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        };
+        drop(st);
+        let r = f(&items[j]);
+        let mut st = self.lock();
+        debug_assert!(st.done[j].is_none(), "item {j} mapped twice");
+        st.done[j] = Some(r);
+        self.cv.notify_all();
+        st
+    }
+}
+
 /// Sets `abort` if a thread unwinds, so neither the consumer (waiting for
 /// the item a worker held) nor a worker (waiting for the window to move)
 /// waits forever; the scope then re-raises the panic.
@@ -121,16 +144,7 @@ fn work<T, R, F: Fn(&T) -> R>(sh: &Shared<R>, items: &[T], f: &F) {
         if st.abort || st.next >= items.len() {
             return;
         }
-        match sh.claim(&mut st) {
-            Some(i) => {
-                drop(st);
-                let r = f(&items[i]);
-                st = sh.lock();
-                st.done[i] = Some(r);
-                sh.cv.notify_all();
-            }
-            None => st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
-        }
+        st = sh.step(st, items, f);
     }
     // Spurious wakeups can use up the passes: the consumer claims the rest.
 }
@@ -153,15 +167,7 @@ where
                     // A worker panicked holding an item: the scope re-raises it.
                     return Ok(());
                 }
-                match sh.claim(&mut st) {
-                    Some(j) => {
-                        drop(st);
-                        let r = f(&items[j]);
-                        st = sh.lock();
-                        st.done[j] = Some(r);
-                    }
-                    None => st = sh.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
-                }
+                st = sh.step(st, items, f);
             }
         };
         consume(i, r)?;
