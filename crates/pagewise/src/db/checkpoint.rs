@@ -42,8 +42,22 @@ impl Inner {
     /// commit happened since the last checkpoint (nothing dirty, no log).
     pub(super) fn close_checkpoint(&self) -> Result<()> {
         let mut cs = self.commit.lock();
-        self.checkpoint_if_dirty(&mut cs)
-            .map(|()| self.punch_log(&cs))
+        self.close_checkpoints(&mut cs)
+    }
+
+    /// Requires the commit lock, at a clean close. Effect: checkpoints what
+    /// is dirty; then, if the log still holds the run a fallback to the
+    /// older superblock slot would replay, a second checkpoint with nothing
+    /// dirty, so both slots name the same state and no run is replayable;
+    /// then the whole log becomes a hole (docs/design.md, "Free space").
+    pub(super) fn close_checkpoints(&self, cs: &mut CommitState) -> Result<()> {
+        self.checkpoint_if_dirty(cs)?;
+        if !self.read_only && cs.wal.bytes == 0 && cs.wal.has_replayable_prev_run() {
+            self.checkpoint_locked(cs)?;
+            assert!(!cs.wal.has_replayable_prev_run(), "an empty run follows");
+        }
+        self.punch_log(cs);
+        Ok(())
     }
 
     pub(super) fn checkpoint_if_dirty(&self, cs: &mut CommitState) -> Result<()> {

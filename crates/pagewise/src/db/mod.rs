@@ -269,8 +269,7 @@ impl Inner {
                     path: self.path.clone(),
                 });
             }
-            self.checkpoint_if_dirty(&mut cs)
-                .map(|()| self.punch_log(&cs))
+            self.close_checkpoints(&mut cs)
         };
         let released = self.lock.lock().take();
         assert!(released.is_some(), "the lock is released once");

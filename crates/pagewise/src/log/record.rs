@@ -180,6 +180,12 @@ impl Wal {
 }
 
 impl Wal {
+    /// Whether the run before the last reset holds records: what a fallback
+    /// to the older superblock slot replays.
+    pub fn has_replayable_prev_run(&self) -> bool {
+        matches!(self.prev_run_end, Some(end) if end > 0)
+    }
+
     /// Gives the file's bytes past the last completed run back to the file
     /// system (a hole; docs/design.md, "Free space"): a fill leaves the log
     /// file as long as its longest run, about `wal_limit`. Requires: the
