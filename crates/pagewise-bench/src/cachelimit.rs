@@ -29,7 +29,7 @@ pub fn slack(budget: u64) -> u64 {
 
 /// How often the fadvise trimmer runs and the cgroup watchdog looks.
 const TRIM_PERIOD: Duration = Duration::from_millis(100);
-const WATCH_PERIOD: Duration = Duration::from_millis(50);
+const WATCH_PERIOD: Duration = Duration::from_millis(10);
 
 /// What the user asked for (`--memory-cap`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

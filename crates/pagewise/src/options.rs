@@ -25,10 +25,18 @@ pub struct Options {
     /// decoded in-memory size, about one page each for B+tree pages, their
     /// heap bytes for B-epsilon nodes) and the dirty ones changed since the
     /// last checkpoint, together. Clean images give up what the dirty ones
-    /// hold; the dirty ones reaching a quarter of this (at least 16 pages)
-    /// triggers a checkpoint. The process holds about this plus a few MiB
-    /// (docs/design.md, "Buffer pool").
+    /// hold; the dirty ones reaching [`Options::dirty_percent`] of this (at
+    /// least 16 pages) triggers a checkpoint. The process holds about this
+    /// plus a few MiB (docs/design.md, "Buffer pool").
     pub cache_bytes: usize,
+    /// Percent of `cache_bytes` the images changed since the last checkpoint
+    /// may hold before they trigger one; clean images keep the rest. In
+    /// [10, 90]. Larger means fewer, larger checkpoints: each one rewrites
+    /// every changed node however little changed, so write amplification
+    /// falls, while fewer clean images stay cached during writes.
+    /// [`DIRTY_PERCENT_DEFAULT`], chosen by measurement (docs/benchmarks.md,
+    /// "The dirty budget: most of the cache (session 9)").
+    pub dirty_percent: u8,
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).
     pub direct_io: bool,
@@ -97,6 +105,7 @@ impl Default for Options {
         Self {
             page_size: 4096,
             cache_bytes: 64 << 20,
+            dirty_percent: DIRTY_PERCENT_DEFAULT,
             durability: Durability::Sync,
             direct_io: true,
             read_ahead: crate::index::btree::readahead::DEFAULT_PAGES,
@@ -153,6 +162,18 @@ impl DeltaFlush {
 }
 
 /// Checks `Options::append_fill`.
+/// The default [`Options::dirty_percent`].
+pub const DIRTY_PERCENT_DEFAULT: u8 = 80;
+
+pub(crate) fn validate_dirty_percent(percent: u8) -> Result<()> {
+    if (10..=90).contains(&percent) {
+        return Ok(());
+    }
+    Err(Error::Options(format!(
+        "dirty percent {percent} must be between 10 and 90 (the share of cache_bytes that changed nodes may hold before a checkpoint)"
+    )))
+}
+
 pub(crate) fn validate_append_fill(fraction: f64) -> Result<()> {
     if (0.5..=1.0).contains(&fraction) {
         return Ok(());
@@ -166,6 +187,12 @@ pub const MIN_PAGE_SIZE: usize = 512;
 pub const MAX_PAGE_SIZE: usize = 65536;
 
 impl Options {
+    /// Sets [`Options::dirty_percent`] (checked at create and open).
+    pub fn dirty_percent(mut self, percent: u8) -> Self {
+        self.dirty_percent = percent;
+        self
+    }
+
     pub fn page_size(mut self, ps: usize) -> Self {
         self.page_size = ps;
         self

@@ -131,7 +131,7 @@ impl Db {
                 .iter()
                 .map(|(n, d)| tree_stats(n, d, ps))
                 .collect();
-            (trees, st.dirty.len(), st.dirty.bytes(ps))
+            (trees, st.dirty.len(), st.dirty.bytes())
         };
         let (file_pages, free_pages, pending_free_pages) = {
             let a = store.alloc.lock();

@@ -363,3 +363,50 @@ fn append_fill_sets_the_fill_of_a_load_in_key_order() {
         other => panic!("append fill 0.3 accepted: {:?}", other.map(|_| ())),
     }
 }
+
+/// The dirty budget (`Options::dirty_percent`) sets how often random inserts
+/// into a tree larger than the cache checkpoint: four times the budget takes
+/// at most a third of the checkpoints and writes fewer page bytes, with the
+/// same contents; a percent outside 10..=90 is a typed error naming it.
+#[test]
+fn dirty_percent_sets_the_checkpoint_rate() {
+    let d = tempfile::tempdir().unwrap();
+    let mut seen = Vec::new();
+    for percent in [20u8, 80] {
+        let p = d.path().join(format!("db{percent}"));
+        let o = opts(4096)
+            .cache_bytes(1 << 20)
+            .wal_limit(1 << 30)
+            .dirty_percent(percent);
+        let db = Db::create(&p, o).unwrap();
+        let t = db.tree("t").unwrap();
+        let mut model = BTreeMap::new();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            let mut b = Batch::new();
+            for _ in 0..10 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = key((x % 1_000_000) as u32);
+                b.insert("t", k.clone(), [x as u8; 100]);
+                model.insert(k, vec![x as u8; 100]);
+            }
+            db.apply(b).unwrap();
+        }
+        let s = db.stats();
+        seen.push((s.checkpoints, s.pages.write_bytes));
+        let got: BTreeMap<Vec<u8>, Vec<u8>> =
+            t.range::<&[u8], _>(..).map(|kv| kv.unwrap()).collect();
+        assert_eq!(got, model, "dirty percent {percent}");
+        db.check().unwrap();
+    }
+    println!("(checkpoints, page bytes written) at 20% and 80%: {seen:?}");
+    let ((few_ckpt, few_bytes), (many_ckpt, many_bytes)) = (seen[1], seen[0]);
+    assert!(few_ckpt >= 1 && few_ckpt * 3 <= many_ckpt, "{seen:?}");
+    assert!(few_bytes < many_bytes, "{seen:?}");
+    match Db::create(d.path().join("bad"), opts(4096).dirty_percent(95)) {
+        Err(Error::Options(m)) => assert!(m.contains("dirty percent 95"), "{m}"),
+        other => panic!("dirty percent 95 accepted: {:?}", other.map(|_| ())),
+    }
+}

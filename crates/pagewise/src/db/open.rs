@@ -268,6 +268,7 @@ fn start(
         d.validate(ps, files.data.alignment())?;
     }
     crate::options::validate_append_fill(opts.append_fill)?;
+    crate::options::validate_dirty_percent(opts.dirty_percent)?;
     let pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
     let wal = Wal::new(
         Accounted::new(files.wal, io.wal.clone()),
@@ -281,7 +282,9 @@ fn start(
     // bytes, and one larger than its shard's budget pushes the shard over it.
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps.max(SHARD_UNIT_BYTES));
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
-    let dirty_budget = (opts.cache_bytes / dirty_share()).max(16 * ps);
+    let dirty_pct = dirty_percent(opts.dirty_percent) as usize;
+    store.cache.set_dirty_percent(dirty_pct);
+    let dirty_budget = (opts.cache_bytes / 100 * dirty_pct).max(16 * ps);
     let inner = Inner {
         path: path.to_path_buf(),
         durability: opts.durability,
@@ -357,16 +360,12 @@ impl Inner {
     }
 }
 
-/// The dirty set triggers a checkpoint at `cache_bytes` divided by this
-/// (2, the most: the cache keeps half its budget for clean images). Half,
-/// not a quarter (before session 8): fewer, larger checkpoints cut a 5M
-/// B-epsilon fill's device WA by 24% and a B+tree's by 16%, in the same
-/// memory (docs/benchmarks.md, "The dirty budget: half the cache (session 8)").
-/// `PAGEWISE_DIRTY_SHARE` overrides it for sweeps (docs/benchmarks.md,
-/// "Memory within the cache budget (session 6)").
-fn dirty_share() -> usize {
-    std::env::var("PAGEWISE_DIRTY_SHARE")
+/// The dirty budget in percent of the cache: the option, or
+/// `PAGEWISE_DIRTY_PCT` when set (for sweeps; docs/benchmarks.md, "The
+/// dirty budget: most of the cache (session 9)").
+fn dirty_percent(option: u8) -> u8 {
+    std::env::var("PAGEWISE_DIRTY_PCT")
         .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .map_or(2, |d| d.clamp(2, 64))
+        .and_then(|v| v.parse::<u8>().ok())
+        .map_or(option, |d| d.clamp(10, 90))
 }

@@ -67,6 +67,9 @@ pub struct Cache {
     /// Bytes the dirty set holds ([`Cache::reserve`]): clean images give
     /// them up, so clean and dirty together stay within the budget.
     reserved: AtomicUsize,
+    /// Fraction of a shard's budget clean images always keep, in 1/256ths
+    /// ([`Cache::set_dirty_percent`]).
+    clean_floor_256: AtomicUsize,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
@@ -85,6 +88,7 @@ impl Cache {
             shards: (0..n).map(|_| RwLock::new(Shard::default())).collect(),
             budget: budget / n,
             reserved: AtomicUsize::new(0),
+            clean_floor_256: AtomicUsize::new(128),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -94,11 +98,22 @@ impl Cache {
     }
 
     /// A shard's budget for clean images: its share of the budget less its
-    /// share of the reservation, and at least half its share (the dirty
-    /// budget, half the cache, triggers a checkpoint before it is reached).
+    /// share of the reservation, and at least the clean floor (the dirty
+    /// budget, the rest of the cache, triggers a checkpoint before the
+    /// reservation passes it).
     fn shard_budget(&self) -> usize {
         let r = self.reserved.load(Ordering::Relaxed) / self.shards.len();
-        self.budget.saturating_sub(r).max(self.budget / 2)
+        let floor = self.budget / 256 * self.clean_floor_256.load(Ordering::Relaxed);
+        self.budget.saturating_sub(r).max(floor)
+    }
+
+    /// The dirty set may take `percent` of the cache before a checkpoint
+    /// (`Options::dirty_percent`): clean images keep the rest.
+    pub fn set_dirty_percent(&self, percent: usize) {
+        assert!((10..=90).contains(&percent));
+        let floor_256 = (100 - percent) * 256 / 100;
+        self.clean_floor_256.store(floor_256, Ordering::Relaxed);
+        assert!(self.shard_budget() >= self.budget / 16);
     }
 
     /// Sets the bytes the dirty set holds outside the cache; shards above

@@ -50,6 +50,12 @@ const WRITE_THREADS: usize = 4;
 /// enough to keep an SSD's channels busy from one thread.
 pub const QUEUE_DEPTH: usize = 32;
 
+/// Most buffer bytes a queue keeps in flight (one I/O may exceed it alone).
+/// Checkpoint runs are up to [`MAX_RUN_BYTES`]: 32 of them in flight held
+/// 32 MiB outside the cache budget, which got a 1M-row B+tree fill with a
+/// 48 MiB cache OOM-killed under the bench's memory cap (session 9).
+const WINDOW_BYTES: usize = 4 << 20;
+
 pub struct Pager {
     pub ps: usize,
     /// Pages in the file as the allocator last saw them: every page id read
@@ -539,16 +545,25 @@ impl Pager {
         let mut done = Vec::new();
         let mut first = Ok(());
         let mut next = 0;
+        let mut in_flight_bytes = 0;
         loop {
-            while first.is_ok() && next < count && q.in_flight() < q.depth() {
-                q.submit(make(next, &mut spare))?;
+            while first.is_ok()
+                && next < count
+                && q.in_flight() < q.depth()
+                && (q.in_flight() == 0 || in_flight_bytes < WINDOW_BYTES)
+            {
+                let op = make(next, &mut spare);
+                in_flight_bytes += op.buf.capacity();
+                q.submit(op)?;
                 next += 1;
             }
             if q.in_flight() == 0 {
+                assert_eq!(in_flight_bytes, 0, "every buffer came back");
                 return first;
             }
             q.wait(1, &mut done)?;
             for c in done.drain(..) {
+                in_flight_bytes -= c.op.buf.capacity();
                 let r = finish(c, &mut spare);
                 if first.is_ok() {
                     first = r;

@@ -64,8 +64,7 @@ impl Index {
         let mut st = self.store.state.write();
         for (id, ext, node) in placed {
             let img = st.dirty.remove(id).expect("a collected node is dirty");
-            let was = downcast::<Node>(img).expect("a B-epsilon node");
-            st.dirty.extra_bytes -= was.heap_bytes() as u64;
+            assert!(downcast::<Node>(img).is_some(), "a B-epsilon node");
             self.store.cache.remove(ext.first_page);
             self.store
                 .cache

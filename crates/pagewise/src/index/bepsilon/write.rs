@@ -384,17 +384,12 @@ impl Writer<'_> {
     fn take(&mut self, id: u64) -> Node {
         let img = self.dirty.remove(id).expect("dirty node");
         let n = downcast::<Node>(img).expect("a B-epsilon node");
-        // Charged as stored (a copy below may have other capacities).
-        let charge = n.heap_bytes() as u64;
-        assert!(self.dirty.extra_bytes >= charge, "dirty charge underflow");
-        self.dirty.extra_bytes -= charge;
         Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone())
     }
 
     /// Puts `n` into the dirty set, charged at its heap bytes.
     fn put(&mut self, id: u64, n: Node) {
         debug_assert!(n.all_loaded() && n.pivots.len() + 1 == n.parts.len());
-        self.dirty.extra_bytes += n.heap_bytes() as u64;
         self.dirty.insert(id, Arc::new(n) as Image);
     }
 }
