@@ -272,6 +272,18 @@ impl Node {
         debug_assert!(bytes >= m.bytes());
     }
 
+    /// Buffers `batch` (sorted by key, equal keys oldest first, all of
+    /// child `i`'s range) in partition `i` at once (`Buffer::add_sorted`).
+    pub fn buf_add_sorted(&mut self, i: usize, batch: &[Message]) {
+        assert!(!self.is_leaf() && i < self.parts.len());
+        debug_assert!(batch.iter().all(|m| self.find(m.key) == i));
+        let Part::Buf(buf) = self.part_mut(i) else {
+            panic!("internal node partition is not a buffer")
+        };
+        buf.add_sorted(batch);
+        self.part_bytes[i] = buf.bytes();
+    }
+
     /// Buffers the messages of `p` for `key` in partition `i`.
     #[cfg(test)]
     pub fn buf_add_pending(&mut self, i: usize, key: Vec<u8>, p: Pending) {

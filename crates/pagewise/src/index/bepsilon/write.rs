@@ -251,10 +251,20 @@ impl Writer<'_> {
             child.fix_basements(m.opts.basement_bytes as usize);
             return r;
         }
-        for msg in msgs.messages() {
-            let i = child.find(msg.key);
-            child.buf_add(i, msg);
+        // The messages are sorted: each child's run is contiguous and goes
+        // into its buffer in one pass (bounded by the fanout).
+        let all: Vec<Message> = msgs.messages().collect();
+        let mut start = 0;
+        for _ in 0..child.children.len() {
+            let Some(first) = all.get(start) else {
+                break;
+            };
+            let i = child.find(first.key);
+            let end = start + all[start..].partition_point(|x| child.find(x.key) == i);
+            child.buf_add_sorted(i, &all[start..end]);
+            start = end;
         }
+        assert_eq!(start, all.len(), "every message placed");
         self.flush_until_fits(m, child)
     }
 
