@@ -79,6 +79,21 @@ impl Pending {
     }
 }
 
+/// The first position of `heads` (sorted) not below `h`: probes 1, 2, 4,
+/// ... places ahead, then a binary search of the last step, so a run of
+/// sorted lookups each close to the last costs a few comparisons.
+fn gallop(heads: &[u64], h: u64) -> usize {
+    let mut hi = 1;
+    while hi < heads.len() && heads[hi - 1] < h {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(heads.len());
+    let at = lo + heads[lo..hi].partition_point(|&x| x < h);
+    debug_assert_eq!(at, heads.partition_point(|&x| x < h));
+    at
+}
+
 /// Marks an index entry whose message a later put or delete replaced.
 const DEAD: u32 = 1 << 31;
 /// Messages the tail holds before it merges into `main`: an insert moves
@@ -187,8 +202,7 @@ impl Buffer {
     /// (`upper`), else not below it.
     fn main_bound(&self, from: usize, key: &[u8], upper: bool) -> usize {
         let h = head_of(key);
-        let heads = &self.heads[from..];
-        let lo = from + heads.partition_point(|&x| x < h);
+        let lo = from + gallop(&self.heads[from..], h);
         let hi = lo + self.heads[lo..].partition_point(|&x| x == h);
         let tied = &self.main[lo..hi];
         let at = if upper {
@@ -237,7 +251,7 @@ impl Buffer {
         if !self.tail.is_empty() {
             self.merge_tail();
         }
-        self.arena.reserve_exact(bytes);
+        self.grow_for(bytes);
         let mut added: Vec<u32> = Vec::with_capacity(batch.len());
         let mut from = 0;
         for m in batch {
@@ -299,15 +313,23 @@ impl Buffer {
         }
     }
 
+    /// Makes room for `n` more arena bytes: by at least a quarter of the
+    /// capacity, so a growing arena is copied a bounded number of times.
+    fn grow_for(&mut self, n: usize) {
+        let (len, cap) = (self.arena.len(), self.arena.capacity());
+        if len + n > cap {
+            let grow = (cap / 4).max(ARENA_MIN_GROW_BYTES);
+            self.arena.reserve_exact(n.max(grow));
+        }
+        assert!(self.arena.capacity() >= len + n);
+    }
+
     /// Writes `m` at the end of the arena; returns its offset.
     fn append(&mut self, m: &Message) -> u32 {
         let n = m.bytes();
         let at = self.arena.len();
         assert!(at + n < DEAD as usize, "a buffer over 2 GiB");
-        if at + n > self.arena.capacity() {
-            let grow = (self.arena.capacity() / 4).max(ARENA_MIN_GROW_BYTES);
-            self.arena.reserve_exact(n.max(grow));
-        }
+        self.grow_for(n);
         if at > 0 && m.key < self.key_at(self.last) {
             self.scattered = true;
         }
@@ -769,6 +791,19 @@ mod tests {
             }
             assert_matches(&b, &model, &mut rng);
             assert_eq!(b.max_seq(), 5999);
+        }
+    }
+
+    #[test]
+    fn gallop_finds_what_a_binary_search_finds() {
+        let mut rng = Rng(7);
+        for len in [0usize, 1, 2, 3, 7, 8, 9, 100, 1000] {
+            let mut heads: Vec<u64> = (0..len).map(|_| rng.next() % 50).collect();
+            heads.sort_unstable();
+            for h in 0..52 {
+                let want = heads.partition_point(|&x| x < h);
+                assert_eq!(gallop(&heads, h), want, "len {len}, h {h}");
+            }
         }
     }
 
