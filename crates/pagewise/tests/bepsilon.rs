@@ -706,3 +706,57 @@ fn corrupt_filter_is_a_typed_error() {
     }
     assert!(!db.check().unwrap().is_ok(), "check reports it");
 }
+
+/// Large batches interleaving both B-epsilon trees and the B+tree, with a
+/// key repeated inside a batch as put, upsert and remove in every order:
+/// the keyed ops of each B-epsilon tree go into its root sorted in one run
+/// (`Writer::apply_run`), which must equal applying them one by one (the
+/// model), before and after a reopen.
+#[test]
+fn large_mixed_batches_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, opts()).unwrap();
+    for t in 0..2 {
+        db.tree_with(&name(t), beps(Compression::Lz4)).unwrap();
+    }
+    let mut model = Model::new();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..40usize {
+        let mut batch = Batch::new();
+        for _ in 0..150 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = (x % 3) as u8;
+            let k = format!("k{:03}", (x >> 8) % 97).into_bytes();
+            let b = (x >> 20) as u8;
+            match (x >> 28) % 5 {
+                0 => {
+                    batch.remove(name(t), &k);
+                    apply_model(&mut model, t, &k, None);
+                }
+                1 | 2 if t < 2 => {
+                    batch.upsert(name(t), &k, [b]);
+                    apply_model(&mut model, t, &k, Some(Err(b)));
+                }
+                _ => {
+                    let v = value(&k, b as usize % 40, round);
+                    batch.insert(name(t), &k, &v);
+                    apply_model(&mut model, t, &k, Some(Ok(v)));
+                }
+            }
+        }
+        db.apply(batch).unwrap();
+        if round % 10 == 9 {
+            verify_all(&db, &model);
+        }
+    }
+    let height = db.stats().trees.iter().map(|t| t.height).max().unwrap();
+    assert!(height >= 2, "the roots are internal: height {height}");
+    db.check().unwrap();
+    drop(db);
+    let db = Db::open(&path, opts()).unwrap();
+    verify_all(&db, &model);
+    db.check().unwrap();
+}

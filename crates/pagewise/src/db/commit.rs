@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::index::{self, TreeKind, Trees};
 use crate::log::{self, Op};
 use crate::options::Durability;
+use crate::store::alloc::Alloc;
 use crate::store::extent::Extent;
+use crate::store::Epoch;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -237,7 +239,14 @@ impl Inner {
         let mut st = self.ix.store.state.write();
         let mut al = self.ix.store.alloc.lock();
         let mut r = Ok(());
+        // Keyed ops on B-epsilon trees wait and go in per tree (trees are
+        // independent and a batch is applied whole under the lock).
+        let mut beps: Vec<&Op> = Vec::new();
         for (k, (op, ext)) in ops.iter().zip(placed).enumerate() {
+            if self.ix.is_beps_keyed(&st.trees, op) {
+                beps.push(op);
+                continue;
+            }
             r = self.ix.apply(&mut st, &mut al, op, ext);
             if r.is_err() {
                 break;
@@ -249,6 +258,9 @@ impl Inner {
                 self.ix.store.cache.reserve(st.dirty.bytes() as usize);
             }
         }
+        if r.is_ok() {
+            r = self.apply_beps_runs(&mut st, &mut al, beps);
+        }
         st.dirty.recharge();
         let dirty_bytes = st.dirty.bytes();
         drop((st, al));
@@ -256,6 +268,21 @@ impl Inner {
         self.ix.store.cache.reserve(dirty_bytes as usize);
         crate::index::bepsilon::heap::release_at_dirty_step(dirty_bytes, self.dirty_limit_bytes);
         r
+    }
+
+    /// Applies `ops` (keyed ops on B-epsilon trees, in batch order) one
+    /// tree at a time, each tree's ops in their order.
+    fn apply_beps_runs(
+        &self,
+        st: &mut Epoch<Trees>,
+        al: &mut Alloc,
+        mut ops: Vec<&Op>,
+    ) -> Result<()> {
+        ops.sort_by(|a, b| a.tree().cmp(b.tree())); // stable
+        for run in ops.chunk_by(|a, b| a.tree() == b.tree()) {
+            self.ix.apply_beps_run(st, al, run[0].tree(), run)?;
+        }
+        Ok(())
     }
 
     /// Places and applies a replayed batch.

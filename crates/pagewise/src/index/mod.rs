@@ -238,6 +238,50 @@ pub fn fits_inline(kind: TreeKind, page_size: usize, key_bytes: usize, value_byt
 }
 
 impl Index {
+    /// Whether `op` changes a key of a B-epsilon tree (its tree exists with
+    /// that kind; kinds never change): such ops can be applied per tree
+    /// with [`Index::apply_beps_run`].
+    pub fn is_beps_keyed(&self, trees: &Trees, op: &Op) -> bool {
+        op.key().is_some() && matches!(trees.0.get(op.tree()), Some(Desc::BEpsilon(_)))
+    }
+
+    /// Applies the keyed ops `ops` of one batch, all on B-epsilon tree
+    /// `tree`, in order (`bepsilon::write::Writer::apply_run`). Requires:
+    /// the state write lock and the allocator.
+    pub fn apply_beps_run(
+        &self,
+        epoch: &mut Epoch<Trees>,
+        alloc: &mut Alloc,
+        tree: &str,
+        ops: &[&Op],
+    ) -> Result<()> {
+        let Epoch { trees, dirty } = epoch;
+        let Some(Desc::BEpsilon(m)) = trees.0.get_mut(tree) else {
+            panic!("apply_beps_run on a tree that is not B-epsilon");
+        };
+        let run: Vec<(&[u8], bepsilon::write::Msg)> = ops
+            .iter()
+            .map(|op| {
+                assert_eq!(&**op.tree(), tree);
+                let msg = match op {
+                    Op::Put { value, .. } => bepsilon::write::Msg::Put(value),
+                    Op::Upsert { operand, .. } => bepsilon::write::Msg::Upsert(operand),
+                    _ => bepsilon::write::Msg::Delete,
+                };
+                (op.key().expect("a keyed op"), msg)
+            })
+            .collect();
+        let mut w = bepsilon::write::Writer {
+            dirty,
+            pager: &self.store.pager,
+            cache: &self.store.cache,
+            alloc,
+            merge: self.merge.as_deref(),
+            tree,
+        };
+        w.apply_run(m, &run)
+    }
+
     /// Applies one logged op. Requires: the state write lock (`epoch`) and
     /// the allocator held; `placed` is the fresh extent holding a put's value
     /// when it does not fit inline. Effect: the tree changes in memory only.

@@ -21,6 +21,7 @@ use crate::store::pager::Pager;
 use std::sync::Arc;
 
 /// One logged operation on a B-epsilon tree.
+#[derive(Clone, Copy)]
 pub enum Msg<'a> {
     Put(&'a [u8]),
     Delete,
@@ -62,7 +63,61 @@ pub fn resolve(
     Ok(Some(op.full_merge(key, base.as_deref(), &operands)))
 }
 
+impl Msg<'_> {
+    fn kind_val(&self) -> (MsgKind, &[u8]) {
+        match self {
+            Msg::Put(v) => (MsgKind::Put, v),
+            Msg::Delete => (MsgKind::Delete, &[][..]),
+            Msg::Upsert(v) => (MsgKind::Upsert, v),
+        }
+    }
+}
+
 impl Writer<'_> {
+    /// Applies the messages of one batch on this tree, in order: as
+    /// [`Writer::apply`] one at a time would. Requires: the state write
+    /// lock and the allocator. Effect: in memory only; with an internal
+    /// root, the messages (sequence numbers in batch order) enter the
+    /// root's buffers sorted, each child's run in one pass, and the root
+    /// flushes once afterwards.
+    pub fn apply_run(&mut self, m: &mut Meta, run: &[(&[u8], Msg)]) -> Result<()> {
+        let root = match m.root {
+            Some(c) if m.height > 0 && run.len() > 1 => c,
+            _ => return run.iter().try_for_each(|(k, msg)| self.apply(m, k, *msg)),
+        };
+        if self.merge.is_none() && run.iter().any(|(_, x)| matches!(x, Msg::Upsert(_))) {
+            return Err(Error::NoMergeOperator {
+                tree: self.tree.to_string(),
+            });
+        }
+        let first_seq = m.next_seq;
+        m.next_seq += run.len() as u64;
+        let mut order: Vec<usize> = (0..run.len()).collect();
+        order.sort_by(|&a, &b| run[a].0.cmp(run[b].0)); // stable: equal keys in batch order
+        let msgs: Vec<Message> = order
+            .iter()
+            .map(|&i| {
+                let (kind, val) = run[i].1.kind_val();
+                let seq = first_seq + i as u64;
+                let key = run[i].0;
+                Message {
+                    kind,
+                    seq,
+                    key,
+                    val,
+                }
+            })
+            .collect();
+        let root_id = self.make_dirty(root)?;
+        m.root = Some(Child::Dirty(root_id));
+        let mut node = self.take(root_id);
+        add_runs(&mut node, &msgs);
+        let r = self.flush_until_fits(m, &mut node);
+        self.put(root_id, node);
+        r?;
+        self.rebalance_root(m)
+    }
+
     /// Applies one message. Requires: the state write lock and the
     /// allocator (held by the caller's borrows). Effect: in memory only.
     pub fn apply(&mut self, m: &mut Meta, key: &[u8], msg: Msg) -> Result<()> {
@@ -73,11 +128,7 @@ impl Writer<'_> {
         }
         let seq = m.next_seq;
         m.next_seq += 1;
-        let (kind, val) = match msg {
-            Msg::Put(v) => (MsgKind::Put, v),
-            Msg::Delete => (MsgKind::Delete, &[][..]),
-            Msg::Upsert(v) => (MsgKind::Upsert, v),
-        };
+        let (kind, val) = msg.kind_val();
         let message = Message {
             kind,
             seq,
@@ -251,20 +302,8 @@ impl Writer<'_> {
             child.fix_basements(m.opts.basement_bytes as usize);
             return r;
         }
-        // The messages are sorted: each child's run is contiguous and goes
-        // into its buffer in one pass (bounded by the fanout).
         let all: Vec<Message> = msgs.messages().collect();
-        let mut start = 0;
-        for _ in 0..child.children.len() {
-            let Some(first) = all.get(start) else {
-                break;
-            };
-            let i = child.find(first.key);
-            let end = start + all[start..].partition_point(|x| child.find(x.key) == i);
-            child.buf_add_sorted(i, &all[start..end]);
-            start = end;
-        }
-        assert_eq!(start, all.len(), "every message placed");
+        add_runs(child, &all);
         self.flush_until_fits(m, child)
     }
 
@@ -402,6 +441,24 @@ impl Writer<'_> {
         debug_assert!(n.all_loaded() && n.pivots.len() + 1 == n.parts.len());
         self.dirty.insert(id, Arc::new(n) as Image);
     }
+}
+
+/// Adds `msgs` (sorted by key, equal keys oldest first, newer than what
+/// `node` buffers) to internal `node`: each child's run is contiguous and
+/// goes into its buffer in one pass (bounded by the fanout).
+fn add_runs(node: &mut Node, msgs: &[Message]) {
+    assert!(!node.is_leaf());
+    let mut start = 0;
+    for _ in 0..node.children.len() {
+        let Some(first) = msgs.get(start) else {
+            break;
+        };
+        let i = node.find(first.key);
+        let end = start + msgs[start..].partition_point(|x| node.find(x.key) == i);
+        node.buf_add_sorted(i, &msgs[start..end]);
+        start = end;
+    }
+    assert_eq!(start, msgs.len(), "every message placed");
 }
 
 /// An internal node flushes once its heap bytes pass this many times its
