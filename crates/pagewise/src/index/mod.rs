@@ -292,6 +292,9 @@ impl Index {
         op: &Op,
         placed: Option<Extent>,
     ) -> Result<()> {
+        if self.is_beps_keyed(&epoch.trees, op) {
+            return self.apply_beps_run(epoch, alloc, op.tree(), &[op]);
+        }
         let Epoch { trees, dirty } = epoch;
         let tree = op.tree();
         let desc = match op {
@@ -309,23 +312,7 @@ impl Index {
         };
         let tm = match desc {
             Desc::BTree(tm) => tm,
-            Desc::BEpsilon(m) => {
-                let mut w = bepsilon::write::Writer {
-                    dirty,
-                    pager: &self.store.pager,
-                    cache: &self.store.cache,
-                    alloc,
-                    merge: self.merge.as_deref(),
-                    tree,
-                };
-                let msg = match op {
-                    Op::Put { value, .. } => bepsilon::write::Msg::Put(value),
-                    Op::Upsert { operand, .. } => bepsilon::write::Msg::Upsert(operand),
-                    _ => bepsilon::write::Msg::Delete,
-                };
-                let key = op.key().expect("a keyed op");
-                return w.apply(m, key, msg);
-            }
+            Desc::BEpsilon(_) => unreachable!("keyed B-epsilon ops go to apply_beps_run"),
         };
         let mut w = btree::write::Writer {
             dirty,
