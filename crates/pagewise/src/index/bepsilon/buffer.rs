@@ -253,12 +253,18 @@ impl Buffer {
         }
         self.grow_for(bytes);
         let mut added: Vec<u32> = Vec::with_capacity(batch.len());
+        // Where each added entry goes in `main`: after the key's entries.
+        let mut places: Vec<usize> = Vec::with_capacity(batch.len());
         let mut from = 0;
         for m in batch {
             assert!(m.key.len() <= u16::MAX as usize && m.val.len() <= u32::MAX as usize);
             let lo = self.main_bound(from, m.key, false);
+            let same = self.main[lo..]
+                .iter()
+                .take_while(|&&o| self.key_at(o) == m.key);
+            let hi = lo + same.count();
+            places.push(hi);
             if m.kind.is_base() {
-                let hi = self.main_bound(lo, m.key, true);
                 self.kill(false, lo..hi);
                 // Earlier messages of this batch for the key (bounded by it).
                 for k in (0..added.len()).rev() {
@@ -278,8 +284,7 @@ impl Buffer {
             self.ops += (m.kind == Kind::Upsert) as usize;
             self.max_seq = self.max_seq.max(m.seq);
         }
-        self.tail = added;
-        self.merge_tail();
+        self.merge_into_main(&added, |_, k, _| places[k]);
         assert!(self.count <= before + batch.len() && (batch.is_empty() || self.count > 0));
     }
 
@@ -351,13 +356,31 @@ impl Buffer {
     /// finds its place by binary search and the run of `main` before it is
     /// copied without comparing keys.
     fn merge_tail(&mut self) {
+        let tail = std::mem::take(&mut self.tail);
+        self.merge_into_main(&tail, |b, k, from| {
+            b.main_bound(from, b.key_at(tail[k]), true)
+        });
+        self.tail = tail;
+        self.tail.clear();
+    }
+
+    /// Merges `entries` (sorted, each newer than `main`'s entries of its
+    /// key) into `main`, dropping dead entries; `place(self, k, from)` is
+    /// where entry k goes (after its key's entries, at or after `from`).
+    /// Then reclaims the dead bytes once they outweigh half the live.
+    fn merge_into_main(
+        &mut self,
+        entries: &[u32],
+        mut place: impl FnMut(&Self, usize, usize) -> usize,
+    ) {
         let (mut out, mut heads) = (
             Vec::with_capacity(self.count),
             Vec::with_capacity(self.count),
         );
         let mut from = 0;
-        for &t in &self.tail {
-            let to = self.main_bound(from, self.key_at(t), true);
+        for (k, &t) in entries.iter().enumerate() {
+            let to = place(self, k, from);
+            assert!(to >= from && to <= self.main.len(), "places ascend");
             for i in from..to {
                 if self.main[i] & DEAD == 0 {
                     out.push(self.main[i]);
@@ -378,7 +401,6 @@ impl Buffer {
         }
         assert!(out.len() == self.count && heads.len() == self.count);
         (self.main, self.heads) = (out, heads);
-        self.tail.clear();
         if self.dead_bytes > self.live_bytes / 2 {
             self.compact();
         }
