@@ -313,7 +313,8 @@ pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part
 }
 
 /// One descent toward `key`: the pending messages on the path (root first)
-/// and the leaf's value, or a miss.
+/// and the leaf's value, or a miss. The descent stops at the first buffer
+/// holding a put or delete of `key`: nothing below it is newer.
 pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>>> {
     let Some(m) = v.meta(tree) else {
         return Step::Done(Ok(None));
@@ -349,19 +350,20 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
         match &*p {
             Part::Buf(b) => {
                 if let Some(pend) = b.get(key) {
+                    let decided = pend.base.is_some();
                     path.push(pend);
+                    if decided {
+                        // A put or delete here is newer than every message
+                        // below it (messages only move down), so it decides
+                        // the value: the levels below are not read.
+                        return Step::Done(resolve_path(v, tree, key, None, &path));
+                    }
                 }
                 cur = n.children[i];
             }
             Part::Packed(b) => {
-                let mut val = b.get(key).map(<[u8]>::to_vec);
-                for pend in path.iter().rev() {
-                    match resolve(v.ix.merge.as_deref(), tree, key, val, pend) {
-                        Ok(x) => val = x,
-                        Err(e) => return Step::Done(Err(e)),
-                    }
-                }
-                return Step::Done(Ok(val));
+                let val = b.get(key).map(<[u8]>::to_vec);
+                return Step::Done(resolve_path(v, tree, key, val, &path));
             }
         }
     }
@@ -369,6 +371,22 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
         m.root_page(),
         format!("B-epsilon tree {tree:?} deeper than {}", super::MAX_HEIGHT),
     )))
+}
+
+/// The value of `key` after the pending messages of `path` (root first,
+/// each level newer than the ones below it), given `val` before them.
+fn resolve_path(
+    v: &View,
+    tree: &str,
+    key: &[u8],
+    mut val: Option<Vec<u8>>,
+    path: &[Pending],
+) -> Result<Option<Vec<u8>>> {
+    assert!(path.len() <= super::MAX_HEIGHT as usize + 1);
+    for pend in path.iter().rev() {
+        val = resolve(v.ix.merge.as_deref(), tree, key, val, pend)?;
+    }
+    Ok(val)
 }
 
 pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
