@@ -234,10 +234,27 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
     ix.counters
         .beps_reads
         .probe_read(n.height, pages * pager.ps as u64);
-    let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
-    let buf = format::probe_buffer(n, i, c, key)
-        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
-    Ok(Part::Buf(buf))
+    PROBE_BUFS.with(|bufs| {
+        let (c, raw) = &mut *bufs.borrow_mut();
+        pager.read_range_into(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64, c)?;
+        let buf = format::probe_buffer(n, i, c, raw, key);
+        if c.capacity() > KEEP_PROBE_BUF_BYTES || raw.capacity() > KEEP_PROBE_BUF_BYTES {
+            (*c, *raw) = (Vec::new(), Vec::new());
+        }
+        let buf = buf.map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
+        Ok(Part::Buf(buf))
+    })
+}
+
+/// The largest stored or raw buffer a thread keeps between probes (a
+/// default node's buffers are up to about 1 MiB raw).
+const KEEP_PROBE_BUF_BYTES: usize = 2 << 20;
+
+thread_local! {
+    /// This thread's probe buffers, kept between probes: the stored bytes
+    /// read and the raw bytes decompressed (`probe`).
+    static PROBE_BUFS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Whether a get reads a cold buffer as a probe rather than loading it
