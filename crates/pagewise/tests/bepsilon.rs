@@ -574,7 +574,11 @@ fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
 /// Basement reads at `height` 0 so far.
 fn basement_reads(db: &Db) -> u64 {
     let levels = db.stats().beps_reads;
-    levels.iter().filter(|l| l.height == 0).map(|l| l.part_reads).sum()
+    levels
+        .iter()
+        .filter(|l| l.height == 0)
+        .map(|l| l.part_reads)
+        .sum()
 }
 
 /// A get whose key an internal buffer holds a put for has its value there

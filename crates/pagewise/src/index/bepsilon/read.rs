@@ -51,6 +51,9 @@ pub struct View<'a> {
     /// Buffers this read probed: (node's first page, partition, the
     /// probed key's messages).
     probed: &'a [(u64, usize, Arc<Part>)],
+    /// Times this read dropped what it had read (its extents were reused):
+    /// a descent saved at another count must start again at the root.
+    resets: u32,
 }
 
 impl View<'_> {
@@ -137,6 +140,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
     let store = &ix.store;
     let mut pinned: PidMap<Arc<Node>> = PidMap::default();
     let mut probed: Vec<(u64, usize, Arc<Part>)> = Vec::new();
+    let mut resets = 0u32;
     for _ in 0..MAX_RESTARTS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let step = {
@@ -148,6 +152,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 hits: std::cell::Cell::new(0),
                 skips: std::cell::Cell::new([0; READ_LEVELS]),
                 probed: &probed,
+                resets,
             };
             let step = f(&view);
             store
@@ -171,6 +176,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 _ if !still() => {
                     pinned.clear();
                     probed.clear();
+                    resets += 1;
                 }
                 Ok(_) => unreachable!(),
                 Err(e) => return Err(e),
@@ -191,6 +197,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
             _ if !still() => {
                 pinned.clear();
                 probed.clear();
+                resets += 1;
             }
             Ok(_) => unreachable!(),
             Err(e) => return Err(e),
@@ -329,40 +336,55 @@ pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part
         .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
 }
 
+/// Where a get's descent met a miss: the clean node it missed (or missed a
+/// partition of) and the pending messages above it, so the next try of the
+/// same read resumes there instead of at the root. A clean node does not
+/// change while its extent is not reused, and the read drops everything it
+/// saved when one is (`View::resets`).
+pub struct Resume {
+    at: Child,
+    path: Vec<Pending>,
+    skips: [u32; READ_LEVELS],
+    resets: u32,
+}
+
 /// One descent toward `key`: the pending messages on the path (root first)
-/// and the leaf's value, or a miss. The descent stops at the first buffer
-/// holding a put or delete of `key`: nothing below it is newer.
-pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>>> {
-    let Some(m) = v.meta(tree) else {
-        return Step::Done(Ok(None));
+/// and the leaf's value, or a miss (saved in `resume` for the next try).
+/// The descent stops at the first buffer holding a put or delete of `key`:
+/// nothing below it is newer.
+pub fn get_step(
+    v: &View,
+    tree: &str,
+    key: &[u8],
+    resume: &mut Option<Resume>,
+) -> Step<Result<Option<Vec<u8>>>> {
+    let (mut cur, mut path) = match resume.take() {
+        Some(r) if r.resets == v.resets => {
+            v.skips.set(r.skips);
+            (r.at, r.path)
+        }
+        _ => match v.meta(tree).and_then(|m| m.root) {
+            Some(root) => (root, Vec::new()),
+            None => return Step::Done(Ok(None)),
+        },
     };
-    let Some(mut cur) = m.root else {
-        return Step::Done(Ok(None));
-    };
-    let mut path: Vec<Pending> = Vec::new();
     for _ in 0..=super::MAX_HEIGHT {
-        let n = match v.node(cur) {
-            Ok(n) => n,
-            Err(miss) => return Step::Miss(miss),
-        };
-        let i = n.find(key);
-        if v.filter_skips(&n, i, key) {
-            cur = n.children[i];
-            continue;
-        }
-        if n.parts[i].is_some() && ruled_out(&n, i, key) {
-            // A loaded buffer the filter rules out: passed without its map
-            // lookup, marked used as a lookup would (the cache keeps it).
-            n.uses.mark(i);
-            cur = n.children[i];
-            continue;
-        }
-        let p = match v.part(cur, &n, i) {
-            Ok(p) => p,
-            Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
-                return Step::Miss(Miss::Probe(ext, i, n, key.to_vec()))
+        let (n, i, p) = match visit(v, cur, key) {
+            Ok(Visit::Pass(child)) => {
+                cur = child;
+                continue;
             }
-            Err(miss) => return Step::Miss(miss),
+            Ok(Visit::Part(n, i, p)) => (n, i, p),
+            Err(miss) => {
+                let (skips, resets) = (v.skips.get(), v.resets);
+                *resume = Some(Resume {
+                    at: cur,
+                    path,
+                    skips,
+                    resets,
+                });
+                return Step::Miss(miss);
+            }
         };
         match &*p {
             Part::Buf(b) => {
@@ -384,10 +406,42 @@ pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>
             }
         }
     }
+    let root = v.meta(tree).map_or(0, |m| m.root_page());
     Step::Done(Err(v.ix.store.pager.corrupt(
-        m.root_page(),
+        root,
         format!("B-epsilon tree {tree:?} deeper than {}", super::MAX_HEIGHT),
     )))
+}
+
+/// What a get does at one node.
+enum Visit {
+    /// The key's buffer cannot hold it: on to this child.
+    Pass(Child),
+    /// Partition `.1` of node `.0`, which may hold the key.
+    Part(Arc<Node>, usize, Arc<Part>),
+}
+
+/// The node behind `cur` and its partition that may hold `key`, the child
+/// to go on to when a buffer filter rules the key out, or what to read.
+fn visit(v: &View, cur: Child, key: &[u8]) -> std::result::Result<Visit, Miss> {
+    let n = v.node(cur)?;
+    let i = n.find(key);
+    if v.filter_skips(&n, i, key) {
+        return Ok(Visit::Pass(n.children[i]));
+    }
+    if n.parts[i].is_some() && ruled_out(&n, i, key) {
+        // A loaded buffer the filter rules out: passed without its map
+        // lookup, marked used as a lookup would (the cache keeps it).
+        n.uses.mark(i);
+        return Ok(Visit::Pass(n.children[i]));
+    }
+    match v.part(cur, &n, i) {
+        Ok(p) => Ok(Visit::Part(n, i, p)),
+        Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
+            Err(Miss::Probe(ext, i, n, key.to_vec()))
+        }
+        Err(miss) => Err(miss),
+    }
 }
 
 /// The value of `key` after the pending messages of `path` (root first,
@@ -407,5 +461,6 @@ fn resolve_path(
 }
 
 pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    read(ix, |v| get_step(v, tree, key))?
+    let mut resume = None;
+    read(ix, |v| get_step(v, tree, key, &mut resume))?
 }
