@@ -624,6 +624,51 @@ fn a_buffered_put_decides_the_get_without_the_leaf() {
     assert!(then_leaf * 20 <= buffered, "{then_leaf} of {buffered}");
 }
 
+/// A get that misses resumes its descent at the node it missed, which its
+/// read then holds: a get whose only miss is one partition looks each node
+/// of its path up in the cache once (plus the node again after a probe),
+/// at most height + 2 lookups, where re-walking from the root looked the
+/// path above the miss up twice (2 * height + 1 for a basement).
+#[test]
+fn a_get_resumes_at_the_node_it_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, opts().cache_bytes(1 << 20)).unwrap();
+    let t = db.tree_with("t", filtered_kind()).unwrap();
+    let keys = 20_000u32;
+    for chunk in 0..keys / 500 {
+        let mut b = Batch::new();
+        for i in chunk * 500..(chunk + 1) * 500 {
+            b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 0));
+        }
+        db.apply(b).unwrap();
+    }
+    drop(t);
+    db.close().unwrap();
+    let db = Db::open(&path, opts().cache_bytes(256 << 10)).unwrap();
+    let t = db.tree("t").unwrap();
+    let height = db.stats().trees[0].height as u64;
+    assert!(height >= 3, "{:?}", db.stats().trees[0]);
+    let (mut one_miss, mut most) = (0u32, 0u64);
+    for n in 0..4000u32 {
+        let i = n.wrapping_mul(7919) % keys;
+        let s0 = db.stats();
+        let want = value(&i.to_le_bytes(), 24, 0);
+        assert_eq!(t.get(format!("key{i:06}")).unwrap(), Some(want), "key {i}");
+        let s = db.stats();
+        let shells: u64 = s.beps_reads.iter().map(|l| l.shell_reads).sum();
+        let shells0: u64 = s0.beps_reads.iter().map(|l| l.shell_reads).sum();
+        if s.cache_misses - s0.cache_misses == 1 && shells == shells0 {
+            one_miss += 1;
+            let hits = s.cache_hits - s0.cache_hits;
+            most = most.max(hits);
+            assert!(hits <= height + 2, "{hits} lookups at height {height}");
+        }
+    }
+    eprintln!("{one_miss} gets with one partition miss, at most {most} lookups each");
+    assert!(one_miss >= 100, "{one_miss} gets with one partition miss");
+}
+
 /// No false negative: with filters on, a tiny cache (buffers shed and read
 /// back all the time) and puts, overwrites, removes and upserts spread over
 /// checkpoints and reopens, every get equals a BTreeMap model's answer.
