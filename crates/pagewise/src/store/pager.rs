@@ -676,6 +676,21 @@ impl Pager {
     /// that hold them, each verified (checksum, page id, kind, its index in
     /// the extent and its payload length). `len` 0 verifies the first page.
     pub fn read_range(&self, ext: &Extent, kind: Kind, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(len as usize);
+        self.read_range_into(ext, kind, offset, len, &mut out)?;
+        Ok(out)
+    }
+
+    /// `read_range` into `out` (emptied first; its capacity is reused).
+    pub fn read_range_into(
+        &self,
+        ext: &Extent,
+        kind: Kind,
+        offset: u64,
+        len: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.clear();
         self.check_pid(ext.first_page)?;
         self.check_pid(ext.end_page() - 1)?;
         let (first, count) = if len == 0 {
@@ -686,14 +701,15 @@ impl Pager {
         let mut buf = self.read_buf(count as usize * self.ps);
         let at = ext.first_page + first;
         self.io(kind).read_at(&mut buf, self.off(at))?;
-        let out = self.range_out(ext, kind, &buf, first, offset, len);
+        let r = self.range_out(ext, kind, &buf, first, offset, len, out);
         keep_read_buf(buf);
-        out
+        r
     }
 
-    /// The payload bytes `offset .. offset + len` of `ext` out of `buf`,
-    /// its pages `first ..` as read, each verified (checksum, page id,
-    /// kind, index in the extent, payload length).
+    /// Appends the payload bytes `offset .. offset + len` of `ext` out of
+    /// `buf` to `out` (empty), its pages `first ..` as read, each verified
+    /// (checksum, page id, kind, index in the extent, payload length).
+    #[allow(clippy::too_many_arguments)]
     fn range_out(
         &self,
         ext: &Extent,
@@ -702,10 +718,12 @@ impl Pager {
         first: u64,
         offset: u64,
         len: u64,
-    ) -> Result<Vec<u8>> {
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         let (cap, count) = (self.extent_cap() as u64, (buf.len() / self.ps) as u64);
         assert_eq!(buf.len() as u64, count * self.ps as u64);
-        let mut out = Vec::with_capacity(len as usize);
+        assert!(out.is_empty());
+        out.reserve(len as usize);
         for k in first..first + count {
             let pid = ext.first_page + k;
             let page = &buf[((k - first) as usize) * self.ps..((k - first + 1) as usize) * self.ps];
@@ -725,7 +743,7 @@ impl Pager {
             }
         }
         assert_eq!(out.len() as u64, len);
-        Ok(out)
+        Ok(())
     }
 
     pub fn write_superblock(&self, m: &Superblock) -> Result<()> {

@@ -380,27 +380,72 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
 /// The messages buffer `i` of `node` holds for `key` (a buffer of that key
 /// alone, possibly empty), from the buffer's stored bytes `c`: verified by
 /// checksum like [`decode_part`], but scanned in place up to the key instead
-/// of decoded whole (a point read that does not cache the buffer).
-pub fn probe_buffer(node: &Node, i: usize, c: Vec<u8>, key: &[u8]) -> Result<Buffer, String> {
+/// of decoded whole (a point read that does not cache the buffer). A
+/// compressed buffer is decompressed into `scratch` (a caller's buffer kept
+/// between probes: no allocation, and no zeroing once it has grown).
+pub fn probe_buffer(
+    node: &Node,
+    i: usize,
+    c: &[u8],
+    scratch: &mut Vec<u8>,
+    key: &[u8],
+) -> Result<Buffer, String> {
     assert!(!node.is_leaf() && i < node.parts.len());
-    let raw = stored_part(node, i, Cow::Owned(c))?;
+    let raw = stored_raw(node, i, c, scratch)?;
     let mut found = Buffer::new();
     let mut r = 0;
     while r < raw.len() {
-        let (m, end) = read_message(&raw, r)?;
-        if m.key > key {
-            break; // sorted: the key's messages are behind
-        }
-        if m.key == key {
-            if m.kind.is_base() && !found.is_empty() {
-                return Err("a put or delete after other messages of its key".into());
+        let (m, end) = read_message(raw, r)?;
+        match m.key.cmp(key) {
+            std::cmp::Ordering::Greater => break, // sorted: the key's messages are behind
+            std::cmp::Ordering::Less => {}
+            std::cmp::Ordering::Equal => {
+                if m.kind.is_base() && !found.is_empty() {
+                    return Err("a put or delete after other messages of its key".into());
+                }
+                found.add(m);
             }
-            found.add(m);
         }
         r = end;
     }
     assert!(found.keys().count() <= 1);
     Ok(found)
+}
+
+/// Partition `i`'s raw bytes from its stored bytes `c`, checked like
+/// [`stored_part`]: `c` itself when stored as is, else decompressed into
+/// `scratch`.
+fn stored_raw<'a>(
+    node: &Node,
+    i: usize,
+    c: &'a [u8],
+    scratch: &'a mut Vec<u8>,
+) -> Result<&'a [u8], String> {
+    let d = &node.dir[i];
+    let crc = crc32c::crc32c(c);
+    if crc != d.crc || c.len() != d.comp_bytes as usize {
+        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
+    }
+    let raw_bytes = d.raw_bytes as usize;
+    if c.len() == raw_bytes {
+        return Ok(c); // stored as is
+    }
+    if scratch.len() < raw_bytes {
+        scratch.resize(raw_bytes, 0);
+    }
+    let out = &mut scratch[..raw_bytes];
+    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
+    let n = match comp {
+        Compression::None => c.len(), // of another size: refused below
+        Compression::Lz4 => lz4_flex::block::decompress_into(c, out).map_err(|e| e.to_string())?,
+        Compression::Zstd => zstd::bulk::decompress_to_buffer(c, out).map_err(|e| e.to_string())?,
+    };
+    if n != raw_bytes {
+        return Err(format!(
+            "{n} bytes after decompression, expected {raw_bytes}"
+        ));
+    }
+    Ok(&scratch[..raw_bytes])
 }
 
 /// A whole stored node, every partition loaded.

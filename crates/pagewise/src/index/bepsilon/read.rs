@@ -51,6 +51,9 @@ pub struct View<'a> {
     /// Buffers this read probed: (node's first page, partition, the
     /// probed key's messages).
     probed: &'a [(u64, usize, Arc<Part>)],
+    /// Times this read dropped what it had read (its extents were reused):
+    /// a descent saved at another count must start again at the root.
+    resets: u32,
 }
 
 impl View<'_> {
@@ -137,6 +140,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
     let store = &ix.store;
     let mut pinned: PidMap<Arc<Node>> = PidMap::default();
     let mut probed: Vec<(u64, usize, Arc<Part>)> = Vec::new();
+    let mut resets = 0u32;
     for _ in 0..MAX_RESTARTS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let step = {
@@ -148,6 +152,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 hits: std::cell::Cell::new(0),
                 skips: std::cell::Cell::new([0; READ_LEVELS]),
                 probed: &probed,
+                resets,
             };
             let step = f(&view);
             store
@@ -171,6 +176,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 _ if !still() => {
                     pinned.clear();
                     probed.clear();
+                    resets += 1;
                 }
                 Ok(_) => unreachable!(),
                 Err(e) => return Err(e),
@@ -191,6 +197,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
             _ if !still() => {
                 pinned.clear();
                 probed.clear();
+                resets += 1;
             }
             Ok(_) => unreachable!(),
             Err(e) => return Err(e),
@@ -234,10 +241,27 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
     ix.counters
         .beps_reads
         .probe_read(n.height, pages * pager.ps as u64);
-    let c = pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?;
-    let buf = format::probe_buffer(n, i, c, key)
-        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
-    Ok(Part::Buf(buf))
+    PROBE_BUFS.with(|bufs| {
+        let (c, raw) = &mut *bufs.borrow_mut();
+        pager.read_range_into(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64, c)?;
+        let buf = format::probe_buffer(n, i, c, raw, key);
+        if c.capacity() > KEEP_PROBE_BUF_BYTES || raw.capacity() > KEEP_PROBE_BUF_BYTES {
+            (*c, *raw) = (Vec::new(), Vec::new());
+        }
+        let buf = buf.map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
+        Ok(Part::Buf(buf))
+    })
+}
+
+/// The largest stored or raw buffer a thread keeps between probes (a
+/// default node's buffers are up to about 1 MiB raw).
+const KEEP_PROBE_BUF_BYTES: usize = 2 << 20;
+
+thread_local! {
+    /// This thread's probe buffers, kept between probes: the stored bytes
+    /// read and the raw bytes decompressed (`probe`).
+    static PROBE_BUFS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Whether a get reads a cold buffer as a probe rather than loading it
@@ -312,65 +336,131 @@ pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part
         .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
 }
 
+/// Where a get's descent met a miss: the clean node it missed (or missed a
+/// partition of) and the pending messages above it, so the next try of the
+/// same read resumes there instead of at the root. A clean node does not
+/// change while its extent is not reused, and the read drops everything it
+/// saved when one is (`View::resets`).
+pub struct Resume {
+    at: Child,
+    path: Vec<Pending>,
+    skips: [u32; READ_LEVELS],
+    resets: u32,
+}
+
 /// One descent toward `key`: the pending messages on the path (root first)
-/// and the leaf's value, or a miss.
-pub fn get_step(v: &View, tree: &str, key: &[u8]) -> Step<Result<Option<Vec<u8>>>> {
-    let Some(m) = v.meta(tree) else {
-        return Step::Done(Ok(None));
+/// and the leaf's value, or a miss (saved in `resume` for the next try).
+/// The descent stops at the first buffer holding a put or delete of `key`:
+/// nothing below it is newer.
+pub fn get_step(
+    v: &View,
+    tree: &str,
+    key: &[u8],
+    resume: &mut Option<Resume>,
+) -> Step<Result<Option<Vec<u8>>>> {
+    let (mut cur, mut path) = match resume.take() {
+        Some(r) if r.resets == v.resets => {
+            v.skips.set(r.skips);
+            (r.at, r.path)
+        }
+        _ => match v.meta(tree).and_then(|m| m.root) {
+            Some(root) => (root, Vec::new()),
+            None => return Step::Done(Ok(None)),
+        },
     };
-    let Some(mut cur) = m.root else {
-        return Step::Done(Ok(None));
-    };
-    let mut path: Vec<Pending> = Vec::new();
     for _ in 0..=super::MAX_HEIGHT {
-        let n = match v.node(cur) {
-            Ok(n) => n,
-            Err(miss) => return Step::Miss(miss),
-        };
-        let i = n.find(key);
-        if v.filter_skips(&n, i, key) {
-            cur = n.children[i];
-            continue;
-        }
-        if n.parts[i].is_some() && ruled_out(&n, i, key) {
-            // A loaded buffer the filter rules out: passed without its map
-            // lookup, marked used as a lookup would (the cache keeps it).
-            n.uses.mark(i);
-            cur = n.children[i];
-            continue;
-        }
-        let p = match v.part(cur, &n, i) {
-            Ok(p) => p,
-            Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
-                return Step::Miss(Miss::Probe(ext, i, n, key.to_vec()))
+        let (n, i, p) = match visit(v, cur, key) {
+            Ok(Visit::Pass(child)) => {
+                cur = child;
+                continue;
             }
-            Err(miss) => return Step::Miss(miss),
+            Ok(Visit::Part(n, i, p)) => (n, i, p),
+            Err(miss) => {
+                let (skips, resets) = (v.skips.get(), v.resets);
+                *resume = Some(Resume {
+                    at: cur,
+                    path,
+                    skips,
+                    resets,
+                });
+                return Step::Miss(miss);
+            }
         };
         match &*p {
             Part::Buf(b) => {
                 if let Some(pend) = b.get(key) {
+                    let decided = pend.base.is_some();
                     path.push(pend);
+                    if decided {
+                        // A put or delete here is newer than every message
+                        // below it (messages only move down), so it decides
+                        // the value: the levels below are not read.
+                        return Step::Done(resolve_path(v, tree, key, None, &path));
+                    }
                 }
                 cur = n.children[i];
             }
             Part::Packed(b) => {
-                let mut val = b.get(key).map(<[u8]>::to_vec);
-                for pend in path.iter().rev() {
-                    match resolve(v.ix.merge.as_deref(), tree, key, val, pend) {
-                        Ok(x) => val = x,
-                        Err(e) => return Step::Done(Err(e)),
-                    }
-                }
-                return Step::Done(Ok(val));
+                let val = b.get(key).map(<[u8]>::to_vec);
+                return Step::Done(resolve_path(v, tree, key, val, &path));
             }
         }
     }
+    let root = v.meta(tree).map_or(0, |m| m.root_page());
     Step::Done(Err(v.ix.store.pager.corrupt(
-        m.root_page(),
+        root,
         format!("B-epsilon tree {tree:?} deeper than {}", super::MAX_HEIGHT),
     )))
 }
 
+/// What a get does at one node.
+enum Visit {
+    /// The key's buffer cannot hold it: on to this child.
+    Pass(Child),
+    /// Partition `.1` of node `.0`, which may hold the key.
+    Part(Arc<Node>, usize, Arc<Part>),
+}
+
+/// The node behind `cur` and its partition that may hold `key`, the child
+/// to go on to when a buffer filter rules the key out, or what to read.
+fn visit(v: &View, cur: Child, key: &[u8]) -> std::result::Result<Visit, Miss> {
+    let n = v.node(cur)?;
+    let i = n.find(key);
+    if v.filter_skips(&n, i, key) {
+        return Ok(Visit::Pass(n.children[i]));
+    }
+    if n.parts[i].is_some() && ruled_out(&n, i, key) {
+        // A loaded buffer the filter rules out: passed without its map
+        // lookup, marked used as a lookup would (the cache keeps it).
+        n.uses.mark(i);
+        return Ok(Visit::Pass(n.children[i]));
+    }
+    match v.part(cur, &n, i) {
+        Ok(p) => Ok(Visit::Part(n, i, p)),
+        Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
+            Err(Miss::Probe(ext, i, n, key.to_vec()))
+        }
+        Err(miss) => Err(miss),
+    }
+}
+
+/// The value of `key` after the pending messages of `path` (root first,
+/// each level newer than the ones below it), given `val` before them.
+fn resolve_path(
+    v: &View,
+    tree: &str,
+    key: &[u8],
+    mut val: Option<Vec<u8>>,
+    path: &[Pending],
+) -> Result<Option<Vec<u8>>> {
+    assert!(path.len() <= super::MAX_HEIGHT as usize + 1);
+    for pend in path.iter().rev() {
+        val = resolve(v.ix.merge.as_deref(), tree, key, val, pend)?;
+    }
+    Ok(val)
+}
+
 pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-    read(ix, |v| get_step(v, tree, key))?
+    let mut resume = None;
+    read(ix, |v| get_step(v, tree, key, &mut resume))?
 }
