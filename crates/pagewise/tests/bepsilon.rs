@@ -518,6 +518,33 @@ fn filtered_kind() -> TreeKind {
     )
 }
 
+/// Keys of [`overwritten_tree`].
+const OVERWRITTEN_KEYS: u32 = 20_000;
+
+/// A filtered tree "t" of `OVERWRITTEN_KEYS` keys (value salt 0) whose
+/// every 97th key is overwritten (salt 1) by a last batch that stays in
+/// buffers above the leaves, reopened with a cache too small for them.
+fn overwritten_tree(path: &std::path::Path) -> Db {
+    let db = Db::create(path, opts().cache_bytes(1 << 20)).unwrap();
+    let t = db.tree_with("t", filtered_kind()).unwrap();
+    let keys = OVERWRITTEN_KEYS;
+    for chunk in 0..keys / 500 {
+        let mut b = Batch::new();
+        for i in chunk * 500..(chunk + 1) * 500 {
+            b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 0));
+        }
+        db.apply(b).unwrap();
+    }
+    let mut b = Batch::new();
+    for i in (0..keys).step_by(97) {
+        b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 1));
+    }
+    db.apply(b).unwrap();
+    drop(t);
+    db.close().unwrap();
+    Db::open(path, opts().cache_bytes(48 << 10)).unwrap()
+}
+
 /// Buffer key filters: under a cache too small for the internal buffers, a
 /// get of a key no buffer holds reads no buffer (but for the filters'
 /// false positives), while a get of a key a buffer holds reads it and
@@ -527,26 +554,8 @@ fn filtered_kind() -> TreeKind {
 #[test]
 fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
-    let db = Db::create(&path, opts().cache_bytes(1 << 20)).unwrap();
-    let t = db.tree_with("t", filtered_kind()).unwrap();
-    let keys = 20_000u32;
-    for chunk in 0..keys / 500 {
-        let mut b = Batch::new();
-        for i in chunk * 500..(chunk + 1) * 500 {
-            b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 0));
-        }
-        db.apply(b).unwrap();
-    }
-    // Overwrites that stay in buffers above the leaves.
-    let mut b = Batch::new();
-    for i in (0..keys).step_by(97) {
-        b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 1));
-    }
-    db.apply(b).unwrap();
-    drop(t);
-    db.close().unwrap();
-    let db = Db::open(&path, opts().cache_bytes(48 << 10)).unwrap();
+    let keys = OVERWRITTEN_KEYS;
+    let db = overwritten_tree(&dir.path().join("db"));
     let t = db.tree("t").unwrap();
     assert!(db.stats().trees[0].height >= 2, "{:?}", db.stats().trees[0]);
     let before = buffer_reads(&db, 0);
@@ -589,25 +598,8 @@ fn basement_reads(db: &Db) -> u64 {
 #[test]
 fn a_buffered_put_decides_the_get_without_the_leaf() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("db");
-    let db = Db::create(&path, opts().cache_bytes(1 << 20)).unwrap();
-    let t = db.tree_with("t", filtered_kind()).unwrap();
-    let keys = 20_000u32;
-    for chunk in 0..keys / 500 {
-        let mut b = Batch::new();
-        for i in chunk * 500..(chunk + 1) * 500 {
-            b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 0));
-        }
-        db.apply(b).unwrap();
-    }
-    let mut b = Batch::new();
-    for i in (0..keys).step_by(97) {
-        b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 24, 1));
-    }
-    db.apply(b).unwrap();
-    drop(t);
-    db.close().unwrap();
-    let db = Db::open(&path, opts().cache_bytes(48 << 10)).unwrap();
+    let keys = OVERWRITTEN_KEYS;
+    let db = overwritten_tree(&dir.path().join("db"));
     let t = db.tree("t").unwrap();
     let (mut buffered, mut then_leaf) = (0u32, 0u32);
     for i in (0..keys).step_by(97) {

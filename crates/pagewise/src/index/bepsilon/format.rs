@@ -178,19 +178,25 @@ fn decompress(c: Cow<'_, [u8]>, comp: Compression, raw_bytes: usize) -> Result<V
     if c.len() == raw_bytes {
         return Ok(c.into_owned()); // stored as is
     }
-    let c = &*c;
-    let out = match comp {
-        Compression::None => c.to_vec(),
-        Compression::Lz4 => lz4_flex::block::decompress(c, raw_bytes).map_err(|e| e.to_string())?,
-        Compression::Zstd => zstd::bulk::decompress(c, raw_bytes).map_err(|e| e.to_string())?,
+    let mut out = vec![0; raw_bytes];
+    decompress_into(&c, comp, &mut out)?;
+    Ok(out)
+}
+
+/// Decompresses `c` into all of `out` (its length is the raw length).
+fn decompress_into(c: &[u8], comp: Compression, out: &mut [u8]) -> Result<(), String> {
+    let n = match comp {
+        Compression::None => c.len(), // not stored as is: of another size, refused below
+        Compression::Lz4 => lz4_flex::block::decompress_into(c, out).map_err(|e| e.to_string())?,
+        Compression::Zstd => zstd::bulk::decompress_to_buffer(c, out).map_err(|e| e.to_string())?,
     };
-    if out.len() != raw_bytes {
+    if n != out.len() {
         return Err(format!(
-            "{} bytes after decompression, expected {raw_bytes}",
+            "{n} bytes after decompression, expected {}",
             out.len()
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Bytes of header + directory + pivots + references, from the header
@@ -342,14 +348,19 @@ fn decode_filters(
 /// Partition `i`'s raw bytes from its stored (compressed) bytes `c`, after
 /// checking their length and crc32c against the directory entry.
 fn stored_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Vec<u8>, String> {
+    let comp = check_stored(node, i, &c)?;
+    decompress(c, comp, node.dir[i].raw_bytes as usize)
+}
+
+/// Checks partition `i`'s stored bytes `c` against its directory entry
+/// (checksum and length); returns the node's compression.
+fn check_stored(node: &Node, i: usize, c: &[u8]) -> Result<Compression, String> {
     let d = &node.dir[i];
-    let crc = crc32c::crc32c(&c);
+    let crc = crc32c::crc32c(c);
     if crc != d.crc || c.len() != d.comp_bytes as usize {
         return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
     }
-    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
-    let raw = decompress(c, comp, d.raw_bytes as usize)?;
-    Ok(raw)
+    Ok(Compression::from_code(node.comp).ok_or("unknown compression")?)
 }
 
 /// Partition `i` of `node` from its stored (compressed) bytes `c`.
@@ -421,30 +432,15 @@ fn stored_raw<'a>(
     c: &'a [u8],
     scratch: &'a mut Vec<u8>,
 ) -> Result<&'a [u8], String> {
-    let d = &node.dir[i];
-    let crc = crc32c::crc32c(c);
-    if crc != d.crc || c.len() != d.comp_bytes as usize {
-        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
-    }
-    let raw_bytes = d.raw_bytes as usize;
+    let comp = check_stored(node, i, c)?;
+    let raw_bytes = node.dir[i].raw_bytes as usize;
     if c.len() == raw_bytes {
         return Ok(c); // stored as is
     }
     if scratch.len() < raw_bytes {
         scratch.resize(raw_bytes, 0);
     }
-    let out = &mut scratch[..raw_bytes];
-    let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
-    let n = match comp {
-        Compression::None => c.len(), // of another size: refused below
-        Compression::Lz4 => lz4_flex::block::decompress_into(c, out).map_err(|e| e.to_string())?,
-        Compression::Zstd => zstd::bulk::decompress_to_buffer(c, out).map_err(|e| e.to_string())?,
-    };
-    if n != raw_bytes {
-        return Err(format!(
-            "{n} bytes after decompression, expected {raw_bytes}"
-        ));
-    }
+    decompress_into(c, comp, &mut scratch[..raw_bytes])?;
     Ok(&scratch[..raw_bytes])
 }
 
