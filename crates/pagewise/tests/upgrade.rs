@@ -77,7 +77,7 @@ fn fixture_is_version_1() {
         (1, 1),
         "both slots of the fixture are version 1"
     );
-    assert_eq!(FORMAT_VERSION, 4);
+    assert_eq!(FORMAT_VERSION, 5);
 }
 
 #[test]
@@ -266,7 +266,7 @@ fn v3_kinds(data: &[u8]) -> (Vec<u8>, bool) {
 /// A version-3 file with delta blocks on leaves and on (kind-3) branches
 /// reads read-only without a write, then read-write with delta flushes:
 /// changed branches are converted to kind 8, the rest still read, `check`
-/// passes throughout, and the superblock says version 4.
+/// passes throughout, and the superblock says the current version.
 #[test]
 fn version_3_file_with_delta_blocks_reads_and_converts_its_branches() {
     let [a, b] = slot_versions(V3_DATA);

@@ -183,6 +183,16 @@ impl Buffer {
         &self.arena[o + MSG_FIXED_BYTES..o + MSG_FIXED_BYTES + k]
     }
 
+    /// The key of the message that starts at arena offset `off` and the
+    /// key of the message before it, or None when no message starts there.
+    /// Requires: a buffer as decoded (its arena the stored bytes in order).
+    pub fn keys_at_offset(&self, off: u32) -> Option<(Option<&[u8]>, &[u8])> {
+        assert!(self.tail.is_empty() && !self.scattered && self.dead_bytes == 0);
+        let i = self.main.binary_search(&off).ok()?;
+        let prev = i.checked_sub(1).map(|p| self.key_at(self.main[p]));
+        Some((prev, self.key_at(off)))
+    }
+
     /// The stored bytes of the message at entry `off`.
     fn raw_at(&self, off: u32) -> &[u8] {
         let o = (off & !DEAD) as usize;

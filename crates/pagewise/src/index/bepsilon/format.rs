@@ -8,6 +8,7 @@ use super::buffer::{read_message, Buffer};
 use super::filter::{self, Filter};
 use super::node::{DirEntry, Node, Part, DIR_ENTRY_BYTES, HEADER_BYTES};
 use super::pivots::Pivots;
+use super::segment::{self, Segment};
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, put_u16, put_u32, put_u64};
@@ -18,15 +19,19 @@ pub const MAGIC: &[u8; 4] = b"PWBE";
 const TYPE_INTERNAL: u8 = 1;
 const TYPE_LEAF: u8 = 2;
 
-/// Encodes `node`. Requires: every partition loaded and every child placed.
+/// Encodes `node`, cutting buffers of at least twice `segment_bytes` into
+/// segments (0: none; docs/design.md, buffer segments). Requires: every
+/// partition loaded and every child placed.
 /// Memory: the output plus one partition's raw and compressed bytes at a
 /// time (each partition is appended as soon as it is compressed), so a
 /// placing thread holds about one node's bytes, not three
 /// (docs/benchmarks.md, "Memory of the packed fill (session 8)").
-pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
+pub fn encode(node: &Node, comp: Compression, level: u8, segment_bytes: usize) -> Vec<u8> {
     assert!(node.all_loaded() && node.parts.len() <= u16::MAX as usize);
     let filters = build_filters(node);
-    let shell = node.shell_bytes() + filters.iter().map(|f| f.bytes().len()).sum::<usize>();
+    let mut plans = plan_segments(node, segment_bytes);
+    let filter_bytes: usize = filters.iter().map(|f| f.bytes().len()).sum();
+    let shell = node.shell_bytes() + filter_bytes + segment::area_bytes(&plans);
     let mut out = vec![0u8; shell];
     // At most the raw bytes (a partition that does not shrink is stored as is).
     out.reserve(node.parts.iter().flatten().map(|p| p.bytes()).sum());
@@ -36,21 +41,55 @@ pub fn encode(node: &Node, comp: Compression, level: u8) -> Vec<u8> {
         let (raw, seq) = encode_part(p);
         max_seq = max_seq.max(seq);
         raw_total_bytes += raw.len() as u64;
-        let raw_bytes = raw.len();
-        let c = compress(&raw, comp, level);
-        let (at, d) = (out.len(), HEADER_BYTES + i * DIR_ENTRY_BYTES);
+        let at = out.len();
+        store_part(&raw, &mut plans[i], (comp, level), &mut out);
+        let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
         put_u32(&mut out, d, at as u32);
-        put_u32(&mut out, d + 4, c.len() as u32);
-        put_u32(&mut out, d + 8, raw_bytes as u32);
-        put_u32(&mut out, d + 12, crc32c::crc32c(&c));
+        let stored_bytes = out.len() - at;
+        put_u32(&mut out, d + 4, stored_bytes as u32);
+        put_u32(&mut out, d + 8, raw.len() as u32);
+        let crc = crc32c::crc32c(&out[at..]);
+        put_u32(&mut out, d + 12, crc);
         put_u32(&mut out, d + 16, p.entries() as u32);
         let f = filters.get(i).map_or(0, |f| f.bytes().len());
         put_u32(&mut out, d + 20, f as u32);
-        out.extend_from_slice(&c);
     }
     encode_header(node, comp, &mut out, shell, (max_seq, raw_total_bytes));
-    encode_shell_rest(node, &filters, &mut out, shell);
+    encode_shell_rest(node, (&filters, &plans), &mut out, shell);
     out
+}
+
+/// Where each buffer of an internal node is cut (empty lists: leaves, and
+/// buffers stored whole).
+fn plan_segments(node: &Node, segment_bytes: usize) -> Vec<Vec<Segment>> {
+    let plans: Vec<Vec<Segment>> = node
+        .parts
+        .iter()
+        .map(|p| match p.as_deref() {
+            Some(Part::Buf(b)) => segment::plan(b, segment_bytes),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert_eq!(plans.len(), node.parts.len());
+    plans
+}
+
+/// Appends partition `raw` to `out` as stored: whole, or one segment at a
+/// time as `segs` cuts it (filling in each segment's stored bytes and
+/// checksum).
+fn store_part(raw: &[u8], segs: &mut [Segment], comp: (Compression, u8), out: &mut Vec<u8>) {
+    if segs.is_empty() {
+        out.extend_from_slice(&compress(raw, comp.0, comp.1));
+        return;
+    }
+    let mut r = 0;
+    for s in segs.iter_mut() {
+        let c = compress(&raw[r..r + s.raw_bytes as usize], comp.0, comp.1);
+        (s.stored_bytes, s.crc) = (c.len() as u32, crc32c::crc32c(&c));
+        out.extend_from_slice(&c);
+        r += s.raw_bytes as usize;
+    }
+    assert_eq!(r, raw.len(), "segments cover the buffer");
 }
 
 /// Writes the node header into `out[..HEADER_BYTES]`.
@@ -76,9 +115,14 @@ fn encode_header(
     put_u64(out, 24, seq_raw.1);
 }
 
-/// Writes the pivots, child references and filters after the directory,
-/// and the filters' checksum into the header.
-fn encode_shell_rest(node: &Node, filters: &[Filter], out: &mut [u8], shell: usize) {
+/// Writes the pivots, child references, filters and segment area after the
+/// directory, and the filters' and segments' checksums into the header.
+fn encode_shell_rest(
+    node: &Node,
+    (filters, plans): (&[Filter], &[Vec<Segment>]),
+    out: &mut [u8],
+    shell: usize,
+) {
     let mut w = HEADER_BYTES + node.parts.len() * DIR_ENTRY_BYTES;
     for p in node.pivots.iter() {
         put_u16(out, w, p.len() as u16);
@@ -101,6 +145,13 @@ fn encode_shell_rest(node: &Node, filters: &[Filter], out: &mut [u8], shell: usi
         out[32] = filter::PROBES;
         let crc = crc32c::crc32c(&out[area..w]);
         put_u32(out, 36, crc);
+    }
+    let seg_bytes = segment::area_bytes(plans);
+    if seg_bytes > 0 {
+        let crc = segment::encode_area(plans, &mut out[w..w + seg_bytes]);
+        put_u32(out, 40, seg_bytes as u32);
+        put_u32(out, 44, crc);
+        w += seg_bytes;
     }
     assert_eq!(w, shell);
 }
@@ -243,6 +294,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         r += EXTENT_REF_BYTES;
     }
     r += decode_filters(&b[..shell], r, leaf, &mut dir, &filter_lens)?;
+    r += decode_segments(&b[..shell], r, leaf, &mut dir)?;
     if r != shell {
         return Err(format!("shell holds {r} bytes, header says {shell}"));
     }
@@ -280,6 +332,7 @@ fn decode_dir(
             crc: get_u32(b, d + 12),
             entries: get_u32(b, d + 16),
             filter: None,
+            segments: Vec::new(),
         };
         if (e.offset as usize) < shell || e.offset as u64 + e.comp_bytes as u64 > len_bytes {
             return Err(format!(
@@ -345,22 +398,77 @@ fn decode_filters(
     Ok(area.len())
 }
 
+/// Attaches the segment lists stored at `at` of `shell` (the shell's bytes)
+/// to `dir`, verified (docs/design.md, buffer segments); returns the
+/// segment area's bytes (0 without one).
+fn decode_segments(
+    shell: &[u8],
+    at: usize,
+    leaf: bool,
+    dir: &mut [DirEntry],
+) -> Result<usize, String> {
+    let (len, crc) = (get_u32(shell, 40) as usize, get_u32(shell, 44));
+    if len == 0 {
+        return match crc {
+            0 => Ok(0),
+            _ => Err(format!(
+                "segment checksum {crc:#010x} without a segment area"
+            )),
+        };
+    }
+    if leaf {
+        return Err("a segment area in a leaf".into());
+    }
+    let area = shell
+        .get(at..at + len)
+        .ok_or_else(|| format!("segment area of {len} bytes overruns the shell"))?;
+    segment::decode_area(area, crc, dir)?;
+    Ok(len)
+}
+
 /// Partition `i`'s raw bytes from its stored (compressed) bytes `c`, after
-/// checking their length and crc32c against the directory entry.
+/// checking their length and crc32c against the directory entry; a
+/// segmented buffer is decompressed one segment at a time.
 fn stored_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Vec<u8>, String> {
+    let d = &node.dir[i];
     let comp = check_stored(node, i, &c)?;
-    decompress(c, comp, node.dir[i].raw_bytes as usize)
+    if d.segments.is_empty() || c.len() == d.raw_bytes as usize {
+        return decompress(c, comp, d.raw_bytes as usize);
+    }
+    let mut out = vec![0; d.raw_bytes as usize];
+    let (mut r, mut w) = (0usize, 0usize);
+    for (j, s) in d.segments.iter().enumerate() {
+        let (stored, raw) = (&c[r..r + s.stored_bytes as usize], s.raw_bytes as usize);
+        let dst = &mut out[w..w + raw];
+        if stored.len() == raw {
+            dst.copy_from_slice(stored); // stored as is
+        } else {
+            decompress_into(stored, comp, dst).map_err(|e| format!("segment {j}: {e}"))?;
+        }
+        (r, w) = (r + stored.len(), w + raw);
+    }
+    assert!(
+        r == c.len() && w == out.len(),
+        "the list's sums were checked"
+    );
+    Ok(out)
 }
 
 /// Checks partition `i`'s stored bytes `c` against its directory entry
 /// (checksum and length); returns the node's compression.
 fn check_stored(node: &Node, i: usize, c: &[u8]) -> Result<Compression, String> {
     let d = &node.dir[i];
-    let crc = crc32c::crc32c(c);
-    if crc != d.crc || c.len() != d.comp_bytes as usize {
-        return Err(format!("checksum {crc:#010x}, stored {:#010x}", d.crc));
-    }
+    check_crc(c, d.crc, d.comp_bytes)?;
     Ok(Compression::from_code(node.comp).ok_or("unknown compression")?)
+}
+
+/// Whether stored bytes `c` have length `len` and crc32c `crc`.
+fn check_crc(c: &[u8], crc: u32, len: u32) -> Result<(), String> {
+    let got = crc32c::crc32c(c);
+    if got != crc || c.len() != len as usize {
+        return Err(format!("checksum {got:#010x}, stored {crc:#010x}"));
+    }
+    Ok(())
 }
 
 /// Partition `i` of `node` from its stored (compressed) bytes `c`.
@@ -376,7 +484,9 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
     let part = if node.is_leaf() {
         Part::Packed(super::packed::Packed::new(raw, lo, hi, d.entries as usize)?)
     } else {
-        Part::Buf(Buffer::decode(raw, lo, hi, d.entries as usize)?)
+        let buf = Buffer::decode(raw, lo, hi, d.entries as usize)?;
+        segment::check_cuts(&buf, &d.segments)?;
+        Part::Buf(buf)
     };
     if part.entries() != d.entries as usize {
         return Err(format!(
@@ -389,20 +499,21 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
 }
 
 /// The messages buffer `i` of `node` holds for `key` (a buffer of that key
-/// alone, possibly empty), from the buffer's stored bytes `c`: verified by
-/// checksum like [`decode_part`], but scanned in place up to the key instead
-/// of decoded whole (a point read that does not cache the buffer). A
-/// compressed buffer is decompressed into `scratch` (a caller's buffer kept
-/// between probes: no allocation, and no zeroing once it has grown).
+/// alone, possibly empty), from the stored bytes `c` of the buffer or of
+/// its segment `seg` (`segment::locate`): verified by checksum like
+/// [`decode_part`], but scanned in place up to the key instead of decoded
+/// whole (a point read that does not cache the buffer). Compressed bytes
+/// are decompressed into `scratch` (a caller's buffer kept between probes:
+/// no allocation, and no zeroing once it has grown).
 pub fn probe_buffer(
     node: &Node,
-    i: usize,
+    (i, seg): (usize, Option<usize>),
     c: &[u8],
     scratch: &mut Vec<u8>,
     key: &[u8],
 ) -> Result<Buffer, String> {
     assert!(!node.is_leaf() && i < node.parts.len());
-    let raw = stored_raw(node, i, c, scratch)?;
+    let raw = stored_raw(node, (i, seg), c, scratch)?;
     let mut found = Buffer::new();
     let mut r = 0;
     while r < raw.len() {
@@ -423,17 +534,24 @@ pub fn probe_buffer(
     Ok(found)
 }
 
-/// Partition `i`'s raw bytes from its stored bytes `c`, checked like
-/// [`stored_part`]: `c` itself when stored as is, else decompressed into
-/// `scratch`.
+/// The raw bytes of partition `i` (or of its segment `seg`) from their
+/// stored bytes `c`, checked like [`stored_part`]: `c` itself when stored
+/// as is, else decompressed into `scratch`.
 fn stored_raw<'a>(
     node: &Node,
-    i: usize,
+    (i, seg): (usize, Option<usize>),
     c: &'a [u8],
     scratch: &'a mut Vec<u8>,
 ) -> Result<&'a [u8], String> {
-    let comp = check_stored(node, i, c)?;
-    let raw_bytes = node.dir[i].raw_bytes as usize;
+    let (comp, raw_bytes) = match seg {
+        None => (check_stored(node, i, c)?, node.dir[i].raw_bytes as usize),
+        Some(j) => {
+            let s = &node.dir[i].segments[j];
+            check_crc(c, s.crc, s.stored_bytes).map_err(|e| format!("segment {j}: {e}"))?;
+            let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
+            (comp, s.raw_bytes as usize)
+        }
+    };
     if c.len() == raw_bytes {
         return Ok(c); // stored as is
     }
@@ -470,9 +588,13 @@ mod tests {
         n.fix_basements(1000);
         assert!(n.parts.len() > 3, "basements split: {}", n.parts.len());
         for comp in [Compression::None, Compression::Lz4, Compression::Zstd] {
-            let b = encode(&n, comp, 3);
+            let b = encode(&n, comp, 3, 0);
             let d = decode_full(&b, 4096).unwrap();
-            assert_eq!(encode(&d, comp, 3), b, "decode then encode is the identity");
+            assert_eq!(
+                encode(&d, comp, 3, 0),
+                b,
+                "decode then encode is the identity"
+            );
             assert_eq!(d.pivots, n.pivots);
             assert_eq!(d.part_bytes, n.part_bytes);
             let mut bad = b.clone();
@@ -527,7 +649,7 @@ mod tests {
     #[test]
     fn internal_node_filters_round_trip_and_admit_every_buffered_key() {
         let n = internal_node();
-        let b = encode(&n, Compression::Lz4, 3);
+        let b = encode(&n, Compression::Lz4, 3, 0);
         assert_eq!(b[32], filter::PROBES);
         let (lo, hi) = filter_area(&b);
         let want: usize = [40, 80, 0, 160]
@@ -548,8 +670,12 @@ mod tests {
         assert!(empty.bytes().is_empty() && !empty.may_contain(b"b2-0000"));
         let mut again = d.clone();
         again.dir = crate::index::bepsilon::node::no_dir();
-        assert_eq!(encode(&again, Compression::Lz4, 3), b, "decode then encode");
-        let leaf = encode(&leaf_of(false), Compression::Lz4, 3);
+        assert_eq!(
+            encode(&again, Compression::Lz4, 3, 0),
+            b,
+            "decode then encode"
+        );
+        let leaf = encode(&leaf_of(false), Compression::Lz4, 3, 0);
         assert_eq!(
             (leaf[32], get_u32(&leaf, 36)),
             (0, 0),
@@ -559,7 +685,7 @@ mod tests {
 
     #[test]
     fn damaged_filters_are_refused() {
-        let b = encode(&internal_node(), Compression::None, 3);
+        let b = encode(&internal_node(), Compression::None, 3, 0);
         let (lo, _) = filter_area(&b);
         let shell = |b: &[u8]| decode_shell(b, b.len() as u64, 4096).map(|_| ());
         assert!(shell(&b).is_ok());
@@ -582,7 +708,7 @@ mod tests {
         put_u32(&mut moved, d0 + DIR_ENTRY_BYTES, f0 + f1);
         let e = shell(&moved).unwrap_err();
         assert!(e.contains("partition 0: 40 messages and no filter"), "{e}");
-        let mut leaf = encode(&leaf_of(false), Compression::None, 3);
+        let mut leaf = encode(&leaf_of(false), Compression::None, 3, 0);
         leaf[32] = 1;
         assert!(shell(&leaf).unwrap_err().contains("in a leaf"));
     }
@@ -619,7 +745,7 @@ mod tests {
             (false, Compression::Zstd),
         ] {
             let n = leaf_of(noise);
-            let b = encode(&n, comp, 3);
+            let b = encode(&n, comp, 3, 0);
             let d = decode_full(&b, 4096).unwrap();
             assert_eq!(d.dir.len(), n.parts.len());
             for (e, raw) in d.dir.iter().zip(&n.part_bytes) {
@@ -634,7 +760,7 @@ mod tests {
                 }
             }
             assert_eq!(d.part_bytes, n.part_bytes);
-            assert_eq!(encode(&d, comp, 3), b, "{comp:?}: decode then encode");
+            assert_eq!(encode(&d, comp, 3, 0), b, "{comp:?}: decode then encode");
         }
     }
 
@@ -656,7 +782,7 @@ mod tests {
             assert!(n.parts.len() >= 3 && raw_bytes > 200 << 10);
             let before = live();
             reset_peak();
-            let b = encode(&n, comp, 3);
+            let b = encode(&n, comp, 3, 0);
             let held = peak() - before;
             let out = crate::index::bepsilon::heap::alloc_bytes(b.capacity()) as isize;
             // zstd's context: a few hundred KiB, freed before the next part.
@@ -671,5 +797,166 @@ mod tests {
             );
             assert!(held >= b.len() as isize, "the output is counted");
         }
+    }
+
+    /// `internal_node`'s buffers with upserts after every third key's put
+    /// (so some keys own several messages a cut must not separate).
+    fn internal_node_with_upserts() -> Node {
+        let mut n = internal_node();
+        for i in [0usize, 1, 3] {
+            for j in (0..(40 * (i + 1))).step_by(3) {
+                let p = crate::index::bepsilon::node::Pending {
+                    base: None,
+                    ops: vec![(1000 + j as u64, vec![7; 5]), (2000 + j as u64, vec![8; 9])],
+                };
+                n.buf_add_pending(i, format!("b{i}-{j:04}").into_bytes(), p);
+            }
+        }
+        n
+    }
+
+    /// What a probe of `key` finds in buffer `i` of the stored node `b`,
+    /// reading only what `segment::locate` names.
+    fn probe_stored(b: &[u8], d: &Node, i: usize, key: &[u8]) -> Result<Buffer, String> {
+        let e = &d.dir[i];
+        let Some((off, len, seg)) = segment::locate(e, key) else {
+            return Ok(Buffer::new());
+        };
+        let at = (e.offset as u64 + off) as usize;
+        let mut scratch = Vec::new();
+        probe_buffer(d, (i, seg), &b[at..at + len as usize], &mut scratch, key)
+    }
+
+    #[test]
+    fn segmented_buffers_round_trip_and_probes_find_every_message() {
+        let n = internal_node_with_upserts();
+        for comp in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let whole = encode(&n, comp, 3, 0);
+            assert_eq!(get_u32(&whole, 40), 0, "no cut without a target");
+            let b = encode(&n, comp, 3, 512);
+            assert!(get_u32(&b, 40) > 0 && get_u32(&b, 44) != 0);
+            let d = decode_full(&b, 4096).unwrap();
+            assert_eq!(encode(&d, comp, 3, 512), b, "{comp:?}: decode then encode");
+            // Buffer 3 holds 160 keys of 34-byte puts, some with upserts.
+            let segs = &d.dir[3].segments;
+            assert!(segs.len() >= 8, "{comp:?}: {} segments", segs.len());
+            assert!(d.dir[2].segments.is_empty(), "an empty buffer is not cut");
+            for (i, part) in n.parts.iter().enumerate() {
+                let Some(Part::Buf(buf)) = part.as_deref() else {
+                    unreachable!()
+                };
+                let Some(Part::Buf(back)) = d.parts[i].as_deref() else {
+                    unreachable!()
+                };
+                assert_eq!(
+                    back.pendings().collect::<Vec<_>>(),
+                    buf.pendings().collect::<Vec<_>>()
+                );
+                for (k, p) in buf.pendings() {
+                    let got = probe_stored(&b, &d, i, k).unwrap();
+                    assert_eq!(got.get(k), Some(p), "{comp:?} buffer {i}");
+                }
+                for absent in [&b"b"[..], b"b1", b"b1-0000x", b"b3-9999", b"b3-00005"] {
+                    let got = probe_stored(&b, &d, i, absent).unwrap();
+                    assert!(got.is_empty(), "{comp:?} buffer {i} {absent:?}");
+                }
+            }
+            assert!(
+                segment::locate(&d.dir[1], b"b1").is_none(),
+                "below the first key"
+            );
+        }
+    }
+
+    #[test]
+    fn damaged_segments_are_refused() {
+        let b = encode(&internal_node_with_upserts(), Compression::Lz4, 3, 512);
+        let shell_of = |b: &[u8]| decode_shell(b, b.len() as u64, 4096);
+        let d = shell_of(&b).unwrap();
+        let (len, end) = (get_u32(&b, 40) as usize, shell_len(&b).unwrap());
+        let area = end - len;
+        // A flipped bit in the area: its checksum.
+        let mut flipped = b.clone();
+        flipped[area + 5] ^= 4;
+        assert!(shell_of(&flipped)
+            .unwrap_err()
+            .starts_with("segment area checksum"));
+        // A list whose sums disagree with the directory, checksum made good.
+        let mut sums = b.clone();
+        let count0 = get_u16(&b, area) as usize;
+        assert!(count0 >= 2);
+        put_u32(&mut sums, area + 2 + 4, get_u32(&b, area + 2 + 4) + 1);
+        let crc = crc32c::crc32c(&sums[area..end]);
+        put_u32(&mut sums, 44, crc);
+        let e = shell_of(&sums).unwrap_err();
+        assert!(
+            e.starts_with("partition 0:") && e.contains("directory says"),
+            "{e}"
+        );
+        // A segment's stored bytes damaged: its probe and the whole load fail.
+        let (e3, s0) = (&d.dir[3], &d.dir[3].segments[1]);
+        let at = e3.offset as usize + e3.segments[0].stored_bytes as usize;
+        let mut bad = b.clone();
+        bad[at + 3] ^= 1;
+        let key = s0.first_key.to_vec();
+        let e = probe_stored(&bad, &d, 3, &key).unwrap_err();
+        assert!(e.starts_with("segment 1: checksum"), "{e}");
+        assert!(decode_full(&bad, 4096)
+            .unwrap_err()
+            .starts_with("partition 3: checksum"));
+        // A segment area in a leaf.
+        let mut leaf = encode(&leaf_of(false), Compression::None, 3, 512);
+        put_u32(&mut leaf, 40, 2);
+        assert!(shell_of(&leaf).unwrap_err().contains("in a leaf"));
+    }
+
+    #[test]
+    fn cuts_fall_between_keys_and_are_checked_on_whole_loads() {
+        let n = internal_node_with_upserts();
+        let Some(Part::Buf(buf)) = n.parts[3].as_deref() else {
+            unreachable!()
+        };
+        let mut raw = Vec::new();
+        buf.encode_into(&mut raw);
+        let decoded = Buffer::decode(raw.clone(), None, None, buf.count()).unwrap();
+        for target in [1, 40, 100, 512, 2000] {
+            let segs = segment::plan(buf, target);
+            assert!(segs.len() >= 2, "target {target}");
+            segment::check_cuts(&decoded, &segs).unwrap();
+            // Every key's messages in one segment: each first key's
+            // messages start the segment, and the key before differs.
+            assert!(segs.windows(2).all(|w| w[0].first_key < w[1].first_key));
+            let min = segs[..segs.len() - 1].iter().map(|s| s.raw_bytes).min();
+            assert!(min.unwrap() as usize >= target, "target {target}");
+        }
+        assert!(
+            segment::plan(buf, raw.len() / 2 + 1).is_empty(),
+            "under twice the target"
+        );
+        // A cut moved one message later: it lands inside a key or off its key.
+        let mut segs = segment::plan(buf, 200);
+        let (m, end) = read_message(&raw, segs[0].raw_bytes as usize).unwrap();
+        segs[0].raw_bytes = end as u32;
+        segs[1].raw_bytes -= m.bytes() as u32;
+        let e = segment::check_cuts(&decoded, &segs).unwrap_err();
+        assert!(e.contains("segment 1"), "{e}");
+        // A cut inside one key's messages (after a put, before its upsert).
+        let (mut r, mut cut) = (0, None);
+        while cut.is_none() {
+            let (m, end) = read_message(&raw, r).unwrap();
+            let (next, _) = read_message(&raw, end).unwrap();
+            cut = (next.key == m.key).then(|| (end, m.key.to_vec()));
+            r = end;
+        }
+        let (at, key) = cut.unwrap();
+        let seg = |raw_bytes: usize, k: &[u8]| segment::Segment {
+            raw_bytes: raw_bytes as u32,
+            first_key: k.into(),
+            ..Default::default()
+        };
+        let first = buf.first_key().unwrap();
+        let segs = [seg(at, first), seg(raw.len() - at, &key)];
+        let e = segment::check_cuts(&decoded, &segs).unwrap_err();
+        assert!(e.contains("straddle segments 0 and 1"), "{e}");
     }
 }

@@ -17,6 +17,7 @@ pub mod packed;
 pub mod pivots;
 pub mod place;
 pub mod read;
+pub mod segment;
 pub mod trace;
 pub mod write;
 

@@ -96,8 +96,8 @@ impl Part {
 }
 
 /// Where a partition lies in a stored node (docs/design.md, partition
-/// directory), and the key filter of a stored buffer (None: the node has no
-/// filters, or the partition is a basement).
+/// directory), the key filter of a stored buffer (None: the node has no
+/// filters, or the partition is a basement) and its segments.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirEntry {
     pub offset: u32,
@@ -106,6 +106,8 @@ pub struct DirEntry {
     pub crc: u32,
     pub entries: u32,
     pub filter: Option<super::filter::Filter>,
+    /// The buffer's stored segments (empty: one, the whole partition).
+    pub segments: Vec<super::segment::Segment>,
 }
 
 #[derive(Debug, Clone)]

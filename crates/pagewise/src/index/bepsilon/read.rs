@@ -234,17 +234,24 @@ fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
 
 /// The messages buffer `i` of `n` (the node at `ext`) holds for `key`, read
 /// and scanned without decoding or caching the buffer (counted).
+/// A segmented buffer is read one segment: the one that would hold `key`'s
+/// messages, or none when `key` sorts before them all (docs/design.md,
+/// buffer segments).
 fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Part> {
     let (pager, d) = (&ix.store.pager, &n.dir[i]);
     assert!(!n.is_leaf() && d.comp_bytes > 0, "probing an empty buffer");
-    let (_, pages) = ext.pages_of_range(d.offset as u64, d.comp_bytes as u64, pager.ps);
+    let Some((off, len, seg)) = super::segment::locate(d, key) else {
+        return Ok(Part::Buf(super::buffer::Buffer::new()));
+    };
+    let at = d.offset as u64 + off;
+    let (_, pages) = ext.pages_of_range(at, len, pager.ps);
     ix.counters
         .beps_reads
         .probe_read(n.height, pages * pager.ps as u64);
     PROBE_BUFS.with(|bufs| {
         let (c, raw) = &mut *bufs.borrow_mut();
-        pager.read_range_into(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64, c)?;
-        let buf = format::probe_buffer(n, i, c, raw, key);
+        pager.read_range_into(ext, Kind::BEps, at, len, c)?;
+        let buf = format::probe_buffer(n, (i, seg), c, raw, key);
         if c.capacity() > KEEP_PROBE_BUF_BYTES || raw.capacity() > KEEP_PROBE_BUF_BYTES {
             (*c, *raw) = (Vec::new(), Vec::new());
         }

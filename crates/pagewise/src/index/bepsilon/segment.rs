@@ -1,0 +1,229 @@
+//! Buffer segments: a large buffer of an internal node stored as
+//! consecutive segments, each compressed and checksummed alone, so a get
+//! whose key the buffer's filter admits reads one segment, not the whole
+//! buffer. Format (the segment area at the end of the shell, header offsets
+//! 40 and 44): docs/design.md, "B-epsilon nodes", buffer segments.
+
+use super::buffer::Buffer;
+use super::node::DirEntry;
+use super::MAX_KEY_BYTES;
+use crate::store::page::{get_u16, get_u32, put_u16, put_u32};
+
+/// Fixed bytes of a segment entry (before its first key).
+pub const ENTRY_FIXED_BYTES: usize = 14;
+/// Most segments one buffer may declare (a count is a u16).
+pub const MAX_SEGMENTS: usize = u16::MAX as usize;
+
+/// One stored segment of a buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Segment {
+    /// Stored bytes (equal to `raw_bytes`: stored as is).
+    pub stored_bytes: u32,
+    pub raw_bytes: u32,
+    /// crc32c of the stored bytes.
+    pub crc: u32,
+    /// Key of the segment's first message.
+    pub first_key: Box<[u8]>,
+}
+
+/// Target raw bytes of a segment for a tree of `basement_bytes`: a point
+/// read reads about one basement or one segment. `PAGEWISE_BEPS_SEGMENT_KIB`
+/// overrides it for sweeps (0: never cut, the format-4 layout, for
+/// back-to-back comparisons in one binary; docs/benchmarks.md, "Buffer
+/// segments (session 10)").
+pub fn target_bytes(basement_bytes: u32) -> usize {
+    static KIB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let env = *KIB.get_or_init(|| {
+        let v = std::env::var("PAGEWISE_BEPS_SEGMENT_KIB").ok()?;
+        v.parse::<usize>().ok().map(|k| k << 10)
+    });
+    env.unwrap_or(basement_bytes as usize)
+}
+
+/// Where `buf` is cut: each segment's first key and raw bytes (stored bytes
+/// and checksum still 0). Empty when the buffer stays one segment: under
+/// twice `target` raw bytes, `target` 0, or no cut between two keys.
+/// Cuts fall only between keys, after at least `target` bytes.
+pub fn plan(buf: &Buffer, target: usize) -> Vec<Segment> {
+    if target == 0 || buf.bytes() < 2 * target {
+        return Vec::new();
+    }
+    let mut segs: Vec<Segment> = Vec::new();
+    let (mut acc, mut prev): (usize, Option<&[u8]>) = (0, None);
+    for m in buf.messages() {
+        let cut = prev != Some(m.key) && (segs.is_empty() || acc >= target);
+        if cut && segs.len() < MAX_SEGMENTS {
+            if let Some(last) = segs.last_mut() {
+                last.raw_bytes = acc as u32;
+            }
+            segs.push(Segment {
+                first_key: m.key.into(),
+                ..Segment::default()
+            });
+            acc = 0;
+        }
+        acc += m.bytes();
+        prev = Some(m.key);
+    }
+    if let Some(last) = segs.last_mut() {
+        last.raw_bytes = acc as u32;
+    }
+    if segs.len() < 2 {
+        return Vec::new();
+    }
+    debug_assert_eq!(
+        segs.iter().map(|s| s.raw_bytes as usize).sum::<usize>(),
+        buf.bytes()
+    );
+    segs
+}
+
+/// Bytes of the segment area for these plans (0 when no buffer is cut).
+pub fn area_bytes(plans: &[Vec<Segment>]) -> usize {
+    if plans.iter().all(Vec::is_empty) {
+        return 0;
+    }
+    let entries: usize = plans
+        .iter()
+        .flatten()
+        .map(|s| ENTRY_FIXED_BYTES + s.first_key.len())
+        .sum();
+    2 * plans.len() + entries
+}
+
+/// Writes the segment area of `plans` into `out` (exactly
+/// [`area_bytes`] long); returns its crc32c.
+pub fn encode_area(plans: &[Vec<Segment>], out: &mut [u8]) -> u32 {
+    assert_eq!(out.len(), area_bytes(plans));
+    assert!(!out.is_empty());
+    let mut w = 0;
+    for segs in plans {
+        put_u16(out, w, segs.len() as u16);
+        w += 2;
+        for s in segs {
+            put_u32(out, w, s.stored_bytes);
+            put_u32(out, w + 4, s.raw_bytes);
+            put_u32(out, w + 8, s.crc);
+            put_u16(out, w + 12, s.first_key.len() as u16);
+            let k = w + ENTRY_FIXED_BYTES;
+            out[k..k + s.first_key.len()].copy_from_slice(&s.first_key);
+            w = k + s.first_key.len();
+        }
+    }
+    assert_eq!(w, out.len());
+    crc32c::crc32c(out)
+}
+
+/// Attaches the segment lists of `area` (the segment area's bytes, crc
+/// `stored_crc`) to `dir`, verified against each directory entry
+/// (docs/design.md, buffer segments).
+pub fn decode_area(area: &[u8], stored_crc: u32, dir: &mut [DirEntry]) -> Result<(), String> {
+    let crc = crc32c::crc32c(area);
+    if crc != stored_crc {
+        return Err(format!(
+            "segment area checksum {crc:#010x}, stored {stored_crc:#010x}"
+        ));
+    }
+    let mut r = 0;
+    for (i, d) in dir.iter_mut().enumerate() {
+        let count = get_u16(area.get(r..r + 2).ok_or("segment area too short")?, 0);
+        r += 2;
+        let mut segs = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let h = area
+                .get(r..r + ENTRY_FIXED_BYTES)
+                .ok_or("segment entries overrun the area")?;
+            let k = get_u16(h, 12) as usize;
+            let key = area
+                .get(r + ENTRY_FIXED_BYTES..r + ENTRY_FIXED_BYTES + k)
+                .filter(|_| k <= MAX_KEY_BYTES)
+                .ok_or("segment key overruns the area")?;
+            segs.push(Segment {
+                stored_bytes: get_u32(h, 0),
+                raw_bytes: get_u32(h, 4),
+                crc: get_u32(h, 8),
+                first_key: key.into(),
+            });
+            r += ENTRY_FIXED_BYTES + k;
+        }
+        check_list(d, &segs).map_err(|w| format!("partition {i}: {w}"))?;
+        d.segments = segs;
+    }
+    if r != area.len() {
+        return Err(format!(
+            "segment area of {} bytes, lists end at {r}",
+            area.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `segs` describes `d`'s stored partition: sums of stored and raw
+/// bytes, each segment stored no larger than raw, first keys increasing.
+fn check_list(d: &DirEntry, segs: &[Segment]) -> Result<(), String> {
+    if segs.is_empty() {
+        return Ok(());
+    }
+    let stored: u64 = segs.iter().map(|s| s.stored_bytes as u64).sum();
+    let raw: u64 = segs.iter().map(|s| s.raw_bytes as u64).sum();
+    if segs.len() < 2 || stored != d.comp_bytes as u64 || raw != d.raw_bytes as u64 {
+        return Err(format!(
+            "{} segments of {stored} stored and {raw} raw bytes, directory says {} and {}",
+            segs.len(),
+            d.comp_bytes,
+            d.raw_bytes
+        ));
+    }
+    if segs
+        .iter()
+        .any(|s| s.stored_bytes > s.raw_bytes || s.raw_bytes == 0)
+    {
+        return Err("a segment stored larger than raw, or empty".into());
+    }
+    if segs.windows(2).any(|w| w[0].first_key >= w[1].first_key) {
+        return Err("segment first keys are not increasing".into());
+    }
+    Ok(())
+}
+
+/// Where a get of `key` reads in the stored partition `d`: (offset within
+/// the partition, stored bytes, segment index; None: the whole partition),
+/// or None when the partition's segments show no message can be for `key`
+/// (it sorts before the first).
+pub fn locate(d: &DirEntry, key: &[u8]) -> Option<(u64, u64, Option<usize>)> {
+    if d.segments.is_empty() {
+        return Some((0, d.comp_bytes as u64, None));
+    }
+    let j = d.segments.partition_point(|s| &*s.first_key <= key);
+    let j = j.checked_sub(1)?;
+    let off: u64 = d.segments[..j].iter().map(|s| s.stored_bytes as u64).sum();
+    let s = &d.segments[j];
+    assert!(off + s.stored_bytes as u64 <= d.comp_bytes as u64);
+    Some((off, s.stored_bytes as u64, Some(j)))
+}
+
+/// Checks a decoded buffer against its segment list: a message of each
+/// segment's first key starts where the segment does, and the message
+/// before it is of another key (no key straddles two segments). A whole
+/// load, after the checksum; the raw sizes' sum was checked with the list.
+pub fn check_cuts(buf: &Buffer, segs: &[Segment]) -> Result<(), String> {
+    let mut cut = 0u64;
+    for (j, s) in segs.iter().enumerate() {
+        let at = u32::try_from(cut).map_err(|_| "segments past 4 GiB")?;
+        let (prev, key) = buf
+            .keys_at_offset(at)
+            .ok_or_else(|| format!("a message crosses the start of segment {j}"))?;
+        if *key != *s.first_key {
+            return Err(format!("segment {j} does not start at its first key"));
+        }
+        if prev == Some(key) {
+            return Err(format!(
+                "messages of a key straddle segments {} and {j}",
+                j - 1
+            ));
+        }
+        cut += s.raw_bytes as u64;
+    }
+    assert!(segs.is_empty() || cut == buf.bytes() as u64);
+    Ok(())
+}
