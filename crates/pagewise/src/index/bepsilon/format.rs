@@ -294,7 +294,8 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         r += EXTENT_REF_BYTES;
     }
     r += decode_filters(&b[..shell], r, leaf, &mut dir, &filter_lens)?;
-    r += decode_segments(&b[..shell], r, leaf, &mut dir)?;
+    let (seg_bytes, segs) = decode_segments(&b[..shell], r, leaf, &dir)?;
+    r += seg_bytes;
     if r != shell {
         return Err(format!("shell holds {r} bytes, header says {shell}"));
     }
@@ -305,6 +306,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         parts: vec![None; count],
         part_bytes: dir.iter().map(|d| d.raw_bytes as usize).collect(),
         dir: dir.into(),
+        segs: segs.map(Arc::new),
         comp: b[5],
         uses: super::node::UseMarks::default(),
     })
@@ -332,7 +334,6 @@ fn decode_dir(
             crc: get_u32(b, d + 12),
             entries: get_u32(b, d + 16),
             filter: None,
-            segments: Vec::new(),
         };
         if (e.offset as usize) < shell || e.offset as u64 + e.comp_bytes as u64 > len_bytes {
             return Err(format!(
@@ -398,19 +399,19 @@ fn decode_filters(
     Ok(area.len())
 }
 
-/// Attaches the segment lists stored at `at` of `shell` (the shell's bytes)
-/// to `dir`, verified (docs/design.md, buffer segments); returns the
-/// segment area's bytes (0 without one).
+/// The segment lists stored at `at` of `shell` (the shell's bytes) for
+/// `dir`, verified (docs/design.md, buffer segments), and the segment
+/// area's bytes (0 and None without one).
 fn decode_segments(
     shell: &[u8],
     at: usize,
     leaf: bool,
-    dir: &mut [DirEntry],
-) -> Result<usize, String> {
+    dir: &[DirEntry],
+) -> Result<(usize, Option<segment::Table>), String> {
     let (len, crc) = (get_u32(shell, 40) as usize, get_u32(shell, 44));
     if len == 0 {
         return match crc {
-            0 => Ok(0),
+            0 => Ok((0, None)),
             _ => Err(format!(
                 "segment checksum {crc:#010x} without a segment area"
             )),
@@ -422,22 +423,22 @@ fn decode_segments(
     let area = shell
         .get(at..at + len)
         .ok_or_else(|| format!("segment area of {len} bytes overruns the shell"))?;
-    segment::decode_area(area, crc, dir)?;
-    Ok(len)
+    Ok((len, Some(segment::decode_area(area, crc, dir)?)))
 }
 
 /// Partition `i`'s raw bytes from its stored (compressed) bytes `c`, after
 /// checking their length and crc32c against the directory entry; a
 /// segmented buffer is decompressed one segment at a time.
 fn stored_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Vec<u8>, String> {
-    let d = &node.dir[i];
+    let (d, segs) = (&node.dir[i], segment::of(node.segs.as_deref(), i));
     let comp = check_stored(node, i, &c)?;
-    if d.segments.is_empty() || c.len() == d.raw_bytes as usize {
+    if segs.is_empty() || c.len() == d.raw_bytes as usize {
         return decompress(c, comp, d.raw_bytes as usize);
     }
     let mut out = vec![0; d.raw_bytes as usize];
     let (mut r, mut w) = (0usize, 0usize);
-    for (j, s) in d.segments.iter().enumerate() {
+    for j in 0..segs.len() {
+        let s = segs.get(j);
         let (stored, raw) = (&c[r..r + s.stored_bytes as usize], s.raw_bytes as usize);
         let dst = &mut out[w..w + raw];
         if stored.len() == raw {
@@ -485,7 +486,7 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
         Part::Packed(super::packed::Packed::new(raw, lo, hi, d.entries as usize)?)
     } else {
         let buf = Buffer::decode(raw, lo, hi, d.entries as usize)?;
-        segment::check_cuts(&buf, &d.segments)?;
+        segment::check_cuts(&buf, segment::of(node.segs.as_deref(), i))?;
         Part::Buf(buf)
     };
     if part.entries() != d.entries as usize {
@@ -546,7 +547,7 @@ fn stored_raw<'a>(
     let (comp, raw_bytes) = match seg {
         None => (check_stored(node, i, c)?, node.dir[i].raw_bytes as usize),
         Some(j) => {
-            let s = &node.dir[i].segments[j];
+            let s = segment::of(node.segs.as_deref(), i).get(j);
             check_crc(c, s.crc, s.stored_bytes).map_err(|e| format!("segment {j}: {e}"))?;
             let comp = Compression::from_code(node.comp).ok_or("unknown compression")?;
             (comp, s.raw_bytes as usize)
@@ -819,7 +820,8 @@ mod tests {
     /// reading only what `segment::locate` names.
     fn probe_stored(b: &[u8], d: &Node, i: usize, key: &[u8]) -> Result<Buffer, String> {
         let e = &d.dir[i];
-        let Some((off, len, seg)) = segment::locate(e, key) else {
+        let Some((off, len, seg)) = segment::locate(e, segment::of(d.segs.as_deref(), i), key)
+        else {
             return Ok(Buffer::new());
         };
         let at = (e.offset as u64 + off) as usize;
@@ -838,9 +840,9 @@ mod tests {
             let d = decode_full(&b, 4096).unwrap();
             assert_eq!(encode(&d, comp, 3, 512), b, "{comp:?}: decode then encode");
             // Buffer 3 holds 160 keys of 34-byte puts, some with upserts.
-            let segs = &d.dir[3].segments;
-            assert!(segs.len() >= 8, "{comp:?}: {} segments", segs.len());
-            assert!(d.dir[2].segments.is_empty(), "an empty buffer is not cut");
+            let segs = |i| segment::of(d.segs.as_deref(), i);
+            assert!(segs(3).len() >= 8, "{comp:?}: {} segments", segs(3).len());
+            assert!(segs(2).is_empty(), "an empty buffer is not cut");
             for (i, part) in n.parts.iter().enumerate() {
                 let Some(Part::Buf(buf)) = part.as_deref() else {
                     unreachable!()
@@ -862,7 +864,7 @@ mod tests {
                 }
             }
             assert!(
-                segment::locate(&d.dir[1], b"b1").is_none(),
+                segment::locate(&d.dir[1], segs(1), b"b1").is_none(),
                 "below the first key"
             );
         }
@@ -894,11 +896,11 @@ mod tests {
             "{e}"
         );
         // A segment's stored bytes damaged: its probe and the whole load fail.
-        let (e3, s0) = (&d.dir[3], &d.dir[3].segments[1]);
-        let at = e3.offset as usize + e3.segments[0].stored_bytes as usize;
+        let segs3 = segment::of(d.segs.as_deref(), 3);
+        let at = d.dir[3].offset as usize + segs3.get(0).stored_bytes as usize;
         let mut bad = b.clone();
         bad[at + 3] ^= 1;
-        let key = s0.first_key.to_vec();
+        let key = segs3.first_key(1).to_vec();
         let e = probe_stored(&bad, &d, 3, &key).unwrap_err();
         assert!(e.starts_with("segment 1: checksum"), "{e}");
         assert!(decode_full(&bad, 4096)
@@ -922,7 +924,8 @@ mod tests {
         for target in [1, 40, 100, 512, 2000] {
             let segs = segment::plan(buf, target);
             assert!(segs.len() >= 2, "target {target}");
-            segment::check_cuts(&decoded, &segs).unwrap();
+            let t = segment::Table::of_plans(&[segs.clone()]);
+            segment::check_cuts(&decoded, segment::of(Some(&t), 0)).unwrap();
             // Every key's messages in one segment: each first key's
             // messages start the segment, and the key before differs.
             assert!(segs.windows(2).all(|w| w[0].first_key < w[1].first_key));
@@ -938,7 +941,8 @@ mod tests {
         let (m, end) = read_message(&raw, segs[0].raw_bytes as usize).unwrap();
         segs[0].raw_bytes = end as u32;
         segs[1].raw_bytes -= m.bytes() as u32;
-        let e = segment::check_cuts(&decoded, &segs).unwrap_err();
+        let t = segment::Table::of_plans(&[segs.to_vec()]);
+        let e = segment::check_cuts(&decoded, segment::of(Some(&t), 0)).unwrap_err();
         assert!(e.contains("segment 1"), "{e}");
         // A cut inside one key's messages (after a put, before its upsert).
         let (mut r, mut cut) = (0, None);
@@ -956,7 +960,8 @@ mod tests {
         };
         let first = buf.first_key().unwrap();
         let segs = [seg(at, first), seg(raw.len() - at, &key)];
-        let e = segment::check_cuts(&decoded, &segs).unwrap_err();
+        let t = segment::Table::of_plans(&[segs.to_vec()]);
+        let e = segment::check_cuts(&decoded, segment::of(Some(&t), 0)).unwrap_err();
         assert!(e.contains("straddle segments 0 and 1"), "{e}");
     }
 }

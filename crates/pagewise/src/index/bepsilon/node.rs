@@ -96,8 +96,8 @@ impl Part {
 }
 
 /// Where a partition lies in a stored node (docs/design.md, partition
-/// directory), the key filter of a stored buffer (None: the node has no
-/// filters, or the partition is a basement) and its segments.
+/// directory), and the key filter of a stored buffer (None: the node has no
+/// filters, or the partition is a basement).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DirEntry {
     pub offset: u32,
@@ -106,8 +106,6 @@ pub struct DirEntry {
     pub crc: u32,
     pub entries: u32,
     pub filter: Option<super::filter::Filter>,
-    /// The buffer's stored segments (empty: one, the whole partition).
-    pub segments: Vec<super::segment::Segment>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,6 +124,9 @@ pub struct Node {
     /// Directory of the stored node (empty for dirty nodes); shared by the
     /// images of a clean node.
     pub dir: Arc<[DirEntry]>,
+    /// Segments of the stored node's buffers (None: no buffer is cut, or
+    /// not a stored node); shared by the images of a clean node.
+    pub segs: Option<Arc<super::segment::Table>>,
     /// Compression code of the stored partitions (stored nodes only).
     pub comp: u8,
     /// Which loaded partitions reads used since the cache last looked
@@ -194,6 +195,7 @@ impl Node {
             parts: vec![Some(Arc::new(Part::Packed(Packed::default())))],
             part_bytes: vec![0],
             dir: no_dir(),
+            segs: None,
             comp: 0,
             uses: UseMarks::default(),
         }
@@ -322,10 +324,11 @@ impl Node {
             parts: self.parts.split_off(s),
             part_bytes: self.part_bytes.split_off(s),
             dir: no_dir(),
+            segs: None,
             comp: 0,
             uses: UseMarks::default(),
         };
-        self.dir = no_dir();
+        (self.dir, self.segs) = (no_dir(), None);
         debug_assert_eq!(self.pivots.len() + 1, self.parts.len());
         (self, sep, right)
     }
@@ -338,7 +341,7 @@ impl Node {
         left.children.extend(right.children);
         left.parts.extend(right.parts);
         left.part_bytes.extend(right.part_bytes);
-        left.dir = no_dir();
+        (left.dir, left.segs) = (no_dir(), None);
         assert_eq!(left.pivots.len() + 1, left.parts.len());
         left
     }
@@ -381,8 +384,9 @@ fn shed_buffers() -> bool {
 impl NodeImage for Node {
     fn charge_bytes(&self) -> usize {
         // Heap bytes of the partitions and shell (heap.rs), plus the buffer
-        // key filters the shell carries.
-        self.heap_bytes() + self.filter_bytes()
+        // key filters and segment lists the shell carries.
+        let segs = self.segs.as_ref().map_or(0, |t| t.heap_bytes());
+        self.heap_bytes() + self.filter_bytes() + segs
     }
 
     /// Requires: a clean node (its directory names every partition on disk).
@@ -459,6 +463,7 @@ mod tests {
                 .collect(),
             part_bytes: vec![0; count],
             dir: no_dir(),
+            segs: None,
             comp: 0,
             uses: UseMarks::default(),
         }

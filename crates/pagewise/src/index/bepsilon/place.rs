@@ -167,7 +167,7 @@ impl Index {
                 pager.write_extent(&ext, Kind::BEps, &bytes, gen)?;
                 super::trace::node_written(r.node.height, bytes.len());
                 let mut clean = r.node.clone();
-                (clean.dir, clean.comp) = (shell.dir, shell.comp);
+                (clean.dir, clean.segs, clean.comp) = (shell.dir, shell.segs, shell.comp);
                 exts.insert(r.id, ext);
                 placed.push((r.id, ext, Arc::new(clean)));
                 Ok(())

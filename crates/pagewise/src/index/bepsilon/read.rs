@@ -240,7 +240,8 @@ fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
 fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Part> {
     let (pager, d) = (&ix.store.pager, &n.dir[i]);
     assert!(!n.is_leaf() && d.comp_bytes > 0, "probing an empty buffer");
-    let Some((off, len, seg)) = super::segment::locate(d, key) else {
+    let segs = super::segment::of(n.segs.as_deref(), i);
+    let Some((off, len, seg)) = super::segment::locate(d, segs, key) else {
         return Ok(Part::Buf(super::buffer::Buffer::new()));
     };
     let at = d.offset as u64 + off;

@@ -114,21 +114,130 @@ pub fn encode_area(plans: &[Vec<Segment>], out: &mut [u8]) -> u32 {
     crc32c::crc32c(out)
 }
 
-/// Attaches the segment lists of `area` (the segment area's bytes, crc
-/// `stored_crc`) to `dir`, verified against each directory entry
-/// (docs/design.md, buffer segments).
-pub fn decode_area(area: &[u8], stored_crc: u32, dir: &mut [DirEntry]) -> Result<(), String> {
+/// The decoded segment area of a stored node: each buffer's segments,
+/// their first keys back to back in one allocation.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    /// Segments of partition i: `entries[starts[i]..starts[i + 1]]`.
+    starts: Box<[u32]>,
+    entries: Box<[Entry]>,
+    /// First keys; entry g's ends at `entries[g].key_end`, starts where
+    /// entry g - 1's ends (0 for g = 0).
+    keys: Box<[u8]>,
+}
+
+/// One segment of a [`Table`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Entry {
+    pub stored_bytes: u32,
+    pub raw_bytes: u32,
+    pub crc: u32,
+    key_end: u32,
+}
+
+/// The segments of one buffer (empty: stored whole).
+#[derive(Clone, Copy)]
+pub struct Segs<'a> {
+    table: Option<&'a Table>,
+    lo: usize,
+    hi: usize,
+}
+
+impl Table {
+    /// The table an encoder's `plans` (one list per partition) decode to.
+    #[cfg(test)]
+    pub fn of_plans(plans: &[Vec<Segment>]) -> Table {
+        let (mut starts, mut entries, mut keys) = (vec![0u32], Vec::new(), Vec::new());
+        for p in plans {
+            for s in p {
+                keys.extend_from_slice(&s.first_key);
+                let key_end = keys.len() as u32;
+                let (stored_bytes, raw_bytes, crc) = (s.stored_bytes, s.raw_bytes, s.crc);
+                entries.push(Entry {
+                    stored_bytes,
+                    raw_bytes,
+                    crc,
+                    key_end,
+                });
+            }
+            starts.push(entries.len() as u32);
+        }
+        Table {
+            starts: starts.into(),
+            entries: entries.into(),
+            keys: keys.into(),
+        }
+    }
+
+    /// Heap bytes (charged with the node's shell).
+    pub fn heap_bytes(&self) -> usize {
+        use super::heap::alloc_bytes;
+        alloc_bytes(self.starts.len() * 4)
+            + alloc_bytes(self.entries.len() * size_of::<Entry>())
+            + alloc_bytes(self.keys.len())
+    }
+}
+
+/// The segments of partition `i` in `table` (None: no buffer is cut).
+pub fn of(table: Option<&Table>, i: usize) -> Segs<'_> {
+    match table {
+        Some(t) => {
+            assert!(i + 1 < t.starts.len());
+            let (lo, hi) = (t.starts[i] as usize, t.starts[i + 1] as usize);
+            Segs { table, lo, hi }
+        }
+        None => Segs {
+            table: None,
+            lo: 0,
+            hi: 0,
+        },
+    }
+}
+
+impl<'a> Segs<'a> {
+    pub fn len(&self) -> usize {
+        self.hi - self.lo
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Segment `j`.
+    pub fn get(&self, j: usize) -> Entry {
+        assert!(j < self.len());
+        self.table.expect("non-empty").entries[self.lo + j]
+    }
+
+    /// First key of segment `j`.
+    pub fn first_key(&self, j: usize) -> &'a [u8] {
+        assert!(j < self.len());
+        let t = self.table.expect("non-empty");
+        let g = self.lo + j;
+        let start = if g == 0 { 0 } else { t.entries[g - 1].key_end };
+        &t.keys[start as usize..t.entries[g].key_end as usize]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = Entry> + '_ {
+        (0..self.len()).map(|j| self.get(j))
+    }
+}
+
+/// The segment area `area` (crc `stored_crc`) decoded for a node of
+/// directory `dir`, each list verified against its entry (docs/design.md,
+/// buffer segments).
+pub fn decode_area(area: &[u8], stored_crc: u32, dir: &[DirEntry]) -> Result<Table, String> {
     let crc = crc32c::crc32c(area);
     if crc != stored_crc {
         return Err(format!(
             "segment area checksum {crc:#010x}, stored {stored_crc:#010x}"
         ));
     }
+    let (mut starts, mut entries, mut keys) = (vec![0u32], Vec::new(), Vec::new());
     let mut r = 0;
-    for (i, d) in dir.iter_mut().enumerate() {
+    for _ in dir {
         let count = get_u16(area.get(r..r + 2).ok_or("segment area too short")?, 0);
         r += 2;
-        let mut segs = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let h = area
                 .get(r..r + ENTRY_FIXED_BYTES)
@@ -138,16 +247,16 @@ pub fn decode_area(area: &[u8], stored_crc: u32, dir: &mut [DirEntry]) -> Result
                 .get(r + ENTRY_FIXED_BYTES..r + ENTRY_FIXED_BYTES + k)
                 .filter(|_| k <= MAX_KEY_BYTES)
                 .ok_or("segment key overruns the area")?;
-            segs.push(Segment {
+            keys.extend_from_slice(key);
+            entries.push(Entry {
                 stored_bytes: get_u32(h, 0),
                 raw_bytes: get_u32(h, 4),
                 crc: get_u32(h, 8),
-                first_key: key.into(),
+                key_end: keys.len() as u32,
             });
             r += ENTRY_FIXED_BYTES + k;
         }
-        check_list(d, &segs).map_err(|w| format!("partition {i}: {w}"))?;
-        d.segments = segs;
+        starts.push(entries.len() as u32);
     }
     if r != area.len() {
         return Err(format!(
@@ -155,12 +264,20 @@ pub fn decode_area(area: &[u8], stored_crc: u32, dir: &mut [DirEntry]) -> Result
             area.len()
         ));
     }
-    Ok(())
+    let t = Table {
+        starts: starts.into(),
+        entries: entries.into(),
+        keys: keys.into(),
+    };
+    for (i, d) in dir.iter().enumerate() {
+        check_list(d, of(Some(&t), i)).map_err(|w| format!("partition {i}: {w}"))?;
+    }
+    Ok(t)
 }
 
 /// Whether `segs` describes `d`'s stored partition: sums of stored and raw
 /// bytes, each segment stored no larger than raw, first keys increasing.
-fn check_list(d: &DirEntry, segs: &[Segment]) -> Result<(), String> {
+fn check_list(d: &DirEntry, segs: Segs) -> Result<(), String> {
     if segs.is_empty() {
         return Ok(());
     }
@@ -180,40 +297,49 @@ fn check_list(d: &DirEntry, segs: &[Segment]) -> Result<(), String> {
     {
         return Err("a segment stored larger than raw, or empty".into());
     }
-    if segs.windows(2).any(|w| w[0].first_key >= w[1].first_key) {
+    if (1..segs.len()).any(|j| segs.first_key(j - 1) >= segs.first_key(j)) {
         return Err("segment first keys are not increasing".into());
     }
     Ok(())
 }
 
-/// Where a get of `key` reads in the stored partition `d`: (offset within
-/// the partition, stored bytes, segment index; None: the whole partition),
-/// or None when the partition's segments show no message can be for `key`
-/// (it sorts before the first).
-pub fn locate(d: &DirEntry, key: &[u8]) -> Option<(u64, u64, Option<usize>)> {
-    if d.segments.is_empty() {
+/// Where a get of `key` reads in the stored partition `d` cut as `segs`:
+/// (offset within the partition, stored bytes, segment index; None: the
+/// whole partition), or None when the segments show no message can be for
+/// `key` (it sorts before the first).
+pub fn locate(d: &DirEntry, segs: Segs, key: &[u8]) -> Option<(u64, u64, Option<usize>)> {
+    if segs.is_empty() {
         return Some((0, d.comp_bytes as u64, None));
     }
-    let j = d.segments.partition_point(|s| &*s.first_key <= key);
-    let j = j.checked_sub(1)?;
-    let off: u64 = d.segments[..j].iter().map(|s| s.stored_bytes as u64).sum();
-    let s = &d.segments[j];
+    let (mut lo, mut hi) = (0, segs.len());
+    while lo < hi {
+        // The first segment whose first key is above `key`.
+        let mid = (lo + hi) / 2;
+        if segs.first_key(mid) <= key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let j = lo.checked_sub(1)?;
+    let off: u64 = (0..j).map(|x| segs.get(x).stored_bytes as u64).sum();
+    let s = segs.get(j);
     assert!(off + s.stored_bytes as u64 <= d.comp_bytes as u64);
     Some((off, s.stored_bytes as u64, Some(j)))
 }
 
-/// Checks a decoded buffer against its segment list: a message of each
+/// Checks a decoded buffer against its segments: a message of each
 /// segment's first key starts where the segment does, and the message
 /// before it is of another key (no key straddles two segments). A whole
 /// load, after the checksum; the raw sizes' sum was checked with the list.
-pub fn check_cuts(buf: &Buffer, segs: &[Segment]) -> Result<(), String> {
+pub fn check_cuts(buf: &Buffer, segs: Segs) -> Result<(), String> {
     let mut cut = 0u64;
-    for (j, s) in segs.iter().enumerate() {
+    for j in 0..segs.len() {
         let at = u32::try_from(cut).map_err(|_| "segments past 4 GiB")?;
         let (prev, key) = buf
             .keys_at_offset(at)
             .ok_or_else(|| format!("a message crosses the start of segment {j}"))?;
-        if *key != *s.first_key {
+        if key != segs.first_key(j) {
             return Err(format!("segment {j} does not start at its first key"));
         }
         if prev == Some(key) {
@@ -222,7 +348,7 @@ pub fn check_cuts(buf: &Buffer, segs: &[Segment]) -> Result<(), String> {
                 j - 1
             ));
         }
-        cut += s.raw_bytes as u64;
+        cut += segs.get(j).raw_bytes as u64;
     }
     assert!(segs.is_empty() || cut == buf.bytes() as u64);
     Ok(())

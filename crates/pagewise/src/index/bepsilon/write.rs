@@ -216,6 +216,7 @@ impl Writer<'_> {
             parts: Vec::new(),
             part_bytes: Vec::new(),
             dir: no_dir(),
+            segs: None,
             comp: 0,
             uses: super::node::UseMarks::default(),
         };
@@ -397,10 +398,10 @@ impl Writer<'_> {
             Child::Clean(ext) => ext,
         };
         let mut node = self.load_full(&ext)?;
-        node.dir = no_dir(); // basements stay packed (leaf.rs merges into them)
-                             // No lookup reaches the clean image again (its parent now names the
-                             // dirty copy), and it would keep the partitions the copy changes
-                             // alive beside theirs: both charged, both held.
+        (node.dir, node.segs) = (no_dir(), None); // basements stay packed (leaf.rs merges into them)
+                                                  // No lookup reaches the clean image again (its parent now names the
+                                                  // dirty copy), and it would keep the partitions the copy changes
+                                                  // alive beside theirs: both charged, both held.
         self.cache.remove(ext.first_page);
         self.alloc.free_later(ext.first_page, ext.count_pages);
         let id = provisional_id();
@@ -563,6 +564,7 @@ mod tests {
                 .collect(),
             part_bytes: bytes,
             dir: no_dir(),
+            segs: None,
             comp: 0,
             uses: Default::default(),
         }
