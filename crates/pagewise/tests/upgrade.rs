@@ -2,9 +2,12 @@
 //! 512 B pages, three trees, an overflow value, and a log holding batches not
 //! yet checkpointed) open, read and upgrade to the current version in place. A power
 //! cut at any write or sync of the upgrading open leaves a file that opens
-//! with the same contents. docs/design.md, "Format versions".
+//! with the same contents. Fixtures written by the version-3 engine (delta
+//! blocks) and the version-4 engine (B-epsilon buffers with key filters, no
+//! segments) are read, upgraded, changed and power-cut the same way.
+//! docs/design.md, "Format versions".
 
-use pagewise::{Db, Error, Options, TreeKind, FORMAT_VERSION};
+use pagewise::{Db, Error, MergeOperator, Options, TreeKind, FORMAT_VERSION};
 use pagewise_io::{
     AlignedBuf, CrashMode, FaultInjector, FaultKinds, Faulty, Fs, OpenOptions, SimFs,
 };
@@ -409,4 +412,450 @@ fn a_power_cut_anywhere_in_a_version_3_upgrade_loses_nothing() {
         }
     }
     assert!(cases[0] > 0 && cases[1] > 0, "old / new images: {cases:?}");
+}
+
+/// existing (or "^" when absent) ++ operands, in order: the operator the
+/// version-4 fixture's upserts were written with.
+struct Append;
+
+impl MergeOperator for Append {
+    fn name(&self) -> &str {
+        "append"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
+        let mut v = existing.unwrap_or(b"^").to_vec();
+        for o in operands {
+            v.extend_from_slice(o);
+        }
+        v
+    }
+}
+
+/// What one change of the version-4 fixture's history does to its key.
+#[derive(Debug, Clone)]
+enum V4Op {
+    Put(Vec<u8>),
+    Remove,
+    Upsert(Vec<u8>),
+}
+
+/// (tree, key, change).
+type V4Change = (&'static str, Vec<u8>, V4Op);
+
+fn v4_val(i: u32, tag: &str) -> Vec<u8> {
+    format!("{tag}{i}-{}", "x".repeat((i % 23) as usize)).into_bytes()
+}
+
+/// The version-4 fixture's history: five phases of changes to the
+/// B-epsilon tree "e" (`BEpsOptions::default().node_bytes(8192)
+/// .basement_bytes(256).fanout(4).compression(Compression::Lz4)`: 8 KiB
+/// nodes and leaves, fanout 4, so the tree is 4 levels high with multi-KiB
+/// buffers, each with a key filter) and the B+tree "t", in a Db of 512 B
+/// pages opened with `Append` as its merge operator. Written by the
+/// version-4 engine (commit 2eb3570, the last of format 4) with a throwaway
+/// `tests/v4_fixture_gen.rs` that is not kept: it created both trees, then
+/// applied each phase in `Batch`es of 100 changes (a batch may span both
+/// trees), checkpointing after phases 0 and 2 and closing and reopening
+/// after phases 1 and 3; the last phase (50 changes) was left to the final
+/// clean close, so messages of every phase wait in internal buffers. The
+/// close left a log of zeros, shipped as an empty `v4.pw-wal`.
+fn v4_script() -> Vec<Vec<V4Change>> {
+    let ek = |i: u32| format!("e{i:05}").into_bytes();
+    let tk = |i: u32| format!("t{i:05}").into_bytes();
+    let mut load = Vec::new();
+    for n in 0..3000u32 {
+        let i = n * 7919 % 3000;
+        load.push(("e", ek(i), V4Op::Put(v4_val(i, "a"))));
+        if n % 2 == 0 {
+            load.push(("t", tk(i), V4Op::Put(v4_val(i, "ta"))));
+        }
+    }
+    let mut overwrite = Vec::new();
+    for n in 0..3000u32 {
+        let i = n * 1237 % 3000;
+        if i % 7 == 0 {
+            overwrite.push(("e", ek(i), V4Op::Put(v4_val(i, "b"))));
+        }
+        if i % 11 == 0 {
+            overwrite.push(("t", tk(i), V4Op::Put(v4_val(i, "tb"))));
+        }
+    }
+    let mut remove = Vec::new();
+    for i in (0..3000u32).rev() {
+        if i % 13 == 0 {
+            remove.push(("e", ek(i), V4Op::Remove));
+        }
+        if i % 17 == 0 {
+            remove.push(("t", tk(i), V4Op::Remove));
+        }
+    }
+    let mut upsert = Vec::new();
+    for n in 0..3000u32 {
+        let i = n * 2003 % 3000;
+        if i % 5 == 0 {
+            upsert.push(("e", ek(i), V4Op::Upsert(format!("+{i}").into_bytes())));
+        }
+        if i % 97 == 0 {
+            let mut k = ek(i);
+            k.push(b'u');
+            upsert.push(("e", k, V4Op::Upsert(format!("+new{i}").into_bytes())));
+        }
+    }
+    let last = (0..3000u32)
+        .step_by(61)
+        .map(|i| {
+            let op = match i % 3 {
+                0 => V4Op::Put(v4_val(i, "c")),
+                1 => V4Op::Remove,
+                _ => V4Op::Upsert(format!("+last{i}").into_bytes()),
+            };
+            ("e", ek(i), op)
+        })
+        .collect();
+    vec![load, overwrite, remove, upsert, last]
+}
+
+/// Applies `changes` to the model `m`, in order.
+fn v4_apply(m: &mut Contents, changes: impl IntoIterator<Item = V4Change>) {
+    for (t, k, op) in changes {
+        let key = (t.to_string(), k);
+        match op {
+            V4Op::Put(v) => {
+                m.insert(key, v);
+            }
+            V4Op::Remove => {
+                m.remove(&key);
+            }
+            V4Op::Upsert(o) => {
+                let mut v = m.remove(&key).unwrap_or_else(|| b"^".to_vec());
+                v.extend_from_slice(&o);
+                m.insert(key, v);
+            }
+        }
+    }
+}
+
+/// What the version-4 fixture holds, computed from the script alone.
+fn v4_expected() -> Contents {
+    let mut m = Contents::new();
+    v4_apply(&mut m, v4_script().into_iter().flatten());
+    m
+}
+
+/// Changes to the lower third of "e" after the upgrade: enough messages
+/// that the root and the nodes under its first child flush and are
+/// rewritten (with segmented buffers), while the other subtree keeps its
+/// version-4 nodes.
+fn v4_updates() -> Vec<V4Change> {
+    (0..1000u32)
+        .map(|n| n * 7 % 1000)
+        .filter_map(|i| {
+            let k = format!("e{i:05}").into_bytes();
+            let op = match i % 10 {
+                0 | 2 | 4 | 6 => V4Op::Put(v4_val(i + 7, "d")),
+                3 => V4Op::Upsert(format!("+d{i}").into_bytes()),
+                9 if i % 50 == 9 => V4Op::Remove,
+                _ => return None,
+            };
+            Some(("e", k, op))
+        })
+        .collect()
+}
+
+fn v4_batch(changes: &[V4Change]) -> pagewise::Batch {
+    let mut b = pagewise::Batch::new();
+    for (t, k, op) in changes {
+        match op {
+            V4Op::Put(v) => b.insert(*t, k, v),
+            V4Op::Remove => b.remove(*t, k),
+            V4Op::Upsert(o) => b.upsert(*t, k, o),
+        }
+    }
+    b
+}
+
+const V4_DATA: &[u8] = include_bytes!("fixtures/v4/v4.pw");
+const V4_WAL: &[u8] = include_bytes!("fixtures/v4/v4.pw-wal");
+
+fn v4_opts() -> Options {
+    Options::default()
+        .page_size(512)
+        .direct_io(false)
+        .merge_operator(Arc::new(Append))
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn le_u16(b: &[u8], at: usize) -> usize {
+    u16::from_le_bytes(b[at..at + 2].try_into().unwrap()) as usize
+}
+
+/// Payload bytes `..len` of the extent starting at page `first` (512 B pages).
+fn extent_payload(data: &[u8], first: u64, len: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut p = first as usize;
+    while (out.len() as u64) < len {
+        let page = &data[p * 512..(p + 1) * 512];
+        out.extend_from_slice(&page[32..32 + le_u32(page, 24) as usize]);
+        p += 1;
+    }
+    out.truncate(len as usize);
+    out
+}
+
+/// A node of a B-epsilon tree as stored: the generation its first page was
+/// written in, its height, its buffer filter probes (header offset 32) and
+/// its segment area bytes (header offset 40).
+#[derive(Debug)]
+struct StoredNode {
+    gen: u64,
+    height: u32,
+    probes: u8,
+    segment_bytes: u32,
+}
+
+/// The newest checkpoint's generation, and the nodes of B-epsilon tree
+/// `tree` that it references (walked from the catalog's root descriptor
+/// through the child references, docs/design.md "Catalog", "B-epsilon
+/// nodes"), so nodes the file no longer references do not count.
+fn live_beps_nodes(data: &[u8], tree: &str) -> (u64, Vec<StoredNode>) {
+    let sb = [&data[..512], &data[512..1024]]
+        .into_iter()
+        .max_by_key(|s| le_u64(s, 48))
+        .unwrap();
+    let cat = extent_payload(data, le_u64(sb, 72), le_u32(sb, 84) as u64);
+    assert_eq!(&cat[..4], b"PWC2");
+    let (mut w, mut root) = (8, None);
+    for _ in 0..le_u32(&cat, 4) {
+        let n = le_u16(&cat, w);
+        let name = &cat[w + 2..w + 2 + n];
+        w += 2 + n;
+        let kind = cat[w];
+        w += 3 + le_u16(&cat, w + 1);
+        if name == tree.as_bytes() && kind == 2 {
+            root = Some((le_u64(&cat, w + 2), le_u64(&cat, w + 10)));
+        }
+        w += 2 + le_u16(&cat, w);
+    }
+    let mut nodes = Vec::new();
+    let mut todo = vec![root.expect("the tree is in the catalog")];
+    while let Some((first, len)) = todo.pop() {
+        let b = extent_payload(data, first, len);
+        assert_eq!(&b[..4], b"PWBE", "node at page {first}");
+        nodes.push(StoredNode {
+            gen: le_u64(&data[first as usize * 512..], 16),
+            height: le_u32(&b, 8),
+            probes: b[32],
+            segment_bytes: le_u32(&b, 40),
+        });
+        if b[4] == 1 {
+            let parts = le_u16(&b, 6);
+            let mut w = 64 + 24 * parts;
+            for _ in 1..parts {
+                w += 2 + le_u16(&b, w);
+            }
+            for c in 0..parts {
+                todo.push((le_u64(&b, w + 16 * c), le_u64(&b, w + 16 * c + 8)));
+            }
+        }
+    }
+    (le_u64(sb, 48), nodes)
+}
+
+/// The fixture is version 4 throughout, and its B-epsilon tree has internal
+/// nodes with filtered buffers and no segment area (the layout this test
+/// file's upgrade tests start from).
+#[test]
+fn fixture_is_version_4_with_filtered_buffers() {
+    let [a, b] = slot_versions(V4_DATA);
+    assert_eq!(
+        (a.0, b.0),
+        (4, 4),
+        "both slots of the fixture are version 4"
+    );
+    let (_, nodes) = live_beps_nodes(V4_DATA, "e");
+    let internal: Vec<_> = nodes.iter().filter(|n| n.height > 0).collect();
+    assert!(
+        internal.len() >= 5 && internal.iter().any(|n| n.height >= 3),
+        "{nodes:?}"
+    );
+    assert!(
+        internal
+            .iter()
+            .all(|n| n.probes > 0 && n.segment_bytes == 0),
+        "{nodes:?}"
+    );
+    assert!(nodes.iter().all(|n| n.height > 0 || n.probes == 0));
+}
+
+/// Copies the version-4 fixture into a new temporary directory.
+fn v4_on_disk() -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("v4.pw");
+    std::fs::write(&p, V4_DATA).unwrap();
+    std::fs::write(d.path().join("v4.pw-wal"), V4_WAL).unwrap();
+    (d, p)
+}
+
+/// A read-only open of a version-4 file reads the generator's history back
+/// exactly (buffered messages, filters, upserts and both tree kinds) and
+/// writes nothing.
+#[test]
+fn version_4_file_reads_read_only_without_writing() {
+    let (d, p) = v4_on_disk();
+    let db = Db::open(&p, v4_opts().read_only(true)).unwrap();
+    assert!(matches!(db.tree_kind("e"), Some(TreeKind::BEpsilon(_))));
+    assert_eq!(db.tree_kind("t"), Some(TreeKind::BTree));
+    let want = v4_expected();
+    assert_eq!(read_all(&db), want);
+    let e = db.tree("e").unwrap();
+    for ((t, k), v) in want.iter().step_by(7) {
+        assert_eq!(db.tree(t).unwrap().get(k).unwrap().as_ref(), Some(v));
+    }
+    for i in (0..3000u32).step_by(13) {
+        let k = format!("e{i:05}").into_bytes();
+        let model = want.get(&("e".to_string(), k.clone()));
+        assert_eq!(e.get(&k).unwrap().as_ref(), model, "e{i:05}");
+    }
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+    db.close().unwrap();
+    assert!(
+        std::fs::read(&p).unwrap() == V4_DATA,
+        "a read-only open writes nothing"
+    );
+    assert!(std::fs::read(d.path().join("v4.pw-wal")).unwrap() == V4_WAL);
+}
+
+/// A read-write open upgrades a version-4 file by its version number alone;
+/// writes then rewrite the B-epsilon nodes they change with segmented
+/// buffers while the nodes they do not change stay as version 4 wrote
+/// them, and the mixed tree reads back and checks clean.
+#[test]
+fn version_4_file_upgrades_and_mixes_version_4_and_5_nodes() {
+    let (_d, p) = v4_on_disk();
+    let db = Db::open(&p, v4_opts()).unwrap();
+    let mut want = v4_expected();
+    assert_eq!(read_all(&db), want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+    let data = std::fs::read(&p).unwrap();
+    let newest = slot_versions(&data)
+        .into_iter()
+        .max_by_key(|s| s.1)
+        .unwrap();
+    assert_eq!(
+        newest.0, FORMAT_VERSION,
+        "the open's checkpoint wrote the current version"
+    );
+    let (old_gen, _) = live_beps_nodes(V4_DATA, "e");
+    let updates = v4_updates();
+    for chunk in updates.chunks(100) {
+        db.apply(v4_batch(chunk)).unwrap();
+    }
+    v4_apply(&mut want, updates);
+    db.checkpoint().unwrap();
+    assert_eq!(read_all(&db), want);
+    db.close().unwrap();
+    let db = Db::open(&p, v4_opts()).unwrap();
+    assert_eq!(read_all(&db), want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+    db.close().unwrap();
+    let data = std::fs::read(&p).unwrap();
+    let (_, nodes) = live_beps_nodes(&data, "e");
+    let internal = || nodes.iter().filter(|n| n.height > 0);
+    assert!(
+        internal().any(|n| n.segment_bytes > 0),
+        "a rewritten internal node has a segment area: {nodes:?}"
+    );
+    assert!(
+        internal().any(|n| n.gen <= old_gen && n.probes > 0 && n.segment_bytes == 0),
+        "an internal node version 4 wrote is still in the tree: {nodes:?}"
+    );
+    let db = Db::open(&p, v4_opts().read_only(true)).unwrap();
+    assert_eq!(read_all(&db), want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+}
+
+const V4_PATH: &str = "/db/v4.pw";
+
+/// Opens the version-4 fixture, commits `v4_updates` in one batch and
+/// checkpoints, through a power cut after `fail_at` writes and syncs (0:
+/// none). Returns the image the drive keeps, the writes and syncs seen,
+/// and whether the batch was acknowledged.
+fn v4_upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64, bool) {
+    let sim = SimFs::with_alignment(512);
+    sim.create_dir_all(Path::new("/db")).unwrap();
+    let o = OpenOptions {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    let f = sim.open(Path::new(V4_PATH), &o).unwrap();
+    let mut buf = AlignedBuf::new(V4_DATA.len(), 4096);
+    buf.copy_from_slice(V4_DATA);
+    f.write_at(&buf, 0).unwrap();
+    f.sync().unwrap();
+    assert!(V4_WAL.is_empty());
+    sim.open(Path::new(&format!("{V4_PATH}-wal")), &o).unwrap();
+    let kinds = FaultKinds {
+        reads: false,
+        writes: true,
+        syncs: true,
+    };
+    let injector = FaultInjector::new(kinds, 0);
+    injector.set_sticky(true);
+    if fail_at > 0 {
+        injector.arm(fail_at);
+    }
+    let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), injector.clone()));
+    let mut acked = false;
+    if let Ok(db) = Db::open(V4_PATH, v4_opts().fs(fs)) {
+        acked = db.apply(v4_batch(&v4_updates())).is_ok();
+        let _ = db.checkpoint();
+        let _ = db.close();
+    }
+    (sim.crash(seed, mode), injector.seen(), acked)
+}
+
+/// A power cut at any write or sync while a version-4 file is upgraded and
+/// its changed nodes rewritten with segments leaves either the old
+/// contents or, once the batch was acknowledged, the new ones; `check`
+/// passes on every image.
+#[test]
+fn a_power_cut_anywhere_in_a_version_4_upgrade_loses_nothing() {
+    let (img, total, acked) = v4_upgrade_with_cut(0, CrashMode::DropUnsynced, 0);
+    assert!(acked && total > 5, "the upgrade wrote {total} times");
+    let (_, nodes) = live_beps_nodes(&img.contents(Path::new(V4_PATH)).unwrap(), "e");
+    assert!(
+        nodes.iter().any(|n| n.segment_bytes > 0),
+        "the upgrade writes segments: {nodes:?}"
+    );
+    let old = v4_expected();
+    let mut new = old.clone();
+    v4_apply(&mut new, v4_updates());
+    let mut cases = [0u32; 2];
+    for fail_at in 1..=total {
+        for (m, mode) in CrashMode::ALL.into_iter().enumerate() {
+            let seed = fail_at * 3 + m as u64;
+            let (img, _, acked) = v4_upgrade_with_cut(fail_at, mode, seed);
+            let case = format!("seed {seed} cut at {fail_at} {mode:?}");
+            let db = Db::open(V4_PATH, v4_opts().fs(Arc::new(img)))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            let got = read_all(&db);
+            assert!(
+                got == new || (!acked && got == old),
+                "{case}: acked {acked}"
+            );
+            let r = db.check().unwrap();
+            assert!(r.is_ok(), "{case}: {:?}", r.problems);
+            cases[(got == new) as usize] += 1;
+        }
+    }
+    assert!(cases[0] > 0 && cases[1] > 0, "old / new images: {cases:?}");
+    eprintln!("{total} writes and syncs in the version-4 upgrade, old / new images after a cut: {cases:?}");
 }

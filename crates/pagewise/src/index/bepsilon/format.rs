@@ -924,7 +924,7 @@ mod tests {
         for target in [1, 40, 100, 512, 2000] {
             let segs = segment::plan(buf, target);
             assert!(segs.len() >= 2, "target {target}");
-            let t = segment::Table::of_plans(&[segs.clone()]);
+            let t = segment::Table::of_plans(std::slice::from_ref(&segs));
             segment::check_cuts(&decoded, segment::of(Some(&t), 0)).unwrap();
             // Every key's messages in one segment: each first key's
             // messages start the segment, and the key before differs.
