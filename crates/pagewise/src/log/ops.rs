@@ -69,27 +69,51 @@ impl Field for u8 {
 }
 
 /// The tree names of one compact payload: each name's index in the table
-/// the payload starts with.
+/// the payload starts with. Found by a scan (a batch names a few trees, and
+/// its ops share their tree's `Arc`, so the pointer test mostly decides),
+/// or by a map past [`Names::SCAN_MAX`] names.
 struct Names {
     list: Vec<Arc<str>>,
-    index: HashMap<Arc<str>, u32>,
+    map: Option<HashMap<Arc<str>, u32>>,
 }
 
 impl Names {
+    const SCAN_MAX: usize = 16;
+
     /// The distinct trees of `ops`, in order of first use.
     fn of(ops: &[Op]) -> Names {
         let mut n = Names {
             list: Vec::new(),
-            index: HashMap::new(),
+            map: None,
         };
         for op in ops {
-            if !n.index.contains_key(op.tree()) {
-                n.index.insert(op.tree().clone(), n.list.len() as u32);
+            if n.find(op.tree()).is_none() {
+                let i = n.list.len() as u32;
                 n.list.push(op.tree().clone());
+                if let Some(m) = &mut n.map {
+                    m.insert(op.tree().clone(), i);
+                } else if n.list.len() > Self::SCAN_MAX {
+                    n.map = Some(n.list.iter().cloned().zip(0..).collect());
+                }
             }
         }
         assert!(n.list.len() <= ops.len());
         n
+    }
+
+    fn find(&self, tree: &Arc<str>) -> Option<u32> {
+        match &self.map {
+            Some(m) => m.get(tree).copied(),
+            None => {
+                let same = |n: &Arc<str>| Arc::ptr_eq(n, tree) || **n == **tree;
+                self.list.iter().position(same).map(|i| i as u32)
+            }
+        }
+    }
+
+    /// The index of a tree of the batch.
+    fn index(&self, tree: &Arc<str>) -> u32 {
+        self.find(tree).expect("the batch's trees are in its table")
     }
 }
 
@@ -103,10 +127,10 @@ trait Compact: Sized {
 
 impl Compact for Arc<str> {
     fn size_c(&self, names: &Names) -> usize {
-        varint_size(names.index[self])
+        varint_size(names.index(self))
     }
     fn put_c(&self, names: &Names, out: &mut Vec<u8>) {
-        put_varint(names.index[self], out);
+        put_varint(names.index(self), out);
     }
     fn get_c(r: &mut Reader, names: &[Arc<str>]) -> Result<Self, String> {
         let i = r.varint()? as usize;
@@ -402,6 +426,30 @@ mod tests {
                 assert!(decode(&enc[..cut]).is_err(), "cut at {cut}");
             }
         }
+    }
+
+    /// A batch over more trees than a scan covers: names found by the map,
+    /// indexes in order of first use, and the payload round-trips.
+    #[test]
+    fn many_trees_round_trip() {
+        let trees: Vec<Arc<str>> = (0..40).map(|i| Arc::from(format!("t{i}"))).collect();
+        let ops: Vec<Op> = (0..200usize)
+            .map(|i| Op::Put {
+                // Fresh Arcs half the time: names match by value too.
+                tree: match i % 2 {
+                    0 => trees[i * 7 % 40].clone(),
+                    _ => Arc::from(&*trees[i * 7 % 40]),
+                },
+                key: i.to_le_bytes().to_vec(),
+                value: vec![i as u8; i % 5],
+            })
+            .collect();
+        let names = Names::of(&ops);
+        assert!(names.map.is_some() && names.list.len() == 40);
+        assert_eq!(names.index(&trees[7]), 1, "first use order");
+        let mut enc = Vec::new();
+        encode(&ops, &mut enc);
+        assert_eq!(decode(&enc).unwrap(), ops);
     }
 
     #[test]
