@@ -4,27 +4,13 @@
 //! nodes and basements so small that flushes, splits and merges happen in
 //! every case. Plus the typed errors: no merge operator, corrupt partition.
 
-use pagewise::{BEpsOptions, Batch, Compression, Db, Durability, MergeOperator, Options, TreeKind};
+mod common;
+use common::Append;
+use pagewise::{BEpsOptions, Batch, Compression, Db, Durability, Options, TreeKind};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
-
-/// existing ++ operands, in order: wrong order or a lost operand shows.
-pub struct Append;
-
-impl MergeOperator for Append {
-    fn name(&self) -> &str {
-        "append"
-    }
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
-        let mut v = existing.unwrap_or(b"^").to_vec();
-        for o in operands {
-            v.extend_from_slice(o);
-        }
-        v
-    }
-}
 
 type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
 

@@ -16,7 +16,9 @@
 //! splits and merges happen) in three cases of four, taking upserts too, so
 //! batches span both kinds.
 
-use pagewise::{BEpsOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, TreeKind};
+mod common;
+use common::Append;
+use pagewise::{BEpsOptions, Batch, Db, DeltaFlush, Durability, Options, TreeKind};
 use pagewise_io::{CrashMode, FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -38,20 +40,6 @@ fn base_seed() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1)
-}
-
-/// Upsert operands are appended: order and loss both show.
-struct Append;
-
-impl MergeOperator for Append {
-    fn name(&self) -> &str {
-        "append"
-    }
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
-        let mut v = existing.unwrap_or(b"^").to_vec();
-        operands.iter().for_each(|o| v.extend_from_slice(o));
-        v
-    }
 }
 
 /// Whether case `seed` makes t1 a B-epsilon tree, and its options (every

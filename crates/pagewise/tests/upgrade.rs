@@ -7,7 +7,9 @@
 //! segments) are read, upgraded, changed and power-cut the same way.
 //! docs/design.md, "Format versions".
 
-use pagewise::{Db, Error, MergeOperator, Options, TreeKind, FORMAT_VERSION};
+mod common;
+use common::Append;
+use pagewise::{Db, Error, Options, TreeKind, FORMAT_VERSION};
 use pagewise_io::{
     AlignedBuf, CrashMode, FaultInjector, FaultKinds, Faulty, Fs, OpenOptions, SimFs,
 };
@@ -126,27 +128,37 @@ fn version_1_file_upgrades_on_its_first_read_write_open() {
 
 const PATH: &str = "/db/v1.pw";
 
-fn fixture_on(sim: &SimFs) {
+/// A drive holding the fixture `data` at `path` and its log `wal` (an
+/// empty log is created empty).
+fn fixture_on(path: &str, data: &[u8], wal: &[u8]) -> SimFs {
+    let sim = SimFs::with_alignment(512);
     sim.create_dir_all(Path::new("/db")).unwrap();
-    for (path, bytes) in [(PATH.to_string(), DATA), (format!("{PATH}-wal"), WAL)] {
-        let o = OpenOptions {
-            write: true,
-            create: true,
-            ..Default::default()
-        };
+    let o = OpenOptions {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    for (path, bytes) in [(path.to_string(), data), (format!("{path}-wal"), wal)] {
         let f = sim.open(Path::new(&path), &o).unwrap();
-        let mut buf = AlignedBuf::new(bytes.len(), 4096);
-        buf.copy_from_slice(bytes);
-        f.write_at(&buf, 0).unwrap();
-        f.sync().unwrap();
+        if !bytes.is_empty() {
+            let mut buf = AlignedBuf::new(bytes.len(), 4096);
+            buf.copy_from_slice(bytes);
+            f.write_at(&buf, 0).unwrap();
+            f.sync().unwrap();
+        }
     }
+    sim
 }
 
-/// Opens the fixture through a power cut after `fail_at` writes and syncs
-/// (0: none), then returns the image the drive keeps.
-fn upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64) {
-    let sim = SimFs::with_alignment(512);
-    fixture_on(&sim);
+/// Runs `upgrade` (given the drive to open the Db on; returns whether its
+/// batch was acknowledged) through a power cut after `fail_at` writes and
+/// syncs (0: none). Returns the image the drive keeps, the writes and syncs
+/// seen, and what `upgrade` returned.
+fn run_with_cut(
+    sim: SimFs,
+    (fail_at, mode, seed): (u64, CrashMode, u64),
+    upgrade: impl FnOnce(Arc<dyn Fs>) -> bool,
+) -> (SimFs, u64, bool) {
     let kinds = FaultKinds {
         reads: false,
         writes: true,
@@ -157,11 +169,21 @@ fn upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64) {
     if fail_at > 0 {
         injector.arm(fail_at);
     }
-    let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), injector.clone()));
-    if let Ok(db) = Db::open(PATH, Options::default().direct_io(false).fs(fs)) {
-        let _ = db.close();
-    }
-    (sim.crash(seed, mode), injector.seen())
+    let acked = upgrade(Arc::new(Faulty::new(sim.clone(), injector.clone())));
+    (sim.crash(seed, mode), injector.seen(), acked)
+}
+
+/// Opens the fixture through a power cut after `fail_at` writes and syncs
+/// (0: none), then returns the image the drive keeps.
+fn upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64) {
+    let sim = fixture_on(PATH, DATA, WAL);
+    let (img, seen, _) = run_with_cut(sim, (fail_at, mode, seed), |fs| {
+        if let Ok(db) = Db::open(PATH, Options::default().direct_io(false).fs(fs)) {
+            let _ = db.close();
+        }
+        false
+    });
+    (img, seen)
 }
 
 /// Every write or sync of the upgrading open is a possible power cut, in
@@ -342,45 +364,56 @@ fn v3_updates() -> Vec<(Vec<u8>, Vec<u8>)> {
 /// syncs (0: none). Returns the image the drive keeps, the writes and syncs
 /// seen, and whether the batch was acknowledged.
 fn v3_upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64, bool) {
-    let sim = SimFs::with_alignment(512);
-    sim.create_dir_all(Path::new("/db")).unwrap();
-    let o = OpenOptions {
-        write: true,
-        create: true,
-        ..Default::default()
-    };
-    let f = sim.open(Path::new(V3_PATH), &o).unwrap();
-    let mut buf = AlignedBuf::new(V3_DATA.len(), 4096);
-    buf.copy_from_slice(V3_DATA);
-    f.write_at(&buf, 0).unwrap();
-    f.sync().unwrap();
-    sim.open(Path::new(&format!("{V3_PATH}-wal")), &o).unwrap();
-    let kinds = FaultKinds {
-        reads: false,
-        writes: true,
-        syncs: true,
-    };
-    let injector = FaultInjector::new(kinds, 0);
-    injector.set_sticky(true);
-    if fail_at > 0 {
-        injector.arm(fail_at);
-    }
-    let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), injector.clone()));
-    let delta = pagewise::DeltaFlush {
-        threshold_bytes: 200,
-        block_bytes: 512,
-    };
-    let mut acked = false;
-    if let Ok(db) = Db::open(V3_PATH, v3_opts().delta_flush(Some(delta)).fs(fs)) {
+    let sim = fixture_on(V3_PATH, V3_DATA, &[]);
+    run_with_cut(sim, (fail_at, mode, seed), |fs| {
+        let delta = pagewise::DeltaFlush {
+            threshold_bytes: 200,
+            block_bytes: 512,
+        };
+        let Ok(db) = Db::open(V3_PATH, v3_opts().delta_flush(Some(delta)).fs(fs)) else {
+            return false;
+        };
         let mut b = pagewise::Batch::new();
         for (k, v) in v3_updates() {
             b.insert("t", k, v);
         }
-        acked = db.apply(b).is_ok();
+        let acked = db.apply(b).is_ok();
         let _ = db.checkpoint();
         let _ = db.close();
+        acked
+    })
+}
+
+/// Cuts the power at every write and sync of `cut`'s run (`total` of them),
+/// in each crash mode, and opens each image with `opts`: it reads `new`, or
+/// `old` if the batch was not acknowledged, and `check` passes. Returns how
+/// many images read (old, new).
+fn old_or_new_after_every_cut<T: PartialEq>(
+    total: u64,
+    (path, opts): (&str, fn() -> Options),
+    cut: impl Fn(u64, CrashMode, u64) -> (SimFs, u64, bool),
+    read: impl Fn(&Db) -> T,
+    (old, new): (&T, &T),
+) -> [u32; 2] {
+    let mut cases = [0u32; 2];
+    for fail_at in 1..=total {
+        for (m, mode) in CrashMode::ALL.into_iter().enumerate() {
+            let seed = fail_at * 3 + m as u64;
+            let (img, _, acked) = cut(fail_at, mode, seed);
+            let case = format!("seed {seed} cut at {fail_at} {mode:?}");
+            let db =
+                Db::open(path, opts().fs(Arc::new(img))).unwrap_or_else(|e| panic!("{case}: {e}"));
+            let got = read(&db);
+            assert!(
+                got == *new || (!acked && got == *old),
+                "{case}: acked {acked}"
+            );
+            let r = db.check().unwrap();
+            assert!(r.is_ok(), "{case}: {:?}", r.problems);
+            cases[(got == *new) as usize] += 1;
+        }
     }
-    (sim.crash(seed, mode), injector.seen(), acked)
+    cases
 }
 
 /// A power cut at any write or sync while a version-3 file is upgraded and
@@ -393,42 +426,9 @@ fn a_power_cut_anywhere_in_a_version_3_upgrade_loses_nothing() {
     let old = v3_expected();
     let mut new = old.clone();
     new.extend(v3_updates());
-    let mut cases = [0u32; 2];
-    for fail_at in 1..=total {
-        for (m, mode) in CrashMode::ALL.into_iter().enumerate() {
-            let seed = fail_at * 3 + m as u64;
-            let (img, _, acked) = v3_upgrade_with_cut(fail_at, mode, seed);
-            let case = format!("seed {seed} cut at {fail_at} {mode:?}");
-            let db = Db::open(V3_PATH, v3_opts().fs(Arc::new(img)))
-                .unwrap_or_else(|e| panic!("{case}: {e}"));
-            let got = v3_read(&db);
-            assert!(
-                got == new || (!acked && got == old),
-                "{case}: acked {acked}"
-            );
-            let r = db.check().unwrap();
-            assert!(r.is_ok(), "{case}: {:?}", r.problems);
-            cases[(got == new) as usize] += 1;
-        }
-    }
+    let at = (V3_PATH, v3_opts as fn() -> Options);
+    let cases = old_or_new_after_every_cut(total, at, v3_upgrade_with_cut, v3_read, (&old, &new));
     assert!(cases[0] > 0 && cases[1] > 0, "old / new images: {cases:?}");
-}
-
-/// existing (or "^" when absent) ++ operands, in order: the operator the
-/// version-4 fixture's upserts were written with.
-struct Append;
-
-impl MergeOperator for Append {
-    fn name(&self) -> &str {
-        "append"
-    }
-    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
-        let mut v = existing.unwrap_or(b"^").to_vec();
-        for o in operands {
-            v.extend_from_slice(o);
-        }
-        v
-    }
 }
 
 /// What one change of the version-4 fixture's history does to its key.
@@ -788,38 +788,17 @@ const V4_PATH: &str = "/db/v4.pw";
 /// none). Returns the image the drive keeps, the writes and syncs seen,
 /// and whether the batch was acknowledged.
 fn v4_upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64, bool) {
-    let sim = SimFs::with_alignment(512);
-    sim.create_dir_all(Path::new("/db")).unwrap();
-    let o = OpenOptions {
-        write: true,
-        create: true,
-        ..Default::default()
-    };
-    let f = sim.open(Path::new(V4_PATH), &o).unwrap();
-    let mut buf = AlignedBuf::new(V4_DATA.len(), 4096);
-    buf.copy_from_slice(V4_DATA);
-    f.write_at(&buf, 0).unwrap();
-    f.sync().unwrap();
     assert!(V4_WAL.is_empty());
-    sim.open(Path::new(&format!("{V4_PATH}-wal")), &o).unwrap();
-    let kinds = FaultKinds {
-        reads: false,
-        writes: true,
-        syncs: true,
-    };
-    let injector = FaultInjector::new(kinds, 0);
-    injector.set_sticky(true);
-    if fail_at > 0 {
-        injector.arm(fail_at);
-    }
-    let fs: Arc<dyn Fs> = Arc::new(Faulty::new(sim.clone(), injector.clone()));
-    let mut acked = false;
-    if let Ok(db) = Db::open(V4_PATH, v4_opts().fs(fs)) {
-        acked = db.apply(v4_batch(&v4_updates())).is_ok();
+    let sim = fixture_on(V4_PATH, V4_DATA, V4_WAL);
+    run_with_cut(sim, (fail_at, mode, seed), |fs| {
+        let Ok(db) = Db::open(V4_PATH, v4_opts().fs(fs)) else {
+            return false;
+        };
+        let acked = db.apply(v4_batch(&v4_updates())).is_ok();
         let _ = db.checkpoint();
         let _ = db.close();
-    }
-    (sim.crash(seed, mode), injector.seen(), acked)
+        acked
+    })
 }
 
 /// A power cut at any write or sync while a version-4 file is upgraded and
@@ -838,24 +817,8 @@ fn a_power_cut_anywhere_in_a_version_4_upgrade_loses_nothing() {
     let old = v4_expected();
     let mut new = old.clone();
     v4_apply(&mut new, v4_updates());
-    let mut cases = [0u32; 2];
-    for fail_at in 1..=total {
-        for (m, mode) in CrashMode::ALL.into_iter().enumerate() {
-            let seed = fail_at * 3 + m as u64;
-            let (img, _, acked) = v4_upgrade_with_cut(fail_at, mode, seed);
-            let case = format!("seed {seed} cut at {fail_at} {mode:?}");
-            let db = Db::open(V4_PATH, v4_opts().fs(Arc::new(img)))
-                .unwrap_or_else(|e| panic!("{case}: {e}"));
-            let got = read_all(&db);
-            assert!(
-                got == new || (!acked && got == old),
-                "{case}: acked {acked}"
-            );
-            let r = db.check().unwrap();
-            assert!(r.is_ok(), "{case}: {:?}", r.problems);
-            cases[(got == new) as usize] += 1;
-        }
-    }
+    let at = (V4_PATH, v4_opts as fn() -> Options);
+    let cases = old_or_new_after_every_cut(total, at, v4_upgrade_with_cut, read_all, (&old, &new));
     assert!(cases[0] > 0 && cases[1] > 0, "old / new images: {cases:?}");
     eprintln!("{total} writes and syncs in the version-4 upgrade, old / new images after a cut: {cases:?}");
 }
