@@ -44,7 +44,12 @@ pub struct Options {
     /// (the window starts at 2 and doubles per batch up to this, and to 1/16
     /// of the cache's pages); 0 turns iterator read-ahead off.
     pub read_ahead: usize,
-    /// Checkpoint when the write-ahead log holds this many bytes.
+    /// Checkpoint when the write-ahead log holds this many bytes (at least
+    /// 64 KiB). Recovery replays at most about this much log; the log file
+    /// keeps about this length until a clean close punches it out. Larger
+    /// means fewer checkpoints, each rewriting every changed node whole:
+    /// [`WAL_LIMIT_DEFAULT`], chosen by measurement (docs/benchmarks.md,
+    /// "Leaf write-back (session 11)").
     pub wal_limit: u64,
     /// Sparse redo log: every log flush starts in a fresh 4 KiB block and
     /// zero-pads it instead of rewriting the partly filled last block, so a
@@ -109,7 +114,7 @@ impl Default for Options {
             durability: Durability::Sync,
             direct_io: true,
             read_ahead: crate::index::btree::readahead::DEFAULT_PAGES,
-            wal_limit: 64 << 20,
+            wal_limit: WAL_LIMIT_DEFAULT,
             sparse_log: false,
             delta_flush: None,
             append_fill: 1.0,
@@ -162,6 +167,9 @@ impl DeltaFlush {
 }
 
 /// Checks `Options::append_fill`.
+/// The default [`Options::wal_limit`]: 256 MiB.
+pub const WAL_LIMIT_DEFAULT: u64 = 256 << 20;
+
 /// The default [`Options::dirty_percent`].
 pub const DIRTY_PERCENT_DEFAULT: u8 = 80;
 

@@ -51,6 +51,8 @@ pub struct Stats {
     pub commits: u64,
     pub commit_groups: u64,
     pub checkpoints: u64,
+    /// Leaf write-backs between checkpoints (docs/design.md, "Checkpoints").
+    pub write_backs: u64,
     /// Holes over freed extents the file system refused with an I/O error
     /// (docs/design.md, "Free space"); 0 normally.
     pub punch_errors: u64,
@@ -160,6 +162,7 @@ impl Db {
             commits: i.counters.commits.load(Relaxed),
             commit_groups: i.counters.groups.load(Relaxed),
             checkpoints: i.counters.checkpoints.load(Relaxed),
+            write_backs: i.counters.write_backs.load(Relaxed),
             punch_errors: i.ix.store.punch_errors.load(Relaxed),
             replayed_records: i.counters.replayed.load(Relaxed),
             prefetch_rounds: ic.prefetch_rounds.load(Relaxed),

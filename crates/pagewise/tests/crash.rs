@@ -14,7 +14,8 @@
 //! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
 //! Tree t0 is a B+tree; t1 is a B-epsilon tree with tiny nodes (so flushes,
 //! splits and merges happen) in three cases of four, taking upserts too, so
-//! batches span both kinds.
+//! batches span both kinds; where its cache is small its dirty leaves are
+//! written back between checkpoints (about a quarter of those rounds).
 
 mod common;
 use common::Append;
@@ -136,6 +137,9 @@ struct Tally {
     delta_nodes: u64,
     delta_consolidations: u64,
     bepsilon_rounds: u64,
+    /// Rounds whose Db wrote B-epsilon leaves back between checkpoints
+    /// before the crash (docs/design.md, "Checkpoints", leaf write-back).
+    write_back_rounds: u64,
 }
 
 struct Run {
@@ -147,6 +151,8 @@ struct Run {
     failed_batch: Option<State>,
     /// (rebases + carries, consolidations) of the Db before the crash.
     delta_events: (u64, u64),
+    /// Leaf write-backs of the Db before the crash.
+    write_backs: u64,
 }
 
 fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Options {
@@ -212,6 +218,7 @@ fn workload(
         durable: 0,
         failed_batch: None,
         delta_events: (0, 0),
+        write_backs: 0,
     };
     let db = if fresh {
         sim.create_dir_all(Path::new("/db"))
@@ -282,6 +289,7 @@ fn workload(
     }
     let s = db.stats();
     run.delta_events = (s.delta_rebases + s.delta_carries, s.delta_consolidations);
+    run.write_backs = s.write_backs;
     run.db = Some(db);
     run.states = states;
     run.durable = durable;
@@ -343,6 +351,7 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
             tally.delta_consolidations += run.delta_events.1;
         }
         tally.bepsilon_rounds += bepsilon(seed).is_some() as u64;
+        tally.write_back_rounds += (run.write_backs > 0) as u64;
         drop(run.db);
         let db = Db::open(PATH, opts(seed, ps, durability, Arc::new(img.clone())))
             .map_err(|e| format!("{where_}: reopen: {e}"))?;
@@ -413,6 +422,10 @@ fn run(durability: Durability, salt: u64) {
     assert!(
         tally.bepsilon_rounds * 2 >= tally.rounds,
         "too few crashes with a B-epsilon tree: {tally:?}"
+    );
+    assert!(
+        tally.write_back_rounds * 8 >= tally.rounds,
+        "too few crashes after leaf write-backs: {tally:?}"
     );
     assert!(
         tally.pending > n && tally.torn > 0,

@@ -18,6 +18,12 @@ fn opts(fs: Arc<dyn Fs>) -> Options {
         .fs(fs)
 }
 
+/// [`opts`] with a log limit no run reaches and a larger cache: the dirty
+/// budget paces a B-epsilon tree by leaf write-backs.
+fn write_back_opts(fs: Arc<dyn Fs>) -> Options {
+    opts(fs).cache_bytes(16 * 1024).wal_limit(64 << 20)
+}
+
 /// Runs inserts until the injected fault surfaces; returns the acked model.
 fn until_error(db: &Db, n: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Option<Error>) {
     let t = db.tree("t").unwrap();
@@ -40,21 +46,38 @@ fn until_error(db: &Db, n: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Option<Error>) {
 
 #[test]
 fn nth_io_fails_error_reaches_caller_and_reopen_recovers() {
-    nth_io_fails(TreeKind::BTree);
+    nth_io_fails(TreeKind::BTree, opts);
 }
 
-#[test]
-fn nth_io_fails_on_a_bepsilon_tree() {
+fn tiny_beps() -> TreeKind {
     let o = BEpsOptions::default()
         .node_bytes(512)
         .basement_bytes(128)
         .fanout(4);
-    nth_io_fails(TreeKind::BEpsilon(o));
+    TreeKind::BEpsilon(o)
+}
+
+#[test]
+fn nth_io_fails_on_a_bepsilon_tree() {
+    nth_io_fails(tiny_beps(), opts);
+}
+
+/// Faults land in leaf write-backs too: the Db is poisoned naming the
+/// write-back, and reopening recovers every acknowledged insert.
+#[test]
+fn nth_io_fails_during_leaf_write_backs() {
+    let in_write_back = nth_io_fails(tiny_beps(), write_back_opts);
+    eprintln!("{in_write_back} faults landed in a leaf write-back");
+    assert!(
+        in_write_back >= 5,
+        "only {in_write_back} faults landed in a leaf write-back"
+    );
 }
 
 /// Every 7th I/O of a run of inserts and gets on a tree of `kind` fails.
-fn nth_io_fails(kind: TreeKind) {
-    let mut hit = 0;
+/// Returns how many runs a fault in a leaf write-back poisoned.
+fn nth_io_fails(kind: TreeKind, opts: fn(Arc<dyn Fs>) -> Options) -> u64 {
+    let (mut hit, mut in_write_back) = (0, 0);
     for n in (1..600).step_by(7) {
         let sim = SimFs::with_alignment(512);
         sim.create_dir_all(Path::new("/d")).unwrap();
@@ -82,7 +105,8 @@ fn nth_io_fails(kind: TreeKind) {
             "n={n}: the cause is lost: {err}"
         );
         // After a failed write or sync, writes are refused until reopen.
-        if db.stats().poisoned.is_some() {
+        if let Some(why) = db.stats().poisoned {
+            in_write_back += why.contains("leaf write-back") as u64;
             let e = db.tree("t").unwrap().insert(b"x", b"y").unwrap_err();
             assert!(matches!(e, Error::Poisoned { .. }), "n={n}: {e}");
         }
@@ -110,6 +134,7 @@ fn nth_io_fails(kind: TreeKind) {
         assert!(r.is_ok(), "n={n}: {:?}", r.problems);
     }
     assert!(hit > 50, "only {hit} runs hit a fault");
+    in_write_back
 }
 
 #[test]

@@ -48,10 +48,13 @@ fn freed_node_extents_become_holes_and_nothing_is_lost() {
             .node_bytes(256 << 10)
             .compression(Compression::Lz4),
     );
+    // A 2 MiB log limit: checkpoints (which release freed extents) come
+    // every 2 MiB of log, as leaf write-backs keep the dirty set in budget.
     let opts = Options::default()
         .cache_bytes(4 << 20)
         .durability(Durability::Buffered)
-        .direct_io(false);
+        .direct_io(false)
+        .wal_limit(2 << 20);
     let db = Db::create(&path, opts.clone()).unwrap();
     db.tree_with("t", kind).unwrap();
     let mut model = BTreeMap::new();
@@ -67,7 +70,7 @@ fn freed_node_extents_become_holes_and_nothing_is_lost() {
     let s = db.stats();
     assert!(
         s.checkpoints >= 3,
-        "the fill outgrew the dirty budget: {s:?}"
+        "the fill checkpointed at least 3 times: {s:?}"
     );
     assert_eq!(s.punch_errors, 0);
     verify(&db, &model);

@@ -113,6 +113,13 @@ fn open_kind(
         .merge_operator(Arc::new(CounterAdd))
         .delta_flush(delta)
         .fs(drive.clone());
+    let opts = match std::env::var("PAGEWISE_WAL_LIMIT_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(mib) => opts.wal_limit(mib << 20),
+        None => opts,
+    };
     let db = Db::open_or_create(dir.join("bench.pw"), opts).map_err(err)?;
     let trees = tables
         .iter()
@@ -230,6 +237,7 @@ impl Engine for PagewiseEngine {
             "page_read_bytes": stats.pages.read_bytes,
             "beps_reads": stats.beps_reads,
             "checkpoints": stats.checkpoints,
+            "write_backs": stats.write_backs,
             "commit_groups": stats.commit_groups,
             "io_engine": stats.io_engine,
             "prefetch_rounds": stats.prefetch_rounds,

@@ -51,8 +51,10 @@ impl Inner {
             "the leader's batch is in its group"
         );
         let mut r = self.commit_group(&mut cs, &group);
-        if r.is_ok() && self.needs_checkpoint(&cs) {
+        if r.is_ok() && cs.wal.bytes >= self.wal_limit_bytes {
             r = self.checkpoint_locked(&mut cs);
+        } else if r.is_ok() {
+            r = self.relieve_dirty(&mut cs);
         }
         let shared = r.as_ref().map(|_| ()).map_err(|e| e.to_string());
         for p in &group {
@@ -151,8 +153,43 @@ impl Inner {
         Ok(())
     }
 
-    fn needs_checkpoint(&self, cs: &CommitState) -> bool {
-        cs.wal.bytes >= self.wal_limit_bytes || self.dirty_bytes() >= self.dirty_limit_bytes
+    /// Requires the commit lock. Effect: when the dirty set has reached its
+    /// budget, writes the B-epsilon trees' dirty leaves back
+    /// (docs/design.md, "Checkpoints", leaf write-back), then checkpoints if
+    /// the dirty set still holds [`WRITE_BACK_KEEP_PCT`] of the budget or
+    /// more. Each call that does not checkpoint frees at least the rest of
+    /// the budget, so write-backs cannot follow each other commit by commit.
+    pub(super) fn relieve_dirty(&self, cs: &mut CommitState) -> Result<()> {
+        let limit_bytes = self.dirty_limit_bytes;
+        if self.dirty_bytes() < limit_bytes {
+            return Ok(());
+        }
+        let keep_pct = write_back_keep_pct();
+        if keep_pct >= 100 {
+            return self.checkpoint_locked(cs);
+        }
+        self.check_poison()?;
+        // As around a checkpoint: glibc's free pages go back before the
+        // encoded leaves come and after the written ones left the dirty set.
+        crate::index::bepsilon::heap::release_free_heap(limit_bytes);
+        let wb = match self.ix.write_back_leaves(cs.gen + 1) {
+            Ok(wb) => wb,
+            Err(e) => {
+                self.poison(format!("leaf write-back failed: {e}"));
+                return Err(e);
+            }
+        };
+        if wb.count_leaves == 0 {
+            return self.checkpoint_locked(cs); // B+trees only, or no dirty leaf
+        }
+        self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
+        self.ix.store.cache.reserve(wb.dirty_after_bytes as usize);
+        crate::index::bepsilon::heap::release_free_heap(limit_bytes);
+        if wb.dirty_after_bytes >= limit_bytes / 100 * keep_pct {
+            return self.checkpoint_locked(cs);
+        }
+        assert!(wb.dirty_after_bytes < limit_bytes);
+        Ok(())
     }
 
     /// Bytes the next checkpoint would write for dirty pages.
@@ -355,3 +392,17 @@ fn validate(op: &Op, kind: TreeKind, page_size: usize) -> Result<()> {
 /// (session 9: the bench's memory cgroup killed such fills with a 48 MiB
 /// cache).
 const RESERVE_EVERY_OPS: usize = 64;
+
+/// The share of the dirty budget, in percent, that the dirty set may still
+/// hold after a leaf write-back without a checkpoint following;
+/// `PAGEWISE_WRITE_BACK_KEEP_PCT` overrides it for sweeps (100: no
+/// write-back, a checkpoint as before). Chosen by measurement
+/// (docs/benchmarks.md, "Leaf write-back (session 11)").
+pub(super) const WRITE_BACK_KEEP_PCT: u64 = 90;
+
+fn write_back_keep_pct() -> u64 {
+    std::env::var("PAGEWISE_WRITE_BACK_KEEP_PCT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(WRITE_BACK_KEEP_PCT, |p| p.clamp(10, 100))
+}

@@ -43,6 +43,7 @@ pub struct Counters {
     pub commits: AtomicU64,
     pub groups: AtomicU64,
     pub checkpoints: AtomicU64,
+    pub write_backs: AtomicU64,
     pub replayed: AtomicU64,
 }
 

@@ -352,9 +352,7 @@ impl Inner {
             self.counters
                 .replayed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if self.dirty_bytes() >= self.dirty_limit_bytes {
-                self.checkpoint_locked(&mut cs)?;
-            }
+            self.relieve_dirty(&mut cs)?;
         }
         Ok(())
     }

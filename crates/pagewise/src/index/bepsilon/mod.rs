@@ -20,6 +20,7 @@ pub mod read;
 pub mod segment;
 pub mod trace;
 pub mod write;
+pub mod writeback;
 
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64};

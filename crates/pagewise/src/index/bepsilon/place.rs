@@ -17,11 +17,11 @@ use crate::store::page::Kind;
 use std::sync::Arc;
 
 /// A tree's dirty nodes, collected under the state lock.
-struct Work {
-    tree: Arc<str>,
-    root: u64,
-    opts: super::BEpsOptions,
-    nodes: PidMap<Arc<Node>>,
+pub(super) struct Work {
+    pub(super) tree: Arc<str>,
+    pub(super) root: u64,
+    pub(super) opts: super::BEpsOptions,
+    pub(super) nodes: PidMap<Arc<Node>>,
 }
 
 /// Encoded nodes waiting to be written, per placing thread: enough that a
@@ -81,7 +81,7 @@ impl Index {
         Ok(())
     }
 
-    fn collect_dirty(&self) -> Vec<Work> {
+    pub(super) fn collect_dirty(&self) -> Vec<Work> {
         let st = self.store.state.read();
         let mut out = Vec::new();
         for (name, d) in &st.trees.0 {
@@ -113,7 +113,7 @@ impl Index {
     /// Places the dirty nodes of one height. Requires: every dirty child of
     /// them is in `exts`. Effect: each is encoded (in parallel), allocated
     /// and written in `level`'s order, and recorded in `exts` and `placed`.
-    fn place_level(
+    pub(super) fn place_level(
         &self,
         work: &[Work],
         level: &[(usize, u64)],
@@ -179,7 +179,7 @@ impl Index {
 /// The dirty nodes of every tree grouped by height, leaves first; within a
 /// height, trees in catalog order and each tree's nodes in post-order (the
 /// order the single-threaded placement wrote them).
-fn by_height(work: &[Work]) -> Vec<Vec<(usize, u64)>> {
+pub(super) fn by_height(work: &[Work]) -> Vec<Vec<(usize, u64)>> {
     let mut levels: Vec<Vec<(usize, u64)>> = Vec::new();
     for (wi, w) in work.iter().enumerate() {
         // (id, next child index to visit); depth bounded by the tree height.
