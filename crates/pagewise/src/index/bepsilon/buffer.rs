@@ -103,6 +103,24 @@ pub const TAIL_MAX: usize = 128;
 /// unused capacity averages about a tenth of the arena).
 const ARENA_MIN_GROW_BYTES: usize = 512;
 
+/// `count` rounded up to a size class: a power of two or one of the three
+/// quarter steps above it (at least 16). Each merge builds `main` and
+/// `heads` anew; were they sized exactly, every merge of a growing buffer
+/// would ask for a little more than the pair it frees, which glibc's malloc
+/// then cannot reuse, and the freed chunks pile up as fragments beside the
+/// dirty set (docs/benchmarks.md, "Leaf write-back (session 11)", memory).
+/// With classes a merge mostly frees the size the next one asks for.
+fn size_class(count: usize) -> usize {
+    if count <= 16 {
+        return 16;
+    }
+    let high = usize::BITS - 1 - (count - 1).leading_zeros(); // 2^high < count
+    let step = 1usize << (high - 2);
+    let class = (count.div_ceil(step)) * step;
+    debug_assert!(class >= count && class - count < step && class <= 2 * count);
+    class
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Buffer {
     arena: Vec<u8>,
@@ -383,10 +401,8 @@ impl Buffer {
         entries: &[u32],
         mut place: impl FnMut(&Self, usize, usize) -> usize,
     ) {
-        let (mut out, mut heads) = (
-            Vec::with_capacity(self.count),
-            Vec::with_capacity(self.count),
-        );
+        let cap = size_class(self.count);
+        let (mut out, mut heads) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut from = 0;
         for (k, &t) in entries.iter().enumerate() {
             let to = place(self, k, from);
@@ -824,6 +840,26 @@ mod tests {
             assert_matches(&b, &model, &mut rng);
             assert_eq!(b.max_seq(), 5999);
         }
+    }
+
+    #[test]
+    fn size_classes_cover_counts_within_a_quarter() {
+        let mut classes = std::collections::BTreeSet::new();
+        for count in 0..100_000usize {
+            let c = size_class(count);
+            assert!(c >= count && c >= 16, "{count} -> {c}");
+            assert!(
+                count <= 16 || 4 * c < 5 * count + 4,
+                "{count} -> {c}: over a quarter"
+            );
+            classes.insert(c);
+        }
+        // 16, four classes per doubling up to 65,536, then the three of
+        // the next doubling that counts under 100,000 reach.
+        assert_eq!(classes.len(), 1 + 4 * 12 + 3, "{classes:?}");
+        assert_eq!(size_class(17), 20);
+        assert_eq!(size_class(1000), 1024);
+        assert_eq!(size_class(1025), 1280);
     }
 
     #[test]
