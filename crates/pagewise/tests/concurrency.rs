@@ -1,6 +1,6 @@
 //! N reader threads put N reads in flight: counted at the backend, not timed.
 
-use pagewise::{Db, Options};
+use pagewise::{BEpsOptions, Db, Options, TreeKind};
 use pagewise_io::{Backend, Fs, IoQueue, LockGuard, OpenOptions, RealFs, Result as IoResult};
 use parking_lot::{Condvar, Mutex};
 use std::path::Path;
@@ -154,20 +154,56 @@ fn n_readers_put_n_reads_in_flight() {
 /// release pages for reuse) always see whole batches and ordered scans.
 #[test]
 fn readers_see_whole_batches_while_the_writer_runs() {
-    let d = tempfile::tempdir().unwrap();
     let o = Options::default()
         .page_size(512)
         .cache_bytes(8 * 1024)
         .direct_io(false)
         .durability(pagewise::Durability::Buffered)
         .wal_limit(64 * 1024);
+    // Values past 114 bytes go to overflow extents at 512 B pages.
+    let s = readers_race_a_writer(o, TreeKind::BTree, 700);
+    assert!(s.checkpoints > 5, "checkpoints did not happen");
+}
+
+/// The same race on B-epsilon trees whose dirty leaves are written back
+/// between checkpoints (docs/design.md, "Checkpoints", leaf write-back):
+/// a reader descending while a write-back moves leaves out of the dirty set
+/// still sees whole batches.
+#[test]
+fn readers_see_whole_batches_across_leaf_write_backs() {
+    let o = Options::default()
+        .page_size(512)
+        .cache_bytes(48 * 1024)
+        .direct_io(false)
+        .durability(pagewise::Durability::Buffered)
+        .wal_limit(64 << 20);
+    let kind = TreeKind::BEpsilon(
+        BEpsOptions::default()
+            .node_bytes(1024)
+            .basement_bytes(128)
+            .fanout(4),
+    );
+    let s = readers_race_a_writer(o, kind, 200);
+    assert!(
+        s.write_backs > 5 && s.write_backs > s.checkpoints,
+        "write-backs did not pace the run: {} write-backs, {} checkpoints",
+        s.write_backs,
+        s.checkpoints
+    );
+}
+
+/// Three readers (a scan, point reads of one key from each of two trees
+/// one batch writes together) race 59 batches; returns the Db's stats.
+fn readers_race_a_writer(o: Options, kind: TreeKind, long_bytes: usize) -> pagewise::Stats {
+    let d = tempfile::tempdir().unwrap();
     let db = Db::create(d.path().join("db"), o).unwrap();
+    db.tree_with("a", kind).unwrap();
+    db.tree_with("b", kind).unwrap();
     const KEYS: u32 = 300;
     let write = |round: u32| {
         let mut b = pagewise::Batch::new();
         for i in 0..KEYS {
-            // Values past 114 bytes go to overflow extents at 512 B pages.
-            let len = if i % 50 == 0 { 700 } else { 20 };
+            let len = if i % 50 == 0 { long_bytes } else { 20 };
             let v: Vec<u8> = format!("{round:08}")
                 .into_bytes()
                 .into_iter()
@@ -195,7 +231,7 @@ fn readers_see_whole_batches_while_the_writer_runs() {
                         assert_eq!(all.len() as u32, KEYS / 2);
                         assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
                         for (_, v) in &all {
-                            assert!(v.len() == 20 || v.len() == 700);
+                            assert!(v.len() == 20 || v.len() == long_bytes);
                             assert!(v.iter().zip(v[..8].iter().cycle()).all(|(x, y)| x == y));
                         }
                     } else {
@@ -218,8 +254,8 @@ fn readers_see_whole_batches_while_the_writer_runs() {
         }
         stop.store(true, Ordering::Release);
     });
-    assert!(db.stats().checkpoints > 5, "checkpoints did not happen");
     assert!(db.check().unwrap().is_ok());
+    db.stats()
 }
 
 /// Concurrent Sync committers share fsyncs: while one log fsync is held up,
