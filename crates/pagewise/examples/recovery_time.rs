@@ -8,6 +8,7 @@
 //!
 //! ```sh
 //! recovery_time DIR beps|btree [FILL_PCT]      # prints one JSON line
+//! RECOVERY_DROP_CACHES=1 recovery_time ...      # log read cold (root)
 //! ```
 
 use pagewise::{BEpsOptions, Batch, Db, Durability, Options, TreeKind};
@@ -87,6 +88,10 @@ fn main() {
         .expect("run the loading child");
     assert!(out.status.success(), "the loading child failed: {out:?}");
     let loaded = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if std::env::var_os("RECOVERY_DROP_CACHES").is_some() {
+        // Cold: the log is read from the drive, as after a power cut (root only).
+        std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop the page cache (needs root)");
+    }
     let t0 = Instant::now();
     let db = Db::open(&path, opts()).expect("recover the Db");
     let open_s = t0.elapsed().as_secs_f64();
