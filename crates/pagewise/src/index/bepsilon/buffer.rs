@@ -13,7 +13,7 @@
 //! one in arena order encodes as a single copy (docs/design.md, "B-epsilon
 //! nodes", memory charge).
 
-use super::heap::alloc_bytes;
+use super::heap::{self, alloc_bytes};
 use super::leaf::Change;
 use super::node::{Base, Pending, MSG_FIXED_BYTES};
 use super::packed::head_of;
@@ -99,27 +99,8 @@ const DEAD: u32 = 1 << 31;
 /// Messages the tail holds before it merges into `main`: an insert moves
 /// at most this many offsets, a merge costs `main` once per this many.
 pub const TAIL_MAX: usize = 128;
-/// The least an arena grows by; beyond, a quarter of its capacity (so the
-/// unused capacity averages about a tenth of the arena).
-const ARENA_MIN_GROW_BYTES: usize = 512;
-
-/// `count` rounded up to a size class: a power of two or one of the three
-/// quarter steps above it (at least 16). Each merge builds `main` and
-/// `heads` anew; were they sized exactly, every merge of a growing buffer
-/// would ask for a little more than the pair it frees, which glibc's malloc
-/// then cannot reuse, and the freed chunks pile up as fragments beside the
-/// dirty set (docs/benchmarks.md, "Leaf write-back (session 11)", memory).
-/// With classes a merge mostly frees the size the next one asks for.
-fn size_class(count: usize) -> usize {
-    if count <= 16 {
-        return 16;
-    }
-    let high = usize::BITS - 1 - (count - 1).leading_zeros(); // 2^high < count
-    let step = 1usize << (high - 2);
-    let class = (count.div_ceil(step)) * step;
-    debug_assert!(class >= count && class - count < step && class <= 2 * count);
-    class
-}
+/// The least capacity a growing arena takes.
+const ARENA_MIN_BYTES: usize = 512;
 
 #[derive(Debug, Clone, Default)]
 pub struct Buffer {
@@ -346,13 +327,15 @@ impl Buffer {
         }
     }
 
-    /// Makes room for `n` more arena bytes: by at least a quarter of the
-    /// capacity, so a growing arena is copied a bounded number of times.
+    /// Makes room for `n` more arena bytes: to the size class of what it
+    /// must hold ([`heap::size_class`]), so the arena it frees fits another
+    /// buffer's next growth, and a growing arena (each class at least an
+    /// eighth above the one below) is copied a bounded number of times.
     fn grow_for(&mut self, n: usize) {
         let (len, cap) = (self.arena.len(), self.arena.capacity());
         if len + n > cap {
-            let grow = (cap / 4).max(ARENA_MIN_GROW_BYTES);
-            self.arena.reserve_exact(n.max(grow));
+            let want = heap::size_class((len + n).max(ARENA_MIN_BYTES));
+            self.arena.reserve_exact(want - len);
         }
         assert!(self.arena.capacity() >= len + n);
     }
@@ -401,7 +384,7 @@ impl Buffer {
         entries: &[u32],
         mut place: impl FnMut(&Self, usize, usize) -> usize,
     ) {
-        let cap = size_class(self.count);
+        let cap = heap::size_class(self.count);
         let (mut out, mut heads) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
         let mut from = 0;
         for (k, &t) in entries.iter().enumerate() {
@@ -840,26 +823,6 @@ mod tests {
             assert_matches(&b, &model, &mut rng);
             assert_eq!(b.max_seq(), 5999);
         }
-    }
-
-    #[test]
-    fn size_classes_cover_counts_within_a_quarter() {
-        let mut classes = std::collections::BTreeSet::new();
-        for count in 0..100_000usize {
-            let c = size_class(count);
-            assert!(c >= count && c >= 16, "{count} -> {c}");
-            assert!(
-                count <= 16 || 4 * c < 5 * count + 4,
-                "{count} -> {c}: over a quarter"
-            );
-            classes.insert(c);
-        }
-        // 16, four classes per doubling up to 65,536, then the three of
-        // the next doubling that counts under 100,000 reach.
-        assert_eq!(classes.len(), 1 + 4 * 12 + 3, "{classes:?}");
-        assert_eq!(size_class(17), 20);
-        assert_eq!(size_class(1000), 1024);
-        assert_eq!(size_class(1025), 1280);
     }
 
     #[test]

@@ -30,6 +30,26 @@ pub const fn arc_bytes<T>() -> usize {
     }
 }
 
+/// `count` (elements or bytes) rounded up to a size class: a power of two
+/// or one of the three quarter steps above it (at least 16). Vectors that
+/// are rebuilt or grown over and over (a buffer's arena and index runs, a
+/// basement's) take capacities of these classes: sized exactly, each would
+/// ask for a little more than the chunk it frees, which glibc's malloc
+/// cannot reuse, and the freed chunks pile up as fragments beside the dirty
+/// set (docs/benchmarks.md, "Leaf write-back (session 11)", memory). With
+/// classes a rebuild mostly frees the size the next one asks for. Each
+/// class is at least an eighth above the one below.
+pub fn size_class(count: usize) -> usize {
+    if count <= 16 {
+        return 16;
+    }
+    let high = usize::BITS - 1 - (count - 1).leading_zeros(); // 2^high < count
+    let step = 1usize << (high - 2);
+    let class = (count.div_ceil(step)) * step;
+    debug_assert!(class >= count && class - count < step && class <= 2 * count);
+    class
+}
+
 /// Returns the heap's free pages to the OS (glibc's `malloc_trim`, which
 /// also releases whole free pages inside its arenas). Called at each
 /// checkpoint's start and end, and by [`release_at_dirty_step`]: the charge
@@ -157,6 +177,26 @@ pub mod counting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn size_classes_cover_counts_within_a_quarter() {
+        let mut classes = std::collections::BTreeSet::new();
+        for count in 0..100_000usize {
+            let c = size_class(count);
+            assert!(c >= count && c >= 16, "{count} -> {c}");
+            assert!(
+                count <= 16 || 4 * c < 5 * count + 4,
+                "{count} -> {c}: over a quarter"
+            );
+            classes.insert(c);
+        }
+        // 16, four classes per doubling up to 65,536, then the three of
+        // the next doubling that counts under 100,000 reach.
+        assert_eq!(classes.len(), 1 + 4 * 12 + 3, "{classes:?}");
+        assert_eq!(size_class(17), 20);
+        assert_eq!(size_class(1000), 1024);
+        assert_eq!(size_class(1025), 1280);
+    }
 
     #[test]
     fn alloc_bytes_follows_the_chunk_sizes() {
