@@ -157,8 +157,9 @@ impl Inner {
     /// budget, writes the B-epsilon trees' dirty leaves back
     /// (docs/design.md, "Checkpoints", leaf write-back), then checkpoints if
     /// the dirty set still holds [`WRITE_BACK_KEEP_PCT`] of the budget or
-    /// more. Each call that does not checkpoint frees at least the rest of
-    /// the budget, so write-backs cannot follow each other commit by commit.
+    /// more. A call that does not checkpoint leaves the dirty set under that
+    /// share, so the next write-back waits for commits to add the rest of
+    /// the budget: write-backs cannot follow each other commit by commit.
     pub(super) fn relieve_dirty(&self, cs: &mut CommitState) -> Result<()> {
         let limit_bytes = self.dirty_limit_bytes;
         if self.dirty_bytes() < limit_bytes {
