@@ -74,23 +74,43 @@ fn slot_versions(data: &[u8]) -> [(u32, u64); 2] {
     [0, 1].map(|s| (at(s, 40, 4) as u32, at(s, 48, 8)))
 }
 
-#[test]
-fn fixture_is_version_1() {
-    let [a, b] = slot_versions(DATA);
+/// The version of the slot with the higher generation.
+fn newest_version(data: &[u8]) -> u32 {
+    slot_versions(data)
+        .into_iter()
+        .max_by_key(|s| s.1)
+        .unwrap()
+        .0
+}
+
+/// Both superblock slots of fixture `data` are `version`.
+fn assert_both_slots(data: &[u8], version: u32) {
+    let [a, b] = slot_versions(data);
     assert_eq!(
         (a.0, b.0),
-        (1, 1),
-        "both slots of the fixture are version 1"
+        (version, version),
+        "both slots of the fixture are version {version}"
     );
+}
+
+/// Copies a fixture (`name`.pw and its log) into a new temporary directory.
+fn on_disk(name: &str, data: &[u8], wal: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(format!("{name}.pw"));
+    std::fs::write(&p, data).unwrap();
+    std::fs::write(d.path().join(format!("{name}.pw-wal")), wal).unwrap();
+    (d, p)
+}
+
+#[test]
+fn fixture_is_version_1() {
+    assert_both_slots(DATA, 1);
     assert_eq!(FORMAT_VERSION, 5);
 }
 
 #[test]
 fn version_1_file_upgrades_on_its_first_read_write_open() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("v1.pw");
-    std::fs::write(&p, DATA).unwrap();
-    std::fs::write(d.path().join("v1.pw-wal"), WAL).unwrap();
+    let (_d, p) = on_disk("v1", DATA, WAL);
     let ro = Options::default().direct_io(false).read_only(true);
     match Db::open(&p, ro) {
         Err(Error::NeedsRecovery { records, .. }) => assert!(records >= 20, "{records}"),
@@ -108,12 +128,9 @@ fn version_1_file_upgrades_on_its_first_read_write_open() {
         .unwrap();
     db.close().unwrap();
     let data = std::fs::read(&p).unwrap();
-    let newest = slot_versions(&data)
-        .into_iter()
-        .max_by_key(|s| s.1)
-        .unwrap();
+    let newest = newest_version(&data);
     assert_eq!(
-        newest.0, FORMAT_VERSION,
+        newest, FORMAT_VERSION,
         "the newest superblock is the current version"
     );
     let db = Db::open(&p, Options::default().direct_io(false).read_only(true)).unwrap();
@@ -294,21 +311,13 @@ fn v3_kinds(data: &[u8]) -> (Vec<u8>, bool) {
 /// passes throughout, and the superblock says the current version.
 #[test]
 fn version_3_file_with_delta_blocks_reads_and_converts_its_branches() {
-    let [a, b] = slot_versions(V3_DATA);
-    assert_eq!(
-        (a.0, b.0),
-        (3, 3),
-        "both slots of the fixture are version 3"
-    );
+    assert_both_slots(V3_DATA, 3);
     let (bases, kind8) = v3_kinds(V3_DATA);
     assert!(
         bases.contains(&2) && bases.contains(&3) && !kind8,
         "{bases:?}"
     );
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("v3.pw");
-    std::fs::write(&p, V3_DATA).unwrap();
-    std::fs::write(d.path().join("v3.pw-wal"), b"").unwrap();
+    let (_d, p) = on_disk("v3", V3_DATA, b"");
     let ro = Db::open(&p, v3_opts().read_only(true)).unwrap();
     assert_eq!(v3_read(&ro), v3_expected());
     assert!(ro.check().unwrap().is_ok());
@@ -335,11 +344,8 @@ fn version_3_file_with_delta_blocks_reads_and_converts_its_branches() {
     assert!(r.is_ok(), "{:?}", r.problems);
     db.close().unwrap();
     let data = std::fs::read(&p).unwrap();
-    let newest = slot_versions(&data)
-        .into_iter()
-        .max_by_key(|s| s.1)
-        .unwrap();
-    assert_eq!(newest.0, FORMAT_VERSION);
+    let newest = newest_version(&data);
+    assert_eq!(newest, FORMAT_VERSION);
     assert!(v3_kinds(&data).1, "changed branches are written as kind 8");
     let db = Db::open(&p, v3_opts().read_only(true)).unwrap();
     assert_eq!(v3_read(&db), want);
@@ -669,12 +675,7 @@ fn live_beps_nodes(data: &[u8], tree: &str) -> (u64, Vec<StoredNode>) {
 /// file's upgrade tests start from).
 #[test]
 fn fixture_is_version_4_with_filtered_buffers() {
-    let [a, b] = slot_versions(V4_DATA);
-    assert_eq!(
-        (a.0, b.0),
-        (4, 4),
-        "both slots of the fixture are version 4"
-    );
+    assert_both_slots(V4_DATA, 4);
     let (_, nodes) = live_beps_nodes(V4_DATA, "e");
     let internal: Vec<_> = nodes.iter().filter(|n| n.height > 0).collect();
     assert!(
@@ -692,11 +693,7 @@ fn fixture_is_version_4_with_filtered_buffers() {
 
 /// Copies the version-4 fixture into a new temporary directory.
 fn v4_on_disk() -> (tempfile::TempDir, std::path::PathBuf) {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("v4.pw");
-    std::fs::write(&p, V4_DATA).unwrap();
-    std::fs::write(d.path().join("v4.pw-wal"), V4_WAL).unwrap();
-    (d, p)
+    on_disk("v4", V4_DATA, V4_WAL)
 }
 
 /// A read-only open of a version-4 file reads the generator's history back
@@ -742,12 +739,9 @@ fn version_4_file_upgrades_and_mixes_version_4_and_5_nodes() {
     let r = db.check().unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
     let data = std::fs::read(&p).unwrap();
-    let newest = slot_versions(&data)
-        .into_iter()
-        .max_by_key(|s| s.1)
-        .unwrap();
+    let newest = newest_version(&data);
     assert_eq!(
-        newest.0, FORMAT_VERSION,
+        newest, FORMAT_VERSION,
         "the open's checkpoint wrote the current version"
     );
     let (old_gen, _) = live_beps_nodes(V4_DATA, "e");
