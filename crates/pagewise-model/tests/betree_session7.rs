@@ -10,9 +10,12 @@
 //! fanout 16. Run with `--nocapture` for the before/after table.
 
 use pagewise_model::advise::{
-    fit_betree_costs, leave_one_out_betree, predict_betree, predict_betree_engine, BeTreeSample,
-    BeTreeShape, Dataset, Device,
+    fit_betree_costs, leave_one_out_betree, predict_betree, predict_betree_engine_with,
+    BeTreeSample, BeTreeShape, Dataset, Device, PartitionReads,
 };
+
+/// The session-7 engine read whole partitions (no segments before format 5).
+const WHOLE: PartitionReads = PartitionReads::Whole;
 use pagewise_model::fit::{fit_all, ModelReport};
 use pagewise_model::{Measurement, OpKind, Pattern};
 
@@ -171,8 +174,8 @@ fn corrected_betree_model_against_the_session7_sweep() {
         assert!((ratio - 1.0).abs() < 0.005, "{n} KiB: {ratio}");
         let before_get = predict_betree(dev, &get, shape(n));
         // After: out of sample (costs fitted on the other three sizes).
-        let ins = predict_betree_engine(dev, &fill, shape(n), loo[i]);
-        let g = predict_betree_engine(dev, &get, shape(n), loo[i]);
+        let ins = predict_betree_engine_with(dev, &fill, shape(n), loo[i], WHOLE);
+        let g = predict_betree_engine_with(dev, &get, shape(n), loo[i], WHOLE);
         let e: [f64; 6] = [
             err(before.inserts_per_s, mi.inserts_per_s),
             err(ins.inserts_per_s, mi.inserts_per_s),
@@ -234,7 +237,7 @@ fn corrected_reads_against_the_merged_5m_run() {
     let m: Vec<Measured> = NODES_KIB.iter().map(|&n| load(n)).collect();
     let costs = fit_betree_costs(&samples(dev, &m));
     let before = predict_betree(dev, &dataset(cache), shape(1024));
-    let after = predict_betree_engine(dev, &dataset(cache), shape(1024), costs);
+    let after = predict_betree_engine_with(dev, &dataset(cache), shape(1024), costs, WHOLE);
     println!(
         "merged run, 5% cache, 1 MiB: reads per get measured {reads:.3}, I/O-only {:.2} ({:+.0}%), corrected {:.3} ({:+.0}%); gets/s measured {measured:.0}, I/O-only {:.0} ({:+.0}%), corrected with the sweep's constants {:.0} ({:+.0}%)",
         before.point_ios,

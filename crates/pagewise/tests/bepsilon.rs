@@ -646,6 +646,61 @@ fn a_probe_reads_one_segment_of_a_large_buffer() {
     );
 }
 
+/// Basement segments (docs/design.md, format 6): a get whose basement is
+/// not cached, with a cache too small to keep it, reads one segment of
+/// about a quarter of the basement (plus the pages its range straddles)
+/// without caching it, and finds its value or its absence there.
+#[test]
+fn a_get_reads_one_segment_of_a_cold_basement() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let kind = BEpsOptions::default()
+        .node_bytes(64 << 10)
+        .basement_bytes(4 << 10)
+        .fanout(4)
+        .compression(Compression::None);
+    let db = Db::create(&path, opts().cache_bytes(1 << 20)).unwrap();
+    db.tree_with("t", TreeKind::BEpsilon(kind)).unwrap();
+    let keys = 20_000u32;
+    for chunk in (0..keys).step_by(1000) {
+        let mut b = Batch::new();
+        for i in (chunk..chunk + 1000).filter(|i| i % 3 != 0) {
+            b.insert("t", format!("key{i:06}"), value(&i.to_le_bytes(), 40, 0));
+        }
+        db.apply(b).unwrap();
+    }
+    db.close().unwrap();
+    let db = Db::open(&path, opts().cache_bytes(64 << 10)).unwrap();
+    let t = db.tree("t").unwrap();
+    let leaf = |db: &Db| -> (u64, u64) {
+        let levels = db.stats().beps_reads;
+        let l = levels.iter().filter(|l| l.height == 0);
+        (
+            l.clone().map(|l| l.probes).sum(),
+            l.map(|l| l.part_bytes).sum(),
+        )
+    };
+    let (mut one_probe, mut most_bytes) = (0u32, 0u64);
+    for i in (0..keys).step_by(5) {
+        let (p0, b0) = leaf(&db);
+        let want = (i % 3 != 0).then(|| value(&i.to_le_bytes(), 40, 0));
+        assert_eq!(t.get(format!("key{i:06}")).unwrap(), want, "key {i}");
+        let (p, b) = leaf(&db);
+        if p - p0 == 1 {
+            one_probe += 1;
+            most_bytes = most_bytes.max(b - b0);
+        }
+    }
+    eprintln!("{one_probe} gets probed one basement, at most {most_bytes} bytes");
+    assert!(one_probe >= 1000, "{one_probe} gets probed one basement");
+    // A segment holds at least 1 KiB and under one 55-byte entry more, so
+    // it spans at most 4 pages of 480 payload bytes (a whole basement read
+    // up to 7: PAGEWISE_BEPS_LEAF_SEGMENT_KIB=0 fails here).
+    assert!(most_bytes <= 4 * 512, "{most_bytes} bytes in one probe");
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+}
+
 /// Basement reads at `height` 0 so far.
 fn basement_reads(db: &Db) -> u64 {
     let levels = db.stats().beps_reads;

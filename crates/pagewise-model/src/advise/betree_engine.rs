@@ -48,6 +48,12 @@
 //! - one **basement** of B bytes in the leaf, `b = ceil(N x fill / B)` per
 //!   leaf; every get touches one.
 //!
+//! A miss on a partition reads one segment of it (format 6; the engine's
+//! `segment::leaf_target_bytes` and `target_bytes`): a range of `s` bytes at
+//! a random offset spans `1 + s / P` pages of P bytes on average, so a miss
+//! reads `P + min(s, whole)` bytes, `s = max(B / 4, P)` for a basement and `s = B`
+//! for a buffer (docs/benchmarks.md, "Basement segments (session 12)").
+//!
 //! Which of them the cache holds: the engine's CLOCK cache is taken as LRU
 //! under independent uniform references (Che, Tung and Wang 2002): an object
 //! referenced at rate `lambda` per get stays cached while it is referenced
@@ -77,6 +83,33 @@ const DIRECTORY_ENTRY_BYTES: f64 = 24.0;
 const CHILD_REF_BYTES: f64 = 16.0;
 const FILTER_BITS_PER_KEY: f64 = 10.0;
 const PAGE_BYTES: f64 = 4096.0;
+/// A basement's segments (the engine's `segment::SEGMENTS_PER_BASEMENT`):
+/// a basement miss reads one of them.
+pub const SEGMENTS_PER_BASEMENT: f64 = 4.0;
+/// A buffer's segments hold this many basement bytes each (the engine's
+/// `segment::target_bytes`).
+pub const BUFFER_SEGMENT_BASEMENTS: f64 = 1.0;
+
+/// How the engine reads a partition a get misses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PartitionReads {
+    /// Whole: buffers before format 5, basements before format 6 (the
+    /// engine the session-7 sweep measured).
+    Whole,
+    /// One segment of each: buffers from format 5, basements from format 6
+    /// (this build).
+    Segments,
+}
+
+/// Bytes a miss reads of a partition of `whole` bytes stored as segments
+/// of `segment` bytes: the pages one segment (or the whole partition, if
+/// smaller) spans at a random offset, `P + bytes` on average.
+fn segment_read_bytes(whole: f64, segment: f64) -> f64 {
+    assert!(whole > 0.0 && segment > 0.0);
+    let out = PAGE_BYTES + whole.min(segment);
+    assert!(out > PAGE_BYTES);
+    out
+}
 
 /// The engine's costs on a B-epsilon tree (the module comment's terms).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -154,8 +187,9 @@ pub struct GetReads {
     pub kib: f64,
 }
 
-/// The parts a get touches in `shape` holding dataset `d`, misses unset.
-pub fn parts(d: &Dataset, shape: BeTreeShape) -> Vec<Part> {
+/// The parts a get touches in `shape` holding dataset `d`, misses unset,
+/// read as `how`.
+pub fn parts(d: &Dataset, shape: BeTreeShape, how: PartitionReads) -> Vec<Part> {
     assert!(shape.fanout >= 2 && shape.basement_bytes >= 512 && d.rows >= 1);
     let node = shape.node_bytes as f64;
     let leaf_cap = ((node * d.fill / d.leaf_entry() as f64).floor() as u64).max(1);
@@ -186,7 +220,13 @@ pub fn parts(d: &Dataset, shape: BeTreeShape) -> Vec<Part> {
             let s = shell(b);
             out.push(obj(PartKind::Shell, n, s, pages(s), 1.0, shell_life));
             let basement = shape.basement_bytes as f64;
-            out.push(obj(PartKind::Basement, n * b, basement, basement, 1.0, 1.0));
+            let read = match how {
+                PartitionReads::Whole => basement,
+                PartitionReads::Segments => {
+                    segment_read_bytes(basement, (basement / SEGMENTS_PER_BASEMENT).max(PAGE_BYTES))
+                }
+            };
+            out.push(obj(PartKind::Basement, n * b, basement, read, 1.0, 1.0));
             continue;
         }
         let c = (lv[i + 1] as f64 / n).max(1.0);
@@ -196,14 +236,12 @@ pub fn parts(d: &Dataset, shape: BeTreeShape) -> Vec<Part> {
         out.push(obj(PartKind::Shell, n, s, pages(s), 1.0, shell_life));
         let p = (n * messages / d.rows as f64 + FILTER_FALSE_POSITIVE).min(1.0);
         let share = buf / c;
-        out.push(obj(
-            PartKind::Buffer,
-            n * c,
-            share,
-            share * 4.0 / 3.0,
-            p,
-            1.0,
-        ));
+        let segment = shape.basement_bytes as f64 * BUFFER_SEGMENT_BASEMENTS;
+        let read = match how {
+            PartitionReads::Whole => share * 4.0 / 3.0,
+            PartitionReads::Segments => segment_read_bytes(share * 4.0 / 3.0, segment),
+        };
+        out.push(obj(PartKind::Buffer, n * c, share, read, p, 1.0));
     }
     assert!(out.len() == 2 * lv.len() && out.iter().all(|p| p.count >= 1.0));
     out
@@ -248,9 +286,9 @@ pub fn characteristic_gets(parts: &[Part], cache_bytes: f64) -> Option<f64> {
 }
 
 /// Reads per get in `shape` holding `d`, with `d.cache_bytes` of cache (see
-/// the module comment).
-pub fn get_reads(d: &Dataset, shape: BeTreeShape) -> GetReads {
-    let mut ps = parts(d, shape);
+/// the module comment), partitions read as `how`.
+pub fn get_reads(d: &Dataset, shape: BeTreeShape, how: PartitionReads) -> GetReads {
+    let mut ps = parts(d, shape, how);
     let t = characteristic_gets(&ps, d.cache_bytes as f64);
     for p in &mut ps {
         p.misses = match t {
@@ -296,17 +334,29 @@ fn device_s(dev: Device, reads: &GetReads) -> f64 {
 }
 
 /// Predicts inserts and gets for `shape` with the engine's `costs` (the
-/// module comment's formulas). `BeTreeCosts::NONE` gives the device time
-/// alone, with the derived reads per get.
+/// module comment's formulas), for this build's engine (segment reads).
+/// `BeTreeCosts::NONE` gives the device time alone, with the derived reads
+/// per get.
 pub fn predict_betree_engine(
     dev: Device,
     d: &Dataset,
     shape: BeTreeShape,
     costs: BeTreeCosts,
 ) -> BeTreeEnginePrediction {
+    predict_betree_engine_with(dev, d, shape, costs, PartitionReads::Segments)
+}
+
+/// [`predict_betree_engine`] for an engine that reads partitions as `how`.
+pub fn predict_betree_engine_with(
+    dev: Device,
+    d: &Dataset,
+    shape: BeTreeShape,
+    costs: BeTreeCosts,
+    how: PartitionReads,
+) -> BeTreeEnginePrediction {
     assert!(costs.cpu_insert_s >= 0.0 && costs.insert_io_factor >= 0.0);
     let io = predict_betree(dev, d, shape);
-    let reads = get_reads(d, shape);
+    let reads = get_reads(d, shape, how);
     let get_device_s = device_s(dev, &reads);
     let get_s = costs.get_at_s(get_device_s, reads.reads, reads.kib);
     let insert_s = costs.insert_io_factor / io.inserts_per_s + costs.cpu_insert_s;
@@ -422,9 +472,12 @@ mod tests {
         // 484.64 messages of 131 B, filters 605.8 B. Height 1: 2 nodes of
         // 9 children: shell 64 + 216 + 144 + 144 + 605.8 = 1,173.8 B; p =
         // 2 x 484.64 / 10,000 + 0.008 = 0.104930; share 7,054.2 B, read
-        // 4/3 of it. Root: 2 children: shell 767.8 B, p = 0.056464.
+        // 4/3 of it (9,405.6 B, under one 16 KiB segment), on the 4 KiB
+        // page it starts in and the pages after: 4,096 B more on average.
+        // Root: 2 children: shell 767.8 B, p = 0.056464. A basement miss
+        // reads one 4 KiB segment: 8 KiB of pages on average.
         let (d, shape) = small();
-        let ps = parts(&d, shape);
+        let ps = parts(&d, shape, PartitionReads::Segments);
         assert_eq!(ps.len(), 6);
         let m = 63488.0 / 131.0;
         let (root_shell, root_buf) = (ps[0], ps[1]);
@@ -441,7 +494,8 @@ mod tests {
             64.0 + 216.0 + 144.0 + 144.0 + m * 1.25
         ));
         assert!(close(b1.accesses, 2.0 * m / 10_000.0 + 0.008));
-        assert!(close(b1.read_bytes, 63488.0 / 9.0 * 4.0 / 3.0) && b1.count == 18.0);
+        let b1_read = 4096.0 + 63488.0 / 9.0 * 4.0 / 3.0;
+        assert!(close(b1.read_bytes, b1_read) && b1.count == 18.0);
         let (leaf, base) = (ps[4], ps[5]);
         assert_eq!(
             (leaf.kind, leaf.count, leaf.read_bytes),
@@ -450,8 +504,13 @@ mod tests {
         assert!(close(leaf.cached_bytes, 214.0));
         assert_eq!(
             (base.kind, base.count, base.read_bytes),
-            (PartKind::Basement, 72.0, 16384.0)
+            (PartKind::Basement, 72.0, 8192.0)
         );
+        // Read whole (the engine before segments): 4/3 of the share, and
+        // the 16 KiB basement.
+        let whole = parts(&d, shape, PartitionReads::Whole);
+        assert!(close(whole[3].read_bytes, 63488.0 / 9.0 * 4.0 / 3.0));
+        assert_eq!(whole[5].read_bytes, 16384.0);
     }
 
     #[test]
@@ -460,19 +519,21 @@ mod tests {
         let (d, shape) = small();
         let m = 63488.0 / 131.0;
         let (p0, p1) = (m / 10_000.0 + 0.008, 2.0 * m / 10_000.0 + 0.008);
-        let r = get_reads(&d, shape);
+        let r = get_reads(&d, shape, PartitionReads::Segments);
         assert!(close(r.reads, 3.0 + p0 + p1 + 1.0), "{}", r.reads);
         assert!(close(r.shell_reads, 3.0) && close(r.basement_reads, 1.0));
-        let kib =
-            (3.0 * 4096.0 + p0 * 31744.0 * 4.0 / 3.0 + p1 * 63488.0 / 9.0 * 4.0 / 3.0 + 16384.0)
-                / 1024.0;
+        let kib = (3.0 * 4096.0
+            + p0 * (4096.0 + 16384.0)
+            + p1 * (4096.0 + 63488.0 / 9.0 * 4.0 / 3.0)
+            + 8192.0)
+            / 1024.0;
         assert!(close(r.kib, kib), "{} {kib}", r.kib);
         // A cache larger than the tree: nothing read.
         let all = Dataset {
             cache_bytes: 1 << 30,
             ..d
         };
-        assert_eq!(get_reads(&all, shape).reads, 0.0);
+        assert_eq!(get_reads(&all, shape, PartitionReads::Segments).reads, 0.0);
     }
 
     fn part(count: f64, lifetime: f64) -> Part {

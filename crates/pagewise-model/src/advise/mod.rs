@@ -13,8 +13,9 @@ pub mod scale;
 
 pub use betree::{advise_betree, predict_betree, BeTreeAdvice, BeTreePrediction, BeTreeShape};
 pub use betree_engine::{
-    fit_betree_costs, get_reads, leave_one_out_betree, predict_betree_engine, BeTreeCosts,
-    BeTreeEnginePrediction, BeTreeSample, GetReads,
+    fit_betree_costs, get_reads, leave_one_out_betree, predict_betree_engine,
+    predict_betree_engine_with, BeTreeCosts, BeTreeEnginePrediction, BeTreeSample, GetReads,
+    PartitionReads,
 };
 pub use btree::{caching, read_ahead, Caching, ReadAhead, Shape};
 pub use dataset::{Dataset, Mix};

@@ -8,10 +8,11 @@ pub const MAGIC: &[u8; 8] = b"PAGEWISE";
 /// Version 2: catalog entries carry a tree kind and an opaque root
 /// descriptor; version 3: B+tree delta blocks (page kind 6); version 4:
 /// B+tree branches name their children's bases (page kind 8); version 5:
-/// B-epsilon buffers stored as segments. Older files
+/// B-epsilon buffers stored as segments; version 6: B-epsilon basements
+/// stored as segments. Older files
 /// are read and upgraded by their first read-write open (docs/design.md,
 /// "Format versions").
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// Oldest format this build opens.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Payload bytes after the page header (offsets 32..92).

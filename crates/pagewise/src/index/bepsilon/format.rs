@@ -19,8 +19,10 @@ pub const MAGIC: &[u8; 4] = b"PWBE";
 const TYPE_INTERNAL: u8 = 1;
 const TYPE_LEAF: u8 = 2;
 
-/// Encodes `node`, cutting buffers of at least twice `segment_bytes` into
-/// segments (0: none; docs/design.md, buffer segments). Requires: every
+/// Encodes `node`, cutting its partitions (buffers or basements) of at
+/// least twice `segment_bytes` into segments (0: none; docs/design.md,
+/// segments; `segment::target_bytes` and `leaf_target_bytes` give a
+/// tree's). Requires: every
 /// partition loaded and every child placed.
 /// Memory: the output plus one partition's raw and compressed bytes at a
 /// time (each partition is appended as soon as it is compressed), so a
@@ -59,15 +61,15 @@ pub fn encode(node: &Node, comp: Compression, level: u8, segment_bytes: usize) -
     out
 }
 
-/// Where each buffer of an internal node is cut (empty lists: leaves, and
-/// buffers stored whole).
+/// Where each partition is cut (empty lists: partitions stored whole).
 fn plan_segments(node: &Node, segment_bytes: usize) -> Vec<Vec<Segment>> {
     let plans: Vec<Vec<Segment>> = node
         .parts
         .iter()
         .map(|p| match p.as_deref() {
             Some(Part::Buf(b)) => segment::plan(b, segment_bytes),
-            _ => Vec::new(),
+            Some(Part::Packed(b)) => segment::plan_basement(b, segment_bytes),
+            None => unreachable!("encode requires every partition loaded"),
         })
         .collect();
     assert_eq!(plans.len(), node.parts.len());
@@ -294,7 +296,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         r += EXTENT_REF_BYTES;
     }
     r += decode_filters(&b[..shell], r, leaf, &mut dir, &filter_lens)?;
-    let (seg_bytes, segs) = decode_segments(&b[..shell], r, leaf, &dir)?;
+    let (seg_bytes, segs) = decode_segments(&b[..shell], r, &dir)?;
     r += seg_bytes;
     if r != shell {
         return Err(format!("shell holds {r} bytes, header says {shell}"));
@@ -405,7 +407,6 @@ fn decode_filters(
 fn decode_segments(
     shell: &[u8],
     at: usize,
-    leaf: bool,
     dir: &[DirEntry],
 ) -> Result<(usize, Option<segment::Table>), String> {
     let (len, crc) = (get_u32(shell, 40) as usize, get_u32(shell, 44));
@@ -416,9 +417,6 @@ fn decode_segments(
                 "segment checksum {crc:#010x} without a segment area"
             )),
         };
-    }
-    if leaf {
-        return Err("a segment area in a leaf".into());
     }
     let area = shell
         .get(at..at + len)
@@ -483,7 +481,9 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
     };
     let hi = node.pivots.get(i);
     let part = if node.is_leaf() {
-        Part::Packed(super::packed::Packed::new(raw, lo, hi, d.entries as usize)?)
+        let b = super::packed::Packed::new(raw, lo, hi, d.entries as usize)?;
+        segment::check_basement_cuts(&b, segment::of(node.segs.as_deref(), i))?;
+        Part::Packed(b)
     } else {
         let buf = Buffer::decode(raw, lo, hi, d.entries as usize)?;
         segment::check_cuts(&buf, segment::of(node.segs.as_deref(), i))?;
@@ -532,6 +532,30 @@ pub fn probe_buffer(
         r = end;
     }
     assert!(found.keys().count() <= 1);
+    Ok(found)
+}
+
+/// The value basement `i` of leaf `node` holds for `key` (a basement of
+/// that entry alone, or empty), from the stored bytes `c` of the basement
+/// or of its segment `seg` (`segment::locate`): verified by checksum like
+/// [`decode_part`], scanned in place up to the key (a point read that does
+/// not index or cache the basement; `scratch` as in [`probe_buffer`]).
+pub fn probe_basement(
+    node: &Node,
+    (i, seg): (usize, Option<usize>),
+    c: &[u8],
+    scratch: &mut Vec<u8>,
+    key: &[u8],
+) -> Result<super::packed::Packed, String> {
+    assert!(node.is_leaf() && i < node.parts.len());
+    let raw = stored_raw(node, (i, seg), c, scratch)?;
+    let lo = i.checked_sub(1).map(|p| &node.pivots[p][..]);
+    let hi = node.pivots.get(i);
+    let mut found = super::packed::Packed::default();
+    if let Some(v) = super::packed::Packed::scan_for(raw, key, (lo, hi))? {
+        found.push(key, v);
+    }
+    assert!(found.len() <= 1);
     Ok(found)
 }
 
@@ -906,10 +930,89 @@ mod tests {
         assert!(decode_full(&bad, 4096)
             .unwrap_err()
             .starts_with("partition 3: checksum"));
-        // A segment area in a leaf.
-        let mut leaf = encode(&leaf_of(false), Compression::None, 3, 512);
-        put_u32(&mut leaf, 40, 2);
-        assert!(shell_of(&leaf).unwrap_err().contains("in a leaf"));
+    }
+
+    /// What a probe of `key` finds in basement `i` of the stored leaf `b`,
+    /// reading only what `segment::locate` names.
+    fn probe_leaf(b: &[u8], d: &Node, i: usize, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let e = &d.dir[i];
+        let Some((off, len, seg)) = segment::locate(e, segment::of(d.segs.as_deref(), i), key)
+        else {
+            return Ok(None);
+        };
+        let at = (e.offset as u64 + off) as usize;
+        let mut scratch = Vec::new();
+        let found = probe_basement(d, (i, seg), &b[at..at + len as usize], &mut scratch, key)?;
+        Ok(found.get(key).map(<[u8]>::to_vec))
+    }
+
+    #[test]
+    fn segmented_basements_round_trip_and_probes_find_every_entry() {
+        for (noise, comp) in [
+            (true, Compression::Lz4),
+            (false, Compression::Lz4),
+            (false, Compression::Zstd),
+            (false, Compression::None),
+        ] {
+            let n = leaf_of(noise);
+            let b = encode(&n, comp, 3, 4096);
+            assert!(get_u32(&b, 40) > 0, "a leaf carries a segment area");
+            let d = decode_full(&b, 4096).unwrap();
+            assert_eq!(encode(&d, comp, 3, 4096), b, "{comp:?}: decode then encode");
+            let mut probed = 0;
+            for (i, part) in n.parts.iter().enumerate() {
+                let Some(Part::Packed(bm)) = part.as_deref() else {
+                    unreachable!()
+                };
+                // 64 KiB basements of 4 KiB segments: one per 4-5 KiB.
+                let segs = segment::of(d.segs.as_deref(), i);
+                assert!(segs.len() >= bm.bytes() / 5000, "{comp:?} basement {i}");
+                for j in (0..bm.len()).step_by(7) {
+                    let (k, v) = bm.at(j);
+                    let got = probe_leaf(&b, &d, i, k).unwrap();
+                    assert_eq!(got.as_deref(), Some(v), "{comp:?} basement {i}");
+                    let mut after = k.to_vec();
+                    after.push(0);
+                    assert_eq!(probe_leaf(&b, &d, i, &after).unwrap(), None);
+                    probed += 1;
+                }
+            }
+            assert!(probed > 250, "{probed}");
+            assert_eq!(
+                probe_leaf(&b, &d, 0, b"a").unwrap(),
+                None,
+                "below every key"
+            );
+        }
+    }
+
+    #[test]
+    fn damaged_basement_segments_are_refused() {
+        let b = encode(&leaf_of(true), Compression::Lz4, 3, 4096);
+        let d = decode_shell(&b, b.len() as u64, 4096).unwrap();
+        let segs = segment::of(d.segs.as_deref(), 0);
+        assert!(segs.len() >= 3);
+        // Segment 1 damaged: a probe of a key in it, and the whole load.
+        let at = d.dir[0].offset as usize + segs.get(0).stored_bytes as usize;
+        let mut bad = b.clone();
+        bad[at + 40] ^= 1;
+        let e = probe_leaf(&bad, &d, 0, segs.first_key(1)).unwrap_err();
+        assert!(e.starts_with("segment 1: checksum"), "{e}");
+        assert!(decode_full(&bad, 4096)
+            .unwrap_err()
+            .starts_with("partition 0: checksum"));
+        // A first key that is not the key its segment starts with, the
+        // area's checksum made good: the whole load refuses the cut.
+        let (len, end) = (get_u32(&b, 40) as usize, shell_len(&b).unwrap());
+        let mut moved = b.clone();
+        let key0 = end - len + 2 + segment::ENTRY_FIXED_BYTES; // first key of segment 0
+        let k1 = key0 + segs.first_key(0).len() + segment::ENTRY_FIXED_BYTES;
+        assert_eq!(&moved[k1..k1 + 6], &segs.first_key(1)[..6]);
+        moved[k1 + 5] += 1; // "k00xyz" -> a key between entries
+        let crc = crc32c::crc32c(&moved[end - len..end]);
+        put_u32(&mut moved, 44, crc);
+        let e = decode_full(&moved, 4096).unwrap_err();
+        assert!(e.contains("does not start at its first key"), "{e}");
     }
 
     #[test]

@@ -45,19 +45,7 @@ impl Packed {
         let mut r = 0usize;
         let mut prev: Option<&[u8]> = None;
         while r < raw.len() {
-            let h = raw
-                .get(r..r + 6)
-                .ok_or("entry header overruns the basement")?;
-            let (k, v) = (get_u16(h, 0) as usize, get_u32(h, 2) as usize);
-            let end = r + 6 + k + v;
-            if end > raw.len() {
-                return Err("entry overruns the basement".into());
-            }
-            let key = &raw[r + 6..r + 6 + k];
-            let inside = lo.is_none_or(|l| key >= l) && hi.is_none_or(|h| key < h);
-            if !inside || prev.is_some_and(|p| p >= key) {
-                return Err("basement keys out of order or outside the pivots".into());
-            }
+            let (key, _, end) = checked_entry(&raw, r, prev, (lo, hi))?;
             prev = Some(key);
             offs.push(r as u32);
             heads.push(head_of(key));
@@ -122,6 +110,41 @@ impl Packed {
     /// Byte offset of entry `i` (the bytes of the entries before it).
     pub fn offset_of(&self, i: usize) -> usize {
         self.offs[i] as usize
+    }
+
+    /// Stored bytes of entry `i` (header, key and value).
+    pub fn entry_bytes(&self, i: usize) -> usize {
+        self.end_of(i) - self.offs[i] as usize
+    }
+
+    /// The entry starting at byte `off`, if one does.
+    pub fn index_at_offset(&self, off: usize) -> Option<usize> {
+        let off = u32::try_from(off).ok()?;
+        self.offs.binary_search(&off).ok()
+    }
+
+    /// The value of `key` in the stored entries `raw` (a basement or a run
+    /// of its entries, sorted), scanned in place up to the key, each
+    /// length checked and keys required to increase and to lie in `[lo,
+    /// hi)`: a point read of a basement segment that does not index or
+    /// cache it.
+    pub fn scan_for<'a>(
+        raw: &'a [u8],
+        key: &[u8],
+        (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+    ) -> Result<Option<&'a [u8]>, String> {
+        let (mut r, mut prev): (usize, Option<&[u8]>) = (0, None);
+        while r < raw.len() {
+            let (ek, ev, end) = checked_entry(raw, r, prev, (lo, hi))?;
+            match ek.cmp(key) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Ok(Some(ev)),
+                std::cmp::Ordering::Greater => return Ok(None),
+            }
+            prev = Some(ek);
+            r = end;
+        }
+        Ok(None)
     }
 
     /// Releases spare capacity above an eighth of what is held (a merge
@@ -250,6 +273,30 @@ impl Packed {
                 Bound::Unbounded => true,
             })
     }
+}
+
+/// The entry of `raw` at byte `r` (key, value, the offset past it), its
+/// lengths checked against `raw` and its key against the key before it
+/// (`prev`) and the basement's pivots `[lo, hi)`.
+fn checked_entry<'a>(
+    raw: &'a [u8],
+    r: usize,
+    prev: Option<&[u8]>,
+    (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+) -> Result<(&'a [u8], &'a [u8], usize), String> {
+    let h = raw
+        .get(r..r + 6)
+        .ok_or("entry header overruns the basement")?;
+    let (k, v) = (get_u16(h, 0) as usize, get_u32(h, 2) as usize);
+    let end = r + 6 + k + v;
+    let e = raw.get(r + 6..end).ok_or("entry overruns the basement")?;
+    let (key, value) = e.split_at(k);
+    let inside = lo.is_none_or(|l| key >= l) && hi.is_none_or(|h| key < h);
+    if !inside || prev.is_some_and(|p| p >= key) {
+        return Err("basement keys out of order or outside the pivots".into());
+    }
+    assert!(end <= raw.len());
+    Ok((key, value, end))
 }
 
 #[cfg(test)]

@@ -232,17 +232,20 @@ fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
     }
 }
 
-/// The messages buffer `i` of `n` (the node at `ext`) holds for `key`, read
-/// and scanned without decoding or caching the buffer (counted).
-/// A segmented buffer is read one segment: the one that would hold `key`'s
-/// messages, or none when `key` sorts before them all (docs/design.md,
-/// buffer segments).
+/// What partition `i` of `n` (the node at `ext`) holds for `key`, read
+/// and scanned without decoding or caching the partition (counted): a
+/// buffer's messages for the key, or a basement's entry. A segmented
+/// partition is read one segment: the one that would hold `key`, or none
+/// when `key` sorts before them all (docs/design.md, segments).
 fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Part> {
     let (pager, d) = (&ix.store.pager, &n.dir[i]);
-    assert!(!n.is_leaf() && d.comp_bytes > 0, "probing an empty buffer");
+    assert!(d.comp_bytes > 0, "probing an empty partition");
     let segs = super::segment::of(n.segs.as_deref(), i);
     let Some((off, len, seg)) = super::segment::locate(d, segs, key) else {
-        return Ok(Part::Buf(super::buffer::Buffer::new()));
+        return Ok(match n.is_leaf() {
+            true => Part::Packed(super::packed::Packed::default()),
+            false => Part::Buf(super::buffer::Buffer::new()),
+        });
     };
     let at = d.offset as u64 + off;
     let (_, pages) = ext.pages_of_range(at, len, pager.ps);
@@ -252,12 +255,14 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
     PROBE_BUFS.with(|bufs| {
         let (c, raw) = &mut *bufs.borrow_mut();
         pager.read_range_into(ext, Kind::BEps, at, len, c)?;
-        let buf = format::probe_buffer(n, (i, seg), c, raw, key);
+        let part = match n.is_leaf() {
+            true => format::probe_basement(n, (i, seg), c, raw, key).map(Part::Packed),
+            false => format::probe_buffer(n, (i, seg), c, raw, key).map(Part::Buf),
+        };
         if c.capacity() > KEEP_PROBE_BUF_BYTES || raw.capacity() > KEEP_PROBE_BUF_BYTES {
             (*c, *raw) = (Vec::new(), Vec::new());
         }
-        let buf = buf.map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))?;
-        Ok(Part::Buf(buf))
+        part.map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
     })
 }
 
@@ -272,20 +277,29 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// Whether a get reads a cold buffer as a probe rather than loading it
-/// into the cache: when the node's cache shard has no room for it with an
-/// eighth of its budget to spare (a full cache would evict for it; an
-/// unfull one keeps it for later gets; a full shard that has just evicted
-/// has room for a moment, and a load then decodes a buffer that is soon
-/// evicted again). `PAGEWISE_BEPS_PROBE=off` always loads (before session 6).
+/// Whether a get reads a cold partition (buffer or basement) as a probe
+/// rather than loading it into the cache: when the node's cache shard has
+/// no room for it with an eighth of its budget to spare (a full cache
+/// would evict for it; an unfull one keeps it for later gets; a full shard
+/// that has just evicted has room for a moment, and a load then decodes a
+/// partition that is soon evicted again). `PAGEWISE_BEPS_PROBE=off` always
+/// loads (before session 6); `PAGEWISE_BEPS_LEAF_PROBE=off` loads
+/// basements (before session 12).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_PROBE").as_deref() != Ok("off"));
+    static ON: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    let (on, leaf_on) = *ON.get_or_init(|| {
+        let off = |var| std::env::var(var).as_deref() == Ok("off");
+        (
+            !off("PAGEWISE_BEPS_PROBE"),
+            !off("PAGEWISE_BEPS_LEAF_PROBE"),
+        )
+    });
+    let on = on && (leaf_on || !n.is_leaf());
     let d = &n.dir[i];
     let charge = n.part_bytes[i] + 12 * d.entries as usize; // arena, offsets, heads
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
-    on && !n.is_leaf() && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
+    on && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
 }
 
 /// Whether gets consult buffer filters (default on;

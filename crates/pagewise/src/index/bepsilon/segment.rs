@@ -1,11 +1,13 @@
-//! Buffer segments: a large buffer of an internal node stored as
-//! consecutive segments, each compressed and checksummed alone, so a get
-//! whose key the buffer's filter admits reads one segment, not the whole
-//! buffer. Format (the segment area at the end of the shell, header offsets
-//! 40 and 44): docs/design.md, "B-epsilon nodes", buffer segments.
+//! Segments: a large partition stored as consecutive segments, each
+//! compressed and checksummed alone, so a get reads one segment, not the
+//! whole partition: a buffer of an internal node whose filter admits the
+//! key (format 5), or a leaf's basement read without caching it (format
+//! 6). Format (the segment area at the end of the shell, header offsets 40
+//! and 44): docs/design.md, "B-epsilon nodes", segments.
 
 use super::buffer::Buffer;
 use super::node::DirEntry;
+use super::packed::Packed;
 use super::MAX_KEY_BYTES;
 use crate::store::page::{get_u16, get_u32, put_u16, put_u32};
 
@@ -40,30 +42,69 @@ pub fn target_bytes(basement_bytes: u32) -> usize {
     env.unwrap_or(basement_bytes as usize)
 }
 
+/// Basement segments per basement: a point read of an uncached basement
+/// reads about a quarter of it (docs/benchmarks.md, "Basement segments
+/// (session 12)").
+pub const SEGMENTS_PER_BASEMENT: u32 = 4;
+
+/// Target raw bytes of a basement's segment for a tree of
+/// `basement_bytes` in a file of `page_size` pages: a quarter basement, and
+/// at least a page (a smaller segment saves no read, and its entry in the
+/// shell costs cache). `PAGEWISE_BEPS_LEAF_SEGMENT_KIB` overrides it for
+/// sweeps (0: never cut, the format-5 leaf layout).
+pub fn leaf_target_bytes(basement_bytes: u32, page_size: usize) -> usize {
+    static KIB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let env = *KIB.get_or_init(|| {
+        let v = std::env::var("PAGEWISE_BEPS_LEAF_SEGMENT_KIB").ok()?;
+        v.parse::<usize>().ok().map(|k| k << 10)
+    });
+    env.unwrap_or(((basement_bytes / SEGMENTS_PER_BASEMENT) as usize).max(page_size))
+}
+
 /// Where `buf` is cut: each segment's first key and raw bytes (stored bytes
 /// and checksum still 0). Empty when the buffer stays one segment: under
 /// twice `target` raw bytes, `target` 0, or no cut between two keys.
 /// Cuts fall only between keys, after at least `target` bytes.
 pub fn plan(buf: &Buffer, target: usize) -> Vec<Segment> {
-    if target == 0 || buf.bytes() < 2 * target {
+    plan_items(
+        buf.messages().map(|m| (m.key, m.bytes())),
+        buf.bytes(),
+        target,
+    )
+}
+
+/// Where basement `b` is cut, as [`plan`] cuts a buffer (its keys are
+/// unique, so any entry may start a segment).
+pub fn plan_basement(b: &Packed, target: usize) -> Vec<Segment> {
+    let entries = (0..b.len()).map(|i| (b.at(i).0, b.entry_bytes(i)));
+    plan_items(entries, b.bytes(), target)
+}
+
+/// Cuts items (key, raw bytes), in key order, `total` bytes in all.
+fn plan_items<'a>(
+    items: impl Iterator<Item = (&'a [u8], usize)>,
+    total: usize,
+    target: usize,
+) -> Vec<Segment> {
+    if target == 0 || total < 2 * target {
         return Vec::new();
     }
     let mut segs: Vec<Segment> = Vec::new();
     let (mut acc, mut prev): (usize, Option<&[u8]>) = (0, None);
-    for m in buf.messages() {
-        let cut = prev != Some(m.key) && (segs.is_empty() || acc >= target);
+    for (key, bytes) in items {
+        let cut = prev != Some(key) && (segs.is_empty() || acc >= target);
         if cut && segs.len() < MAX_SEGMENTS {
             if let Some(last) = segs.last_mut() {
                 last.raw_bytes = acc as u32;
             }
             segs.push(Segment {
-                first_key: m.key.into(),
+                first_key: key.into(),
                 ..Segment::default()
             });
             acc = 0;
         }
-        acc += m.bytes();
-        prev = Some(m.key);
+        acc += bytes;
+        prev = Some(key);
     }
     if let Some(last) = segs.last_mut() {
         last.raw_bytes = acc as u32;
@@ -73,7 +114,7 @@ pub fn plan(buf: &Buffer, target: usize) -> Vec<Segment> {
     }
     debug_assert_eq!(
         segs.iter().map(|s| s.raw_bytes as usize).sum::<usize>(),
-        buf.bytes()
+        total
     );
     segs
 }
@@ -351,5 +392,24 @@ pub fn check_cuts(buf: &Buffer, segs: Segs) -> Result<(), String> {
         cut += segs.get(j).raw_bytes as u64;
     }
     assert!(segs.is_empty() || cut == buf.bytes() as u64);
+    Ok(())
+}
+
+/// Checks a decoded basement against its segments: an entry of each
+/// segment's first key starts where the segment does (keys are unique, so
+/// none straddles). A whole load, after the checksum.
+pub fn check_basement_cuts(b: &Packed, segs: Segs) -> Result<(), String> {
+    let mut cut = 0u64;
+    for j in 0..segs.len() {
+        let at = usize::try_from(cut).map_err(|_| "segments past the address space")?;
+        let i = b
+            .index_at_offset(at)
+            .ok_or_else(|| format!("an entry crosses the start of segment {j}"))?;
+        if b.at(i).0 != segs.first_key(j) {
+            return Err(format!("segment {j} does not start at its first key"));
+        }
+        cut += segs.get(j).raw_bytes as u64;
+    }
+    assert!(segs.is_empty() || cut == b.bytes() as u64);
     Ok(())
 }
