@@ -23,7 +23,7 @@ fn readme_example_runs_as_written_and_the_path_reopens() -> pagewise::Result<()>
         Options::default()
             .page_size(8192) // fixed at creation
             .cache_bytes(256 << 20) // buffer pool, bytes (clean and changed nodes)
-            .dirty_percent(80) // changed nodes may take this much before a checkpoint (default)
+            .dirty_percent(75) // changed nodes may take this much before a checkpoint (default)
             .durability(Durability::Sync) // ack after fsync (group commit); or Buffered
             .direct_io(true),
     )?;
