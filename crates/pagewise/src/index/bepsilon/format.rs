@@ -402,7 +402,7 @@ fn decode_filters(
 }
 
 /// The segment lists stored at `at` of `shell` (the shell's bytes) for
-/// `dir`, verified (docs/design.md, buffer segments), and the segment
+/// `dir`, verified (docs/design.md, segments), and the segment
 /// area's bytes (0 and None without one).
 fn decode_segments(
     shell: &[u8],

@@ -266,7 +266,7 @@ impl<'a> Segs<'a> {
 
 /// The segment area `area` (crc `stored_crc`) decoded for a node of
 /// directory `dir`, each list verified against its entry (docs/design.md,
-/// buffer segments).
+/// segments).
 pub fn decode_area(area: &[u8], stored_crc: u32, dir: &[DirEntry]) -> Result<Table, String> {
     let crc = crc32c::crc32c(area);
     if crc != stored_crc {
