@@ -203,6 +203,9 @@ pub struct Index {
     pub append_fill: f64,
     /// `Options::merge_operator`: resolves B-epsilon upserts.
     pub merge: Option<Arc<dyn crate::options::MergeOperator>>,
+    /// B-epsilon partitions probed lately: a second miss on one loads it
+    /// into a full cache instead of probing it again.
+    pub beps_probed: bepsilon::read::Probed,
 }
 
 /// How the store decodes node pages of every kind.

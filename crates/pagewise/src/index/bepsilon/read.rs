@@ -277,14 +277,53 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Partitions probed lately, by (first page, partition): a direct-mapped
+/// table of ids, each slot keeping the last id hashed to it, with about
+/// one slot per 16 KiB of cache (64 to 4,096 slots): it remembers about as
+/// many partitions as the cache holds, as 2Q's ghost queue does. A
+/// partition probed again while its id is still there would have been a
+/// hit had it been cached: the second miss loads it (a full cache evicts
+/// for it) instead of probing it again, so a skewed workload's partitions
+/// enter a full cache while a uniform one's mostly do not (one miss in
+/// `1 + partitions / slots` loads).
+pub struct Probed {
+    slots: Box<[std::sync::atomic::AtomicU64]>,
+    bits: u32,
+}
+
+impl Probed {
+    /// A table for a cache of `cache_bytes`.
+    pub fn new(cache_bytes: usize) -> Probed {
+        let n = (cache_bytes >> 14).clamp(64, 4096).next_power_of_two();
+        let slots = (0..n).map(|_| Default::default()).collect();
+        let out = Probed {
+            slots,
+            bits: n.trailing_zeros(),
+        };
+        assert!(out.slots.len() == 1 << out.bits && out.bits <= 13);
+        out
+    }
+
+    /// Records a miss on partition `i` of the node at `first_page`; returns
+    /// whether the table still held it from an earlier miss.
+    pub fn again(&self, first_page: u64, i: usize) -> bool {
+        assert!(i < 1 << 16 && first_page < 1 << 47);
+        let id = (first_page << 16 | i as u64) + 1; // 0 is an empty slot
+        let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits);
+        let old = self.slots[h as usize].swap(id, Ordering::Relaxed);
+        old == id
+    }
+}
+
 /// Whether a get reads a cold partition (buffer or basement) as a probe
 /// rather than loading it into the cache: when the node's cache shard has
 /// no room for it with an eighth of its budget to spare (a full cache
 /// would evict for it; an unfull one keeps it for later gets; a full shard
 /// that has just evicted has room for a moment, and a load then decodes a
-/// partition that is soon evicted again). `PAGEWISE_BEPS_PROBE=off` always
-/// loads (before session 6); `PAGEWISE_BEPS_LEAF_PROBE=off` loads
-/// basements (before session 12).
+/// partition that is soon evicted again), unless it was probed lately
+/// ([`Probed`]: hot). `PAGEWISE_BEPS_PROBE=off` always loads (before
+/// session 6); `PAGEWISE_BEPS_LEAF_PROBE=off` loads basements (before
+/// session 12).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     static ON: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
     let (on, leaf_on) = *ON.get_or_init(|| {
@@ -299,7 +338,8 @@ fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     let charge = n.part_bytes[i] + 12 * d.entries as usize; // arena, offsets, heads
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
-    on && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare)
+    let full = on && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare);
+    full && !v.ix.beps_probed.again(ext.first_page, i)
 }
 
 /// Whether gets consult buffer filters (default on;
