@@ -285,7 +285,10 @@ thread_local! {
 /// hit had it been cached: the second miss loads it (a full cache evicts
 /// for it) instead of probing it again, so a skewed workload's partitions
 /// enter a full cache while a uniform one's mostly do not (one miss in
-/// `1 + partitions / slots` loads).
+/// `1 + partitions / slots` loads). Basements only: a buffer is up to
+/// node bytes / fanout, and admitting buffers too let them push the leaf
+/// shells out of a 5% cache (7.6k against 15.2k gets/s at 5M rows,
+/// docs/benchmarks.md, "Basement segments (session 12)").
 pub struct Probed {
     slots: Box<[std::sync::atomic::AtomicU64]>,
     bits: u32,
@@ -306,12 +309,20 @@ impl Probed {
 
     /// Records a miss on partition `i` of the node at `first_page`; returns
     /// whether the table still held it from an earlier miss.
+    /// Slots pair up in buckets of two, newest first, so two hot partitions
+    /// hashed to one bucket do not push each other out (races between
+    /// readers may lose a record: a later miss records it again).
     pub fn again(&self, first_page: u64, i: usize) -> bool {
         assert!(i < 1 << 16 && first_page < 1 << 47);
         let id = (first_page << 16 | i as u64) + 1; // 0 is an empty slot
         let h = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits);
-        let old = self.slots[h as usize].swap(id, Ordering::Relaxed);
-        old == id
+        let b = (h as usize) & !1;
+        let (newer, older) = (&self.slots[b], &self.slots[b + 1]);
+        if newer.load(Ordering::Relaxed) == id || older.load(Ordering::Relaxed) == id {
+            return true;
+        }
+        older.store(newer.swap(id, Ordering::Relaxed), Ordering::Relaxed);
+        false
     }
 }
 
@@ -320,8 +331,8 @@ impl Probed {
 /// no room for it with an eighth of its budget to spare (a full cache
 /// would evict for it; an unfull one keeps it for later gets; a full shard
 /// that has just evicted has room for a moment, and a load then decodes a
-/// partition that is soon evicted again), unless it was probed lately
-/// ([`Probed`]: hot). `PAGEWISE_BEPS_PROBE=off` always loads (before
+/// partition that is soon evicted again), unless it is a basement probed
+/// lately ([`Probed`]: hot). `PAGEWISE_BEPS_PROBE=off` always loads (before
 /// session 6); `PAGEWISE_BEPS_LEAF_PROBE=off` loads basements (before
 /// session 12).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
@@ -339,7 +350,7 @@ fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
     let full = on && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare);
-    full && !v.ix.beps_probed.again(ext.first_page, i)
+    full && !(n.is_leaf() && v.ix.beps_probed.again(ext.first_page, i))
 }
 
 /// Whether gets consult buffer filters (default on;
