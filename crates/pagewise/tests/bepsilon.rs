@@ -615,14 +615,7 @@ fn a_probe_reads_one_segment_of_a_large_buffer() {
     let largest = largest_stored_buffer(&path);
     let db = Db::open(&path, opts().cache_bytes(48 << 10)).unwrap();
     let t = db.tree("t").unwrap();
-    let probes = |db: &Db| -> (u64, u64) {
-        let levels = db.stats().beps_reads;
-        let up = levels.iter().filter(|l| l.height >= 1);
-        (
-            up.clone().map(|l| l.probes).sum(),
-            up.map(|l| l.part_bytes).sum(),
-        )
-    };
+    let probes = |db: &Db| probes_where(db, |h| h >= 1);
     let (mut one_probe, mut most_bytes) = (0u32, 0u64);
     // Scattered, as in `a_get_reads_one_segment_of_a_cold_basement`.
     for i in (0..keys / 7).map(|n| n * 7919 % (keys / 7) * 7) {
@@ -673,14 +666,7 @@ fn a_get_reads_one_segment_of_a_cold_basement() {
     db.close().unwrap();
     let db = Db::open(&path, opts().cache_bytes(64 << 10)).unwrap();
     let t = db.tree("t").unwrap();
-    let leaf = |db: &Db| -> (u64, u64) {
-        let levels = db.stats().beps_reads;
-        let l = levels.iter().filter(|l| l.height == 0);
-        (
-            l.clone().map(|l| l.probes).sum(),
-            l.map(|l| l.part_bytes).sum(),
-        )
-    };
+    let leaf = |db: &Db| probes_where(db, |h| h == 0);
     let (mut one_probe, mut most_bytes) = (0u32, 0u64);
     // Scattered: in key order, gets would find each basement hot (probed
     // lately) and load it.
@@ -714,6 +700,16 @@ fn a_get_reads_one_segment_of_a_cold_basement() {
     assert!(per_get[2..].iter().all(|&r| r == 0), "{per_get:?}");
     let r = db.check().unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
+}
+
+/// Probes and partition bytes read so far at the heights `at` admits.
+fn probes_where(db: &Db, at: impl Fn(u32) -> bool) -> (u64, u64) {
+    let levels = db.stats().beps_reads;
+    let l = levels.iter().filter(|l| at(l.height));
+    (
+        l.clone().map(|l| l.probes).sum(),
+        l.map(|l| l.part_bytes).sum(),
+    )
 }
 
 /// Basement reads at `height` 0 so far.

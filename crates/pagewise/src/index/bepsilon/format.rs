@@ -482,7 +482,7 @@ pub fn decode_part(node: &Node, i: usize, c: Cow<'_, [u8]>) -> Result<Part, Stri
     let hi = node.pivots.get(i);
     let part = if node.is_leaf() {
         let b = super::packed::Packed::new(raw, lo, hi, d.entries as usize)?;
-        segment::check_basement_cuts(&b, segment::of(node.segs.as_deref(), i))?;
+        segment::check_cuts(&b, segment::of(node.segs.as_deref(), i))?;
         Part::Packed(b)
     } else {
         let buf = Buffer::decode(raw, lo, hi, d.entries as usize)?;
@@ -843,14 +843,25 @@ mod tests {
     /// What a probe of `key` finds in buffer `i` of the stored node `b`,
     /// reading only what `segment::locate` names.
     fn probe_stored(b: &[u8], d: &Node, i: usize, key: &[u8]) -> Result<Buffer, String> {
-        let e = &d.dir[i];
-        let Some((off, len, seg)) = segment::locate(e, segment::of(d.segs.as_deref(), i), key)
-        else {
+        let Some((stored, seg)) = located(b, d, i, key) else {
             return Ok(Buffer::new());
         };
+        probe_buffer(d, (i, seg), stored, &mut Vec::new(), key)
+    }
+
+    /// The stored bytes a probe of `key` reads of partition `i` of the
+    /// stored node `b` (`segment::locate`), and their segment; None when
+    /// the segments rule the key out.
+    fn located<'a>(
+        b: &'a [u8],
+        d: &Node,
+        i: usize,
+        key: &[u8],
+    ) -> Option<(&'a [u8], Option<usize>)> {
+        let e = &d.dir[i];
+        let (off, len, seg) = segment::locate(e, segment::of(d.segs.as_deref(), i), key)?;
         let at = (e.offset as u64 + off) as usize;
-        let mut scratch = Vec::new();
-        probe_buffer(d, (i, seg), &b[at..at + len as usize], &mut scratch, key)
+        Some((&b[at..at + len as usize], seg))
     }
 
     #[test]
@@ -935,14 +946,10 @@ mod tests {
     /// What a probe of `key` finds in basement `i` of the stored leaf `b`,
     /// reading only what `segment::locate` names.
     fn probe_leaf(b: &[u8], d: &Node, i: usize, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        let e = &d.dir[i];
-        let Some((off, len, seg)) = segment::locate(e, segment::of(d.segs.as_deref(), i), key)
-        else {
+        let Some((stored, seg)) = located(b, d, i, key) else {
             return Ok(None);
         };
-        let at = (e.offset as u64 + off) as usize;
-        let mut scratch = Vec::new();
-        let found = probe_basement(d, (i, seg), &b[at..at + len as usize], &mut scratch, key)?;
+        let found = probe_basement(d, (i, seg), stored, &mut Vec::new(), key)?;
         Ok(found.get(key).map(<[u8]>::to_vec))
     }
 

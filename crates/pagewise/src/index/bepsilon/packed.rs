@@ -117,10 +117,12 @@ impl Packed {
         self.end_of(i) - self.offs[i] as usize
     }
 
-    /// The entry starting at byte `off`, if one does.
-    pub fn index_at_offset(&self, off: usize) -> Option<usize> {
-        let off = u32::try_from(off).ok()?;
-        self.offs.binary_search(&off).ok()
+    /// The keys of the entry before the one starting at byte `off` and of
+    /// that entry, if one starts there (as `Buffer::keys_at_offset`).
+    pub fn keys_at_offset(&self, off: u32) -> Option<(Option<&[u8]>, &[u8])> {
+        let i = self.offs.binary_search(&off).ok()?;
+        let prev = i.checked_sub(1).map(|p| self.entry(p).0);
+        Some((prev, self.entry(i).0))
     }
 
     /// The value of `key` in the stored entries `raw` (a basement or a run

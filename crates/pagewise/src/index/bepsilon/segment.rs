@@ -369,17 +369,45 @@ pub fn locate(d: &DirEntry, segs: Segs, key: &[u8]) -> Option<(u64, u64, Option<
     Some((off, s.stored_bytes as u64, Some(j)))
 }
 
-/// Checks a decoded buffer against its segments: a message of each
-/// segment's first key starts where the segment does, and the message
-/// before it is of another key (no key straddles two segments). A whole
-/// load, after the checksum; the raw sizes' sum was checked with the list.
-pub fn check_cuts(buf: &Buffer, segs: Segs) -> Result<(), String> {
+/// A decoded partition, as its segments are checked against it.
+pub trait Cut {
+    /// The keys of the message or entry before the one starting at raw
+    /// byte `off` and of that one, if one starts there.
+    fn keys_at_offset(&self, off: u32) -> Option<(Option<&[u8]>, &[u8])>;
+    /// Raw bytes of the partition.
+    fn raw_bytes(&self) -> usize;
+}
+
+impl Cut for Buffer {
+    fn keys_at_offset(&self, off: u32) -> Option<(Option<&[u8]>, &[u8])> {
+        Buffer::keys_at_offset(self, off)
+    }
+    fn raw_bytes(&self) -> usize {
+        self.bytes()
+    }
+}
+
+impl Cut for Packed {
+    fn keys_at_offset(&self, off: u32) -> Option<(Option<&[u8]>, &[u8])> {
+        Packed::keys_at_offset(self, off)
+    }
+    fn raw_bytes(&self) -> usize {
+        self.bytes()
+    }
+}
+
+/// Checks a decoded buffer or basement against its segments: a message or
+/// entry of each segment's first key starts where the segment does, and
+/// the one before it is of another key (no key's messages straddle two
+/// segments; a basement's keys are unique). A whole load, after the
+/// checksum; the raw sizes' sum was checked with the list.
+pub fn check_cuts(part: &impl Cut, segs: Segs) -> Result<(), String> {
     let mut cut = 0u64;
     for j in 0..segs.len() {
         let at = u32::try_from(cut).map_err(|_| "segments past 4 GiB")?;
-        let (prev, key) = buf
+        let (prev, key) = part
             .keys_at_offset(at)
-            .ok_or_else(|| format!("a message crosses the start of segment {j}"))?;
+            .ok_or_else(|| format!("an entry crosses the start of segment {j}"))?;
         if key != segs.first_key(j) {
             return Err(format!("segment {j} does not start at its first key"));
         }
@@ -391,25 +419,6 @@ pub fn check_cuts(buf: &Buffer, segs: Segs) -> Result<(), String> {
         }
         cut += segs.get(j).raw_bytes as u64;
     }
-    assert!(segs.is_empty() || cut == buf.bytes() as u64);
-    Ok(())
-}
-
-/// Checks a decoded basement against its segments: an entry of each
-/// segment's first key starts where the segment does (keys are unique, so
-/// none straddles). A whole load, after the checksum.
-pub fn check_basement_cuts(b: &Packed, segs: Segs) -> Result<(), String> {
-    let mut cut = 0u64;
-    for j in 0..segs.len() {
-        let at = usize::try_from(cut).map_err(|_| "segments past the address space")?;
-        let i = b
-            .index_at_offset(at)
-            .ok_or_else(|| format!("an entry crosses the start of segment {j}"))?;
-        if b.at(i).0 != segs.first_key(j) {
-            return Err(format!("segment {j} does not start at its first key"));
-        }
-        cut += segs.get(j).raw_bytes as u64;
-    }
-    assert!(segs.is_empty() || cut == b.bytes() as u64);
+    assert!(segs.is_empty() || cut == part.raw_bytes() as u64);
     Ok(())
 }
