@@ -287,6 +287,75 @@ fn a_miss_on_a_delta_reads_it_and_its_base_in_one_round() {
     assert!(pairs >= 10, "{pairs} gets missed a delta leaf");
 }
 
+/// A 16 KiB-page Db whose leaves are flushed as delta blocks of about
+/// `changed` rewritten keys each (every `step`th key of 3,000), under
+/// threshold `threshold_bytes`. Returns the expected contents.
+fn build_large_pages(
+    path: &Path,
+    threshold_bytes: usize,
+    step: usize,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let db = Db::create(path, opts_large(threshold_bytes)).unwrap();
+    let t = db.tree("t").unwrap();
+    let mut want = BTreeMap::new();
+    for round in 0..2 {
+        for i in (0..3000).filter(|i| round == 0 || i % step == 0) {
+            let v = format!("value {i} round {round} {}", "x".repeat(80)).into_bytes();
+            t.insert(key(i as u32), &v).unwrap();
+            want.insert(key(i as u32), v);
+        }
+        db.checkpoint().unwrap();
+    }
+    assert!(db.stats().delta_rebases > 10);
+    db.close().unwrap();
+    want
+}
+
+fn opts_large(threshold_bytes: usize) -> Options {
+    opts(true).page_size(16384).delta_flush(Some(DeltaFlush {
+        threshold_bytes,
+        block_bytes: 512,
+    }))
+}
+
+/// With pages larger than a delta block, a miss on a delta leaf reads the
+/// delta block's first 4 KiB beside its whole base page; a delta block
+/// longer than that is read again whole (`Pager::whole_delta_block`), one
+/// more round. Hand counts of the bytes each get reads: 0 (cached), one
+/// page (a whole leaf), or head + page (+ page for a long delta block).
+#[test]
+fn a_miss_on_a_delta_reads_its_head_and_its_base() {
+    let (head, page) = (4096u64, 16384u64);
+    // (threshold, rewritten key step, bytes and rounds of a delta miss)
+    for (threshold, step, delta_bytes, delta_rounds) in
+        [(1500, 40, head + page, 1), (12000, 2, head + 2 * page, 2)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let want = build_large_pages(&path, threshold, step);
+        let db = Db::open(&path, opts_large(threshold)).unwrap();
+        let t = db.tree("t").unwrap();
+        t.get(key(0)).unwrap();
+        let mut pairs = 0;
+        for i in (0..3000).step_by(60) {
+            let s0 = db.stats();
+            assert_eq!(t.get(key(i)).unwrap().as_ref(), want.get(&key(i)));
+            let s1 = db.stats();
+            let bytes = s1.pages.read_bytes - s0.pages.read_bytes;
+            let rounds = s1.node_read_rounds - s0.node_read_rounds;
+            let seen = (bytes, rounds);
+            assert!(
+                [(0, 0), (page, 1), (delta_bytes, delta_rounds)].contains(&seen),
+                "threshold {threshold}, get {i}: {bytes} bytes in {rounds} rounds"
+            );
+            pairs += (bytes == delta_bytes) as u32;
+        }
+        assert!(pairs >= 10, "threshold {threshold}: {pairs} delta misses");
+        let r = db.check().unwrap();
+        assert!(r.is_ok(), "{:?}", r.problems);
+    }
+}
+
 /// The delta Db of `build`, then one key changed without delta flushes: the
 /// root is written whole (kind 8) and names the bases of the leaves still
 /// flushed as delta blocks. Returns the root's page id.

@@ -50,6 +50,11 @@ const WRITE_THREADS: usize = 4;
 /// enough to keep an SSD's channels busy from one thread.
 pub const QUEUE_DEPTH: usize = 32;
 
+/// Bytes first read of a page its parent says is a delta block: a delta
+/// block of the default threshold (2 KiB of records) fits; a longer one is
+/// read again whole (`Pager::whole_delta_block`).
+const DELTA_HEAD_BYTES: usize = 4096;
+
 /// Most buffer bytes a queue keeps in flight (one I/O may exceed it alone).
 /// Checkpoint runs are up to [`MAX_RUN_BYTES`]: 32 of them in flight held
 /// 32 MiB outside the cache budget, which got a 1M-row B+tree fill with a
@@ -415,15 +420,20 @@ impl Pager {
             waiting: Vec::new(),
         };
         self.read_rounds.fetch_add(1, Ordering::Relaxed);
+        let head = self.delta_head_bytes();
         self.pump(
             ops.len(),
             |k, spare| {
                 let (i, is_base) = ops[k];
-                let pid = if is_base { refs[i].base } else { refs[i].pid };
+                let (pid, len) = match (is_base, refs[i].named_base()) {
+                    (true, _) => (refs[i].base, self.ps),
+                    (false, Some(_)) => (refs[i].pid, head),
+                    (false, None) => (refs[i].pid, self.ps),
+                };
                 IoOp {
                     kind: OpKind::Read,
                     offset: self.off(pid),
-                    buf: take_buf(spare, self.ps, self.buf_align),
+                    buf: take_buf(spare, len, self.buf_align),
                     tag: k as u64,
                 }
             },
@@ -474,8 +484,15 @@ impl Pager {
                 return;
             };
             let (page, base) = if is_base { (other, buf) } else { (buf, other) };
-            let node = self.decode_pair(r, &page, &base);
-            spare.extend([page, base]);
+            let node = match self.whole_delta_block(r.pid, page) {
+                Ok(page) => {
+                    let node = self.decode_pair(r, &page, &base);
+                    spare.push(page);
+                    node
+                }
+                Err(e) => Err(e),
+            };
+            spare.push(base);
             node
         } else if r.base == BASE_UNNAMED && buf[4] == Kind::Delta as u8 {
             match self.verify_delta(r.pid, &buf) {
@@ -488,6 +505,41 @@ impl Pager {
             self.decode_whole(r, &buf)
         };
         got(r.pid, node);
+    }
+
+    /// Bytes read of a page whose parent names its base, so which should be
+    /// a delta block: its first [`DELTA_HEAD_BYTES`], which hold every delta
+    /// block of the default threshold (docs/design.md, "Delta blocks for
+    /// B+tree pages"); `PAGEWISE_DELTA_HEAD_KIB=0` reads whole pages.
+    fn delta_head_bytes(&self) -> usize {
+        static HEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let head = *HEAD.get_or_init(|| {
+            match std::env::var("PAGEWISE_DELTA_HEAD_KIB").map(|v| v.parse::<usize>()) {
+                Ok(Ok(kib)) if kib > 0 => kib << 10,
+                Ok(_) => usize::MAX,
+                Err(_) => DELTA_HEAD_BYTES,
+            }
+        });
+        // Pages of at most the head (or the alignment) are read whole.
+        let head = head.max(self.buf_align).min(self.ps);
+        assert!(head == self.ps || head.is_multiple_of(self.buf_align));
+        head
+    }
+
+    /// Requires: `page` holds the first bytes of page `pid` (all of it, or
+    /// its head). Effect: the page whole when it may be a delta block
+    /// longer than the head, or not a delta block at all (so verification
+    /// and its errors see the page as written), read again if need be.
+    fn whole_delta_block(&self, pid: u64, page: AlignedBuf) -> Result<AlignedBuf> {
+        let sealed = page::get_u32(&page, 28) as usize;
+        if page.len() == self.ps || (page[4] == Kind::Delta as u8 && sealed <= page.len()) {
+            return Ok(page);
+        }
+        let mut whole = self.buf(self.ps);
+        self.read_rounds.fetch_add(1, Ordering::Relaxed);
+        self.pages.read_at(&mut whole, self.off(pid))?;
+        assert_eq!(whole.len(), self.ps);
+        Ok(whole)
     }
 
     /// Verifies the delta block at `pid` in `buf`; returns its base page id.
@@ -561,7 +613,10 @@ impl Pager {
                 assert_eq!(in_flight_bytes, 0, "every buffer came back");
                 return first;
             }
-            q.wait(1, &mut done)?;
+            // A pair (a delta block and its base) is of no use until both
+            // are in: one wait for both, not two (one sleep, one wake-up).
+            let min = if count <= 2 { q.in_flight() } else { 1 };
+            q.wait(min, &mut done)?;
             for c in done.drain(..) {
                 in_flight_bytes -= c.op.buf.capacity();
                 let r = finish(c, &mut spare);
