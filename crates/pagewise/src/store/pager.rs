@@ -484,14 +484,11 @@ impl Pager {
                 return;
             };
             let (page, base) = if is_base { (other, buf) } else { (buf, other) };
-            let node = match self.whole_delta_block(r.pid, page) {
-                Ok(page) => {
-                    let node = self.decode_pair(r, &page, &base);
-                    spare.push(page);
-                    node
-                }
-                Err(e) => Err(e),
-            };
+            let node = self.whole_delta_block(r.pid, page).and_then(|page| {
+                let node = self.decode_pair(r, &page, &base);
+                spare.push(page);
+                node
+            });
             spare.push(base);
             node
         } else if r.base == BASE_UNNAMED && buf[4] == Kind::Delta as u8 {
