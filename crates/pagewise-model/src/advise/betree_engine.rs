@@ -398,8 +398,9 @@ pub struct BeTreeSample {
 /// at least 0) over the total counted; `c_get` the mean cached get (0 when
 /// none was measured); `x0 + x1 x KiB per read` a least-squares line through
 /// each size's residual per read, `(get_s - c_get) / reads - read_s`, over
-/// sizes with 0.05 reads per get or more (a falling line, noise, becomes
-/// the mean), so the model's misses cost what the measured ones did.
+/// sizes with 0.05 reads per get or more (a falling line, noise, or one
+/// below zero at 0 KiB, becomes the mean), so the model's misses cost what
+/// the measured ones did.
 pub fn fit_betree_costs(samples: &[BeTreeSample]) -> BeTreeCosts {
     if samples.is_empty() {
         return BeTreeCosts::NONE;
@@ -410,10 +411,20 @@ pub fn fit_betree_costs(samples: &[BeTreeSample]) -> BeTreeCosts {
         .map(|s| (s.insert_s - s.cpu_insert_s).max(0.0))
         .sum();
     let counted_io: f64 = samples.iter().map(|s| s.predicted_insert_io_s).sum();
-    let (x0, x1) = line_fit_rising(samples.iter().filter(|s| s.reads_per_get >= 0.05).map(|s| {
-        let per_read = (s.get_s - c_get) / s.reads_per_get - s.read_s;
-        (s.kib_per_get / s.reads_per_get, per_read)
-    }));
+    let residuals: Vec<(f64, f64)> = (samples.iter().filter(|s| s.reads_per_get >= 0.05))
+        .map(|s| {
+            let per_read = (s.get_s - c_get) / s.reads_per_get - s.read_s;
+            (s.kib_per_get / s.reads_per_get, per_read)
+        })
+        .collect();
+    let (x0, x1) = match line_fit_rising(residuals.iter().copied()) {
+        // Sizes whose KiB per read lie close together give a steep line that
+        // makes a small read cost less than nothing (tune, session 13: -50.9
+        // µs + 5.74 µs per KiB, predicting a 64 KiB node's gets 10x too
+        // fast): like a falling line, it becomes the mean.
+        (x0, _) if x0 < 0.0 => line_fit_rising(residuals.iter().map(|p| (0.0, p.1))),
+        line => line,
+    };
     let out = BeTreeCosts {
         cpu_insert_s: mean(samples.iter().map(|s| s.cpu_insert_s).collect()).max(0.0),
         insert_io_factor: if counted_io > 0.0 {
@@ -663,6 +674,21 @@ mod tests {
             },
         ]);
         assert!(near(f.miss_extra_s, 30e-6) && f.miss_extra_per_kib_s == 0.0);
+        // Residuals of 10 µs at 8 KiB per read and 30 µs at 10 KiB: the
+        // line (10 µs per KiB, -70 µs at 0 KiB) would make a 4 KiB read
+        // cost less than nothing, so it too becomes the mean, 20 µs.
+        let steep = fit_betree_costs(&[
+            BeTreeSample {
+                get_s: 114e-6,
+                ..s(1.0, 8.0, 10.0, 20.0)
+            },
+            BeTreeSample {
+                get_s: 134e-6,
+                ..s(1.0, 10.0, 10.0, 20.0)
+            },
+        ]);
+        assert!(near(steep.miss_extra_s, 20e-6), "{}", steep.miss_extra_s);
+        assert_eq!(steep.miss_extra_per_kib_s, 0.0);
         // No cached gets measured: c_get = 0, the rest per read.
         let one = fit_betree_costs(&[BeTreeSample {
             cached_get_s: None,
