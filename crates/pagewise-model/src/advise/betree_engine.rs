@@ -663,30 +663,20 @@ mod tests {
         assert!(near(loo[2].cpu_insert_s, 11e-6));
         // A residual falling with the KiB per read (40 µs at 16, 20 µs at
         // 64) is noise: its mean, 30 µs, for every miss.
-        let f = fit_betree_costs(&[
-            BeTreeSample {
-                get_s: 144e-6,
-                ..s(1.0, 16.0, 10.0, 20.0)
-            },
-            BeTreeSample {
-                get_s: 124e-6,
-                ..s(1.0, 64.0, 10.0, 20.0)
-            },
-        ]);
+        // Two sizes of one read per get: (KiB per read, get µs) each.
+        let two = |a: (f64, f64), b: (f64, f64)| {
+            let at = |(kib, get_us): (f64, f64)| BeTreeSample {
+                get_s: get_us * 1e-6,
+                ..s(1.0, kib, 10.0, 20.0)
+            };
+            fit_betree_costs(&[at(a), at(b)])
+        };
+        let f = two((16.0, 144.0), (64.0, 124.0));
         assert!(near(f.miss_extra_s, 30e-6) && f.miss_extra_per_kib_s == 0.0);
         // Residuals of 10 µs at 8 KiB per read and 30 µs at 10 KiB: the
         // line (10 µs per KiB, -70 µs at 0 KiB) would make a 4 KiB read
         // cost less than nothing, so it too becomes the mean, 20 µs.
-        let steep = fit_betree_costs(&[
-            BeTreeSample {
-                get_s: 114e-6,
-                ..s(1.0, 8.0, 10.0, 20.0)
-            },
-            BeTreeSample {
-                get_s: 134e-6,
-                ..s(1.0, 10.0, 10.0, 20.0)
-            },
-        ]);
+        let steep = two((8.0, 114.0), (10.0, 134.0));
         assert!(near(steep.miss_extra_s, 20e-6), "{}", steep.miss_extra_s);
         assert_eq!(steep.miss_extra_per_kib_s, 0.0);
         // No cached gets measured: c_get = 0, the rest per read.
