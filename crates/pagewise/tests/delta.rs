@@ -287,8 +287,8 @@ fn a_miss_on_a_delta_reads_it_and_its_base_in_one_round() {
     assert!(pairs >= 10, "{pairs} gets missed a delta leaf");
 }
 
-/// A 16 KiB-page Db whose leaves are flushed as delta blocks of about
-/// `changed` rewritten keys each (every `step`th key of 3,000), under
+/// A 16 KiB-page Db of 3,000 keys whose leaves are flushed as delta blocks
+/// of the keys rewritten after the first checkpoint (every `step`th), under
 /// threshold `threshold_bytes`. Returns the expected contents.
 fn build_large_pages(
     path: &Path,
