@@ -255,6 +255,24 @@ fn version_2_file_opens_and_is_upgraded() {
     assert_eq!(newest.1, FORMAT_VERSION, "{versions:?}");
 }
 
+/// Gets key `i` of `t`, checks it against `want`, and returns the page reads,
+/// page bytes read and node read rounds it cost.
+fn get_cost(
+    db: &Db,
+    t: &pagewise::Tree,
+    want: &BTreeMap<Vec<u8>, Vec<u8>>,
+    i: u32,
+) -> (u64, u64, u64) {
+    let s0 = db.stats();
+    assert_eq!(t.get(key(i)).unwrap().as_ref(), want.get(&key(i)));
+    let s1 = db.stats();
+    (
+        s1.pages.read_ops - s0.pages.read_ops,
+        s1.pages.read_bytes - s0.pages.read_bytes,
+        s1.node_read_rounds - s0.node_read_rounds,
+    )
+}
+
 /// A get that misses a leaf flushed as a delta block, under a parent that
 /// names its base, reads the delta block and its base in one round: two
 /// page reads, one wait (docs/design.md, "Delta blocks for B+tree pages").
@@ -269,11 +287,7 @@ fn a_miss_on_a_delta_reads_it_and_its_base_in_one_round() {
     t.get(key(0)).unwrap();
     let mut pairs = 0;
     for i in (0..3000).step_by(50) {
-        let s0 = db.stats();
-        assert_eq!(t.get(key(i)).unwrap().as_ref(), want.get(&key(i)));
-        let s1 = db.stats();
-        let reads = s1.pages.read_ops - s0.pages.read_ops;
-        let rounds = s1.node_read_rounds - s0.node_read_rounds;
+        let (reads, _, rounds) = get_cost(&db, &t, &want, i);
         // Hand count: a cached leaf reads nothing, a whole leaf one page,
         // a delta leaf two pages; either miss is one round.
         assert!(reads <= 2, "get {i}: {reads} page reads");
@@ -338,11 +352,7 @@ fn a_miss_on_a_delta_reads_its_head_and_its_base() {
         t.get(key(0)).unwrap();
         let mut pairs = 0;
         for i in (0..3000).step_by(60) {
-            let s0 = db.stats();
-            assert_eq!(t.get(key(i)).unwrap().as_ref(), want.get(&key(i)));
-            let s1 = db.stats();
-            let bytes = s1.pages.read_bytes - s0.pages.read_bytes;
-            let rounds = s1.node_read_rounds - s0.node_read_rounds;
+            let (_, bytes, rounds) = get_cost(&db, &t, &want, i);
             let seen = (bytes, rounds);
             assert!(
                 [(0, 0), (page, 1), (delta_bytes, delta_rounds)].contains(&seen),
