@@ -77,6 +77,8 @@ pub struct Stats {
     pub delta_rebases: u64,
     pub delta_carries: u64,
     pub delta_consolidations: u64,
+    /// Delta copies placed away from their base (docs/design.md, "Delta placement").
+    pub delta_apart: u64,
     /// B-epsilon point and range reads by node height: shells and
     /// partitions read from the file (ops and bytes), buffer reads skipped
     /// by key filters (docs/design.md, buffer key filters).
@@ -175,6 +177,7 @@ impl Db {
             delta_rebases: ic.delta_rebases.load(Relaxed),
             delta_carries: ic.delta_carries.load(Relaxed),
             delta_consolidations: ic.delta_consolidations.load(Relaxed),
+            delta_apart: ic.delta_apart.load(Relaxed),
             beps_reads: ic.beps_reads.snapshot(),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),

@@ -140,6 +140,7 @@ struct Tally {
     delta_rounds: u64,
     delta_nodes: u64,
     delta_consolidations: u64,
+    delta_apart: u64,
     bepsilon_rounds: u64,
     /// Rounds whose Db wrote B-epsilon leaves back between checkpoints
     /// before the crash (docs/design.md, "Checkpoints", leaf write-back).
@@ -153,8 +154,9 @@ struct Run {
     states: Vec<State>,
     durable: usize,
     failed_batch: Option<State>,
-    /// (rebases + carries, consolidations) of the Db before the crash.
-    delta_events: (u64, u64),
+    /// (rebases + carries, consolidations, copies placed apart from their
+    /// base) of the Db before the crash.
+    delta_events: (u64, u64, u64),
     /// Leaf write-backs of the Db before the crash.
     write_backs: u64,
 }
@@ -221,7 +223,7 @@ fn workload(
         states: Vec::new(),
         durable: 0,
         failed_batch: None,
-        delta_events: (0, 0),
+        delta_events: (0, 0, 0),
         write_backs: 0,
     };
     let db = if fresh {
@@ -292,7 +294,11 @@ fn workload(
         }
     }
     let s = db.stats();
-    run.delta_events = (s.delta_rebases + s.delta_carries, s.delta_consolidations);
+    run.delta_events = (
+        s.delta_rebases + s.delta_carries,
+        s.delta_consolidations,
+        s.delta_apart,
+    );
     run.write_backs = s.write_backs;
     run.db = Some(db);
     run.states = states;
@@ -353,6 +359,7 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
             tally.delta_rounds += 1;
             tally.delta_nodes += run.delta_events.0;
             tally.delta_consolidations += run.delta_events.1;
+            tally.delta_apart += run.delta_events.2;
         }
         tally.bepsilon_rounds += bepsilon(seed).is_some() as u64;
         tally.write_back_rounds += (run.write_backs > 0) as u64;
@@ -440,6 +447,11 @@ fn run(durability: Durability, salt: u64) {
             && tally.delta_nodes > 2 * tally.delta_rounds
             && tally.delta_consolidations * 2 > tally.delta_rounds,
         "too little delta-flush work before the crashes: {tally:?}"
+    );
+    // Recovery must read delta blocks beside their base (one span) and apart.
+    assert!(
+        tally.delta_apart > 0 && tally.delta_apart * 2 < tally.delta_nodes,
+        "too few delta blocks beside or apart from their base: {tally:?}"
     );
     assert!(
         failures.is_empty(),

@@ -187,6 +187,9 @@ pub struct Counters {
     pub delta_rebases: AtomicU64,
     pub delta_carries: AtomicU64,
     pub delta_consolidations: AtomicU64,
+    /// Dirty copies with a base placed away from it (no page beside it free):
+    /// a miss on them reads base and delta in two requests.
+    pub delta_apart: AtomicU64,
     /// B-epsilon reads by height: shells, partitions, filter skips.
     pub beps_reads: bepsilon::trace::ReadCounters,
 }

@@ -407,11 +407,16 @@ impl Pager {
                 })?;
             }
         }
-        // Each node, then its named base: (index in refs, is the base).
-        let ops: Vec<(usize, bool)> = refs
+        // Each node, then its named base, or both in one span: (index in
+        // refs, which part).
+        let ops: Vec<(usize, Part)> = refs
             .iter()
             .enumerate()
-            .flat_map(|(i, r)| std::iter::once((i, false)).chain(r.named_base().map(|_| (i, true))))
+            .flat_map(|(i, r)| match r.named_base() {
+                Some(_) if r.beside_base() => vec![(i, Part::Span)],
+                Some(_) => vec![(i, Part::Node), (i, Part::Base)],
+                None => vec![(i, Part::Node)],
+            })
             .collect();
         let mut batch = Batch {
             refs,
@@ -424,11 +429,14 @@ impl Pager {
         self.pump(
             ops.len(),
             |k, spare| {
-                let (i, is_base) = ops[k];
-                let (pid, len) = match (is_base, refs[i].named_base()) {
-                    (true, _) => (refs[i].base, self.ps),
-                    (false, Some(_)) => (refs[i].pid, head),
-                    (false, None) => (refs[i].pid, self.ps),
+                let (i, part) = ops[k];
+                let r = refs[i];
+                let (pid, len) = match part {
+                    Part::Base => (r.base, self.ps),
+                    Part::Node if r.named_base().is_some() => (r.pid, head),
+                    Part::Node => (r.pid, self.ps),
+                    Part::Span if r.pid == r.base + 1 => (r.base, self.ps + head),
+                    Part::Span => (r.pid, 2 * self.ps),
                 };
                 IoOp {
                     kind: OpKind::Read,
@@ -438,9 +446,18 @@ impl Pager {
                 }
             },
             |c, spare| {
-                let (i, is_base) = ops[c.op.tag as usize];
+                let (i, part) = ops[c.op.tag as usize];
                 let read = c.result.map(|()| c.op.buf).map_err(Error::from);
-                self.on_read(&mut batch, i, is_base, read, spare, &mut got);
+                if part == Part::Span {
+                    let node = read.and_then(|span| {
+                        let node = self.decode_span(refs[i], &span);
+                        spare.push(span);
+                        node
+                    });
+                    got(refs[i].pid, node);
+                } else {
+                    self.on_read(&mut batch, i, part == Part::Base, read, spare, &mut got);
+                }
                 Ok(())
             },
         )?;
@@ -504,6 +521,26 @@ impl Pager {
         got(r.pid, node);
     }
 
+    /// Rebuilds node `r`, a delta block beside its base, from the one span
+    /// read over both (docs/design.md, "Delta placement"): the base page and
+    /// the delta's head after it, or the delta's page and the base after it.
+    fn decode_span(&self, r: NodeRef, span: &[u8]) -> Result<Image> {
+        assert!(r.beside_base());
+        let ps = self.ps;
+        let (delta, base) = if r.pid == r.base + 1 {
+            (&span[ps..], &span[..ps])
+        } else {
+            (&span[..ps], &span[ps..])
+        };
+        assert_eq!(base.len(), ps);
+        let sealed = page::get_u32(delta, 28) as usize;
+        if delta.len() == ps || (delta[4] == Kind::Delta as u8 && sealed <= delta.len()) {
+            return self.decode_pair(r, delta, base);
+        }
+        let whole = self.read_whole(r.pid)?;
+        self.decode_pair(r, &whole, base)
+    }
+
     /// Bytes read of a page whose parent names its base, so which should be
     /// a delta block: its first [`DELTA_HEAD_BYTES`], which hold every delta
     /// block of the default threshold (docs/design.md, "Delta blocks for
@@ -532,6 +569,11 @@ impl Pager {
         if page.len() == self.ps || (page[4] == Kind::Delta as u8 && sealed <= page.len()) {
             return Ok(page);
         }
+        self.read_whole(pid)
+    }
+
+    /// Reads page `pid` whole, one more round.
+    fn read_whole(&self, pid: u64) -> Result<AlignedBuf> {
         let mut whole = self.buf(self.ps);
         self.read_rounds.fetch_add(1, Ordering::Relaxed);
         self.pages.read_at(&mut whole, self.off(pid))?;
@@ -851,6 +893,17 @@ impl Pager {
 }
 
 /// The reads of one `read_nodes` call that wait for something.
+/// What one read of `read_nodes` fetches for its node.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// The node's page (its head, when a base is named).
+    Node,
+    /// The base page its parent names.
+    Base,
+    /// A delta block beside its base: both in one read.
+    Span,
+}
+
 struct Batch<'r> {
     refs: &'r [NodeRef],
     /// The first page of a pair to arrive.

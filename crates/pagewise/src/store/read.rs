@@ -46,6 +46,12 @@ impl NodeRef {
     pub fn named_base(&self) -> Option<u64> {
         (self.base >= 2).then_some(self.base)
     }
+
+    /// The node is a delta block on the page after or before its named base,
+    /// so one read covers both (docs/design.md, "Delta placement").
+    pub fn beside_base(&self) -> bool {
+        self.base >= 2 && (self.pid == self.base + 1 || self.pid + 1 == self.base)
+    }
 }
 
 /// One step of a traversal: finished, or blocked on a node not in memory.

@@ -119,13 +119,29 @@ impl Writer<'_> {
     /// dirty under a new page id, which is returned.
     fn cow_copy(&mut self, pid: u64, mut copy: Node) -> u64 {
         debug_assert!(!self.dirty.contains(pid));
-        let new = self.alloc.alloc(1);
         self.cache.remove(pid);
         self.rebase(pid, &mut copy);
+        let new = self.place(copy.base_pid());
         self.dirty.insert(new, Arc::new(copy));
-        self.settle(new);
+        let new = self.settle(new);
         assert_ne!(new, pid);
         new
+    }
+
+    /// A fresh page id for a dirty node with base `base` (docs/design.md,
+    /// "Delta placement"): beside the base when it can be, else a page with
+    /// a companion (delta flushes on) or a lone page (off).
+    fn place(&mut self, base: Option<u64>) -> u64 {
+        if self.delta.is_none() {
+            debug_assert!(base.is_none(), "only delta flushes keep bases");
+            return self.alloc.alloc(1);
+        }
+        let beside = base.and_then(|b| self.alloc.alloc_beside(b));
+        let pid = beside.unwrap_or_else(|| self.alloc.alloc_paired());
+        self.counters
+            .delta_apart
+            .fetch_add(u64::from(base.is_some() && beside.is_none()), Relaxed);
+        pid
     }
 
     /// Requires: `copy` is the clean node at `pid`, about to become dirty.
@@ -136,8 +152,13 @@ impl Writer<'_> {
             return;
         }
         match (self.delta, copy.base_pid()) {
-            (Some(d), Some(_)) => {
-                self.alloc.free_later(pid, 1); // the old delta block
+            (Some(d), Some(base)) => {
+                // The old delta block; a companion is kept for its base again.
+                if pid == base + 1 {
+                    self.alloc.free_companion_later(pid);
+                } else {
+                    self.alloc.free_later(pid, 1);
+                }
                 copy.set_block_bytes(d.block_bytes);
                 self.counters.delta_carries.fetch_add(1, Relaxed);
             }
@@ -191,14 +212,15 @@ impl Writer<'_> {
     }
 
     /// Consolidates dirty node `pid` if its changes outgrew the threshold.
-    fn settle(&mut self, pid: u64) {
+    /// Returns its page id, new if the consolidation moved it.
+    fn settle(&mut self, pid: u64) -> u64 {
         if self.delta.is_none() {
             // Without delta flushes no dirty node carries changes (`rebase`).
             debug_assert!(self
                 .dirty
                 .get(pid)
                 .is_some_and(|n| super::node_ref(n).changes().is_none()));
-            return;
+            return pid;
         }
         let limit = self.limit_bytes();
         let dirty = self
@@ -207,18 +229,34 @@ impl Writer<'_> {
             .expect("settled nodes are dirty")
             .clone();
         if as_node(dirty).changes().is_some_and(|c| c.bytes() > limit) {
-            self.consolidate(pid);
+            return self.consolidate(pid);
         }
+        pid
     }
 
     /// Drops dirty node `pid`'s base (freed after the checkpoint): the node
-    /// is written whole.
-    fn consolidate(&mut self, pid: u64) {
-        if let Some(c) = self.get_mut(pid).set_changes(None) {
-            self.alloc.free_later(c.base_pid, 1);
-            self.counters.delta_consolidations.fetch_add(1, Relaxed);
+    /// is written whole. With delta flushes on, a node whose page has no
+    /// companion to keep moves to one that has (docs/design.md, "Delta
+    /// placement"). Returns the node's page id.
+    fn consolidate(&mut self, pid: u64) -> u64 {
+        let Some(c) = self.get_mut(pid).set_changes(None) else {
+            return pid;
+        };
+        self.alloc.free_later(c.base_pid, 1);
+        self.counters.delta_consolidations.fetch_add(1, Relaxed);
+        if self.alloc.reserve_companion(pid) {
+            return pid;
         }
-        debug_assert!(self.dirty.contains(pid));
+        // `pid` is fresh this epoch and was never written: nothing names it
+        // but the caller, which takes the returned id.
+        let node = self
+            .dirty
+            .remove(pid)
+            .expect("consolidated nodes are dirty");
+        let new = self.alloc.alloc_paired();
+        self.alloc.free_later(pid, 1);
+        self.dirty.insert(new, node);
+        new
     }
 
     fn get_mut(&mut self, pid: u64) -> &mut Node {
@@ -226,7 +264,8 @@ impl Writer<'_> {
     }
 
     fn add(&mut self, n: Node) -> u64 {
-        let pid = self.alloc.alloc(1);
+        assert!(n.base_pid().is_none(), "a new node is written whole");
+        let pid = self.place(None);
         self.dirty.insert(pid, Arc::new(n));
         pid
     }
@@ -333,14 +372,13 @@ impl Writer<'_> {
                 }
             };
             if node.bytes() <= cap {
-                self.settle(pid);
-                return Ok((pid, None, old));
+                return Ok((self.settle(pid), None, old));
             }
             // Appending at the right edge (sequential load): keep the left
             // filled to `append_fill`.
             let appended = rightmost && old.is_none() && idx == node.len() - 1;
             let at = appended.then(|| node.fill_point(fill, cap));
-            self.consolidate(pid);
+            let pid = self.consolidate(pid);
             let (sep, right) = self.get_mut(pid).split(at);
             let r = self.add(right);
             tm.leaf_pages += 1;
@@ -357,17 +395,15 @@ impl Writer<'_> {
         let node = self.get_mut(pid);
         node.set_child(i, new_child, base);
         let Some((sep, r)) = split else {
-            self.settle(pid);
-            return Ok((pid, None, old));
+            return Ok((self.settle(pid), None, old));
         };
         node.insert_child(i + 1, &sep, r, BASE_NONE);
         if node.bytes() <= cap {
-            self.settle(pid);
-            return Ok((pid, None, old));
+            return Ok((self.settle(pid), None, old));
         }
         let appended = rm && i + 1 == node.len() - 1;
         let at = appended.then(|| node.fill_point(fill, cap));
-        self.consolidate(pid);
+        let pid = self.consolidate(pid);
         let (sep, right) = self.get_mut(pid).split(at);
         let r = self.add(right);
         tm.branch_pages += 1;
@@ -432,8 +468,7 @@ impl Writer<'_> {
             let node = self.get_mut(pid);
             let old = old_of(node, i);
             node.remove_at(i);
-            self.settle(pid);
-            return Ok(Some((pid, old)));
+            return Ok(Some((self.settle(pid), old)));
         }
         let i = n.child_index(key);
         let child = n.child(i);
@@ -445,8 +480,7 @@ impl Writer<'_> {
         let base = self.base_of(new_child);
         self.get_mut(pid).set_child(i, new_child, base);
         self.rebalance(pid, i, level - 1, tm)?;
-        self.settle(pid);
-        Ok(Some((pid, old)))
+        Ok(Some((self.settle(pid), old)))
     }
 
     /// The pages of a subtree of `level` levels holding no entries
@@ -505,7 +539,7 @@ impl Writer<'_> {
         }
         drop(ln);
         let lnew = self.cow(lpid)?;
-        self.consolidate(lnew);
+        let lnew = self.consolidate(lnew);
         self.get_mut(lnew).merge_from(&sep, &rn);
         self.free_node(rpid)?;
         let base = self.base_of(lnew);
