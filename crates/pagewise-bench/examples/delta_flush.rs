@@ -129,6 +129,10 @@ fn fill(
         b.write_bytes - a.write_bytes
     };
     let page_bytes = w(&s0.pages, &s1.pages);
+    eprintln!(
+        "delta copies: {} rebased, {} carried, {} consolidated, {} placed apart from their base",
+        s1.delta_rebases, s1.delta_carries, s1.delta_consolidations, s1.delta_apart
+    );
     db.close().unwrap();
     Fill {
         rows,

@@ -125,8 +125,9 @@ fn deltas_round_trip_and_check_clean() {
     assert_eq!(got, want);
     let r = db.check().unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
-    // Every node of the tree is on a base page or a delta block.
-    assert!(r.pages_checked > 2 * r.file_pages / 3, "{r:?}");
+    // Every page in use is a base page or a delta block (the superblocks
+    // and the catalog aside); the rest is free, companions among it.
+    assert!(r.pages_checked + 3 >= r.file_pages - r.free_pages, "{r:?}");
 }
 
 #[test]
@@ -277,8 +278,9 @@ fn get_cost(
 /// names its base, reads both in one round (docs/design.md, "Delta blocks
 /// for B+tree pages"): in one read of two pages when the delta block lies
 /// beside its base ("Delta placement"), else in two reads of a page each.
-/// Keys rewritten in two checkpoints in a row cannot reuse the companion
-/// their first delta block still holds, so some deltas lie elsewhere.
+/// Companions are kept only in memory: after a reopen, one-page overflow
+/// values take the free pages beside some bases first, so the deltas
+/// written on those bases next lie elsewhere.
 #[test]
 fn a_miss_on_a_delta_reads_it_and_its_base_in_one_round() {
     let dir = tempfile::tempdir().unwrap();
@@ -286,7 +288,12 @@ fn a_miss_on_a_delta_reads_it_and_its_base_in_one_round() {
     let mut want = build(&path);
     let db = Db::open(&path, opts(true)).unwrap();
     let t = db.tree("t").unwrap();
-    for i in (0..3000).step_by(400) {
+    for i in 0..12 {
+        let (k, v) = (format!("big{i}").into_bytes(), vec![i as u8; 2000]);
+        t.insert(&k, &v).unwrap();
+        want.insert(k, v);
+    }
+    for i in (0..3000).step_by(200) {
         let v = format!("value {i} third").into_bytes();
         t.insert(key(i), &v).unwrap();
         want.insert(key(i), v);
@@ -352,16 +359,17 @@ fn opts_large(threshold_bytes: usize) -> Options {
 
 /// With pages larger than a delta block, a miss on a delta leaf reads the
 /// delta block's first 4 KiB with its whole base page: in one read when the
-/// delta lies on the page after its base (docs/design.md, "Delta
-/// placement"). A delta block longer than that is read again whole
+/// delta lies on the page after its base, two pages in one read when it
+/// lies on the page before (docs/design.md, "Delta placement"). A delta
+/// block longer than 4 KiB after its base is read again whole
 /// (`Pager::whole_delta_block`), one more round. Hand counts of each get's
 /// (reads, bytes, rounds): nothing (cached), one page (a whole leaf), head +
-/// page in one read (two when the delta lies apart, as after a checkpoint
-/// the dirty budget forced), and for the long blocks one more page in one
-/// more read.
+/// page in one read (two when the delta lies apart), and for the long blocks
+/// one more page in one more read.
 #[test]
 fn a_miss_on_a_delta_reads_its_head_and_its_base() {
     let (head, page) = (4096u64, 16384u64);
+    let before_cost = (1, 2 * page, 1);
     // (threshold, rewritten key step, cost of a miss on a delta after its
     // base, cost of one on a delta apart from it)
     for (threshold, step, delta_cost, apart_cost) in [
@@ -378,10 +386,10 @@ fn a_miss_on_a_delta_reads_its_head_and_its_base() {
         for i in (0..3000).step_by(60) {
             let cost = get_cost(&db, &t, &want, i);
             assert!(
-                [(0, 0, 0), (1, page, 1), delta_cost, apart_cost].contains(&cost),
+                [(0, 0, 0), (1, page, 1), delta_cost, before_cost, apart_cost].contains(&cost),
                 "threshold {threshold}, get {i}: (reads, bytes, rounds) {cost:?}"
             );
-            pairs += (cost == delta_cost) as u32;
+            pairs += (cost == delta_cost || cost == before_cost) as u32;
         }
         assert!(pairs >= 10, "threshold {threshold}: {pairs} delta misses");
         let r = db.check().unwrap();

@@ -5,12 +5,13 @@
 //! once the next checkpoint is durable ([`Alloc::release_pending`]).
 //!
 //! Companions (docs/design.md, "Delta placement"): a node page allocated
-//! with [`Alloc::alloc_paired`] keeps the page after it free for its delta
-//! block, so a miss reads base and delta in one request. A companion is free
-//! on disk (the durable free list holds it); only this allocator, in memory,
-//! keeps first fit away from it.
+//! with [`Alloc::alloc_node`] keeps the pages before and after it free for
+//! its delta blocks (used in turn: copy-on-write never overwrites the one
+//! the durable checkpoint holds), so a miss reads base and delta in one
+//! request. A companion is free on disk (the durable free list holds it);
+//! only this allocator, in memory, keeps first fit away from it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -19,11 +20,13 @@ pub struct Alloc {
     free: BTreeMap<u64, u64>,
     free_pages: u64,
     pending: Vec<(u64, u64)>,
-    /// Free pages kept for the page before them (its delta block's place).
-    companions: BTreeSet<u64>,
-    /// Companions that held a delta block the durable checkpoint may
-    /// reference: kept again at release if their owner is still allocated.
-    pending_companions: Vec<u64>,
+    /// Free pages kept for a neighbour (their owner, the value) as the
+    /// place of its delta blocks.
+    companions: BTreeMap<u64, u64>,
+    /// Companions (page, owner) that held a delta block the durable
+    /// checkpoint may reference: kept again at release if their owner is
+    /// still allocated.
+    pending_companions: Vec<(u64, u64)>,
     /// Pages in the file, including the two superblocks.
     pub hwm: u64,
     /// Where the high-water mark is published for the pager's page-id checks.
@@ -74,44 +77,40 @@ impl Alloc {
         s
     }
 
-    /// Allocates one node page and keeps the page after it as its companion
-    /// (free, but not handed out by first fit).
-    pub fn alloc_paired(&mut self) -> u64 {
-        let first = self.alloc(2);
-        self.free_pages += 1;
-        assert!(
-            self.companions.insert(first + 1),
-            "a fresh page is no companion"
-        );
-        first
+    /// Allocates one node page and keeps the pages before and after it as
+    /// its companions (free, but not handed out by first fit).
+    pub fn alloc_node(&mut self) -> u64 {
+        let pid = self.alloc(3) + 1;
+        self.free_pages += 2;
+        for c in [pid - 1, pid + 1] {
+            let old = self.companions.insert(c, pid);
+            assert!(old.is_none(), "fresh page {c} was a companion");
+        }
+        pid
     }
 
-    /// Allocates a page beside `base` for a delta block on it: its
-    /// companion (or the page after it, if free), else the page before it if
-    /// free. None when neither is to be had.
+    /// Allocates a page beside `base` for a delta block on it: one of its
+    /// companions (after it first), else the page after or before it if
+    /// free. None when none is to be had.
     pub fn alloc_beside(&mut self, base: u64) -> Option<u64> {
         assert!(base >= 2 && base < self.hwm, "base page {base}");
-        if self.companions.remove(&(base + 1)) {
-            self.free_pages -= 1;
-            return Some(base + 1);
-        }
-        [base + 1, base - 1]
+        let near = [base + 1, base - 1];
+        if let Some(c) = near
             .into_iter()
-            .find(|&p| p >= 2 && self.take_free(p))
+            .find(|c| self.companions.get(c) == Some(&base))
+        {
+            self.companions.remove(&c);
+            self.free_pages -= 1;
+            return Some(c);
+        }
+        near.into_iter().find(|&p| p >= 2 && self.take_free(p))
     }
 
-    /// Keeps the page after `pid` as its companion if it is free. Returns
-    /// whether `pid` has a companion now.
-    pub fn reserve_companion(&mut self, pid: u64) -> bool {
-        assert!(pid >= 2 && pid < self.hwm, "page {pid}");
-        if self.companions.contains(&(pid + 1)) {
-            return true;
-        }
-        if !self.take_free(pid + 1) {
-            return false;
-        }
-        self.free_pages += 1;
-        self.companions.insert(pid + 1)
+    /// Whether `pid` has a companion kept for it now.
+    pub fn has_companion(&self, pid: u64) -> bool {
+        [pid + 1, pid - 1]
+            .iter()
+            .any(|c| self.companions.get(c) == Some(&pid))
     }
 
     /// Whether page `p` lies in a free extent.
@@ -147,12 +146,15 @@ impl Alloc {
         true
     }
 
-    /// Frees companion page `c` (it held a delta block on `c - 1` that the
-    /// durable checkpoint may reference): at release it is kept for `c - 1`
-    /// again, unless `c - 1` was freed meanwhile.
-    pub fn free_companion_later(&mut self, c: u64) {
-        assert!(c >= 3 && c < self.hwm, "companion {c}");
-        self.pending_companions.push(c);
+    /// Frees page `c` beside `owner` (it held a delta block on `owner` that
+    /// the durable checkpoint may reference): at release it is kept for
+    /// `owner` as a companion, unless `owner` was freed meanwhile.
+    pub fn free_companion_later(&mut self, c: u64, owner: u64) {
+        assert!(
+            c >= 2 && c < self.hwm && c.abs_diff(owner) == 1,
+            "companion {c} of {owner}"
+        );
+        self.pending_companions.push((c, owner));
     }
 
     /// Frees pages that the durable checkpoint may reference.
@@ -174,17 +176,25 @@ impl Alloc {
         }
         // A companion whose owner was freed is plain free space again.
         for &(s, n) in &p {
-            if self.companions.remove(&(s + n)) {
-                self.free_pages -= 1;
-                self.insert_free(s + n, 1);
+            for c in [s - 1, s + n] {
+                if self
+                    .companions
+                    .get(&c)
+                    .is_some_and(|o| (s..s + n).contains(o))
+                {
+                    self.companions.remove(&c);
+                    self.free_pages -= 1;
+                    self.insert_free(c, 1);
+                }
             }
         }
-        for c in std::mem::take(&mut self.pending_companions) {
-            if self.is_free(c - 1) {
+        for (c, owner) in std::mem::take(&mut self.pending_companions) {
+            if self.is_free(owner) {
                 self.insert_free(c, 1);
             } else {
                 self.free_pages += 1;
-                assert!(self.companions.insert(c), "companion {c} kept twice");
+                let old = self.companions.insert(c, owner);
+                assert!(old.is_none(), "companion {c} kept twice");
             }
             p.push((c, 1));
         }
@@ -222,7 +232,8 @@ impl Alloc {
         for &(s, n) in &self.pending {
             a.insert_free(s, n);
         }
-        for &c in self.companions.iter().chain(&self.pending_companions) {
+        let kept = self.companions.keys().copied();
+        for c in kept.chain(self.pending_companions.iter().map(|c| c.0)) {
             a.insert_free(c, 1);
         }
         a.free.into_iter().collect()
@@ -273,35 +284,29 @@ mod tests {
     #[test]
     fn companions_stay_free_beside_their_pages() {
         let mut a = Alloc::new(2, &[]);
-        assert_eq!(a.alloc_paired(), 2);
-        assert_eq!(a.alloc(1), 4, "first fit skips the companion");
-        assert_eq!((a.free_pages(), a.durable_free_list()), (1, vec![(3, 1)]));
-        assert_eq!(a.alloc_beside(2), Some(3));
-        assert_eq!(a.free_pages(), 0);
-        // The delta at 3 is replaced: not reusable before the checkpoint.
-        a.free_companion_later(3);
-        assert_eq!(a.alloc_beside(2), None);
-        assert_eq!(a.durable_free_list(), vec![(3, 1)]);
-        assert_eq!(a.release_pending(), vec![(3, 1)]);
-        assert_eq!((a.companion_pages(), a.alloc(1)), (1, 5));
-        // Its owner is freed: the companion is plain free space again.
-        a.free_later(2, 1);
+        assert_eq!(a.alloc_node(), 3);
+        assert_eq!(a.alloc(1), 5, "first fit skips companions 2 and 4");
+        assert_eq!(a.free_pages(), 2);
+        assert_eq!(a.durable_free_list(), vec![(2, 1), (4, 1)]);
+        assert!(a.has_companion(3) && !a.has_companion(5));
+        // Delta blocks on base 3 use its companions in turn.
+        assert_eq!(a.alloc_beside(3), Some(4));
+        a.free_companion_later(4, 3);
+        assert_eq!(a.alloc_beside(3), Some(2));
+        assert_eq!((a.free_pages(), a.alloc_beside(3)), (0, None));
+        assert_eq!(a.durable_free_list(), vec![(4, 1)]);
+        assert_eq!(a.release_pending(), vec![(4, 1)]);
+        assert_eq!((a.companion_pages(), a.alloc(1)), (1, 6));
+        // Its owner is freed: the companions are plain free space again.
+        a.free_companion_later(2, 3);
+        a.free_later(3, 1);
         a.release_pending();
         assert_eq!(a.companion_pages(), 0);
-        assert_eq!((a.free_pages(), a.durable_free_list()), (2, vec![(2, 2)]));
-        // The page before a base when its companion is taken.
-        assert_eq!(a.alloc_beside(4), Some(3));
-        assert!(a.reserve_companion(5), "page 6 is at the end: kept now");
-        assert!(!a.reserve_companion(3), "page 4 is in use");
-        assert_eq!((a.alloc(1), a.alloc(1)), (2, 7));
-        // A companion freed with its owner in the same epoch is free space.
-        assert_eq!(a.alloc_beside(5), Some(6));
-        a.free_companion_later(6);
-        a.free_later(5, 1);
-        a.release_pending();
-        assert_eq!(
-            (a.companion_pages(), a.durable_free_list()),
-            (0, vec![(5, 2)])
-        );
+        assert_eq!((a.free_pages(), a.durable_free_list()), (3, vec![(2, 3)]));
+        // Plain free pages beside a base serve too, and the file's end.
+        assert_eq!(a.alloc_beside(5), Some(4));
+        assert_eq!(a.alloc_beside(6), Some(7));
+        assert_eq!(a.hwm, 8);
+        assert_eq!((a.alloc(1), a.alloc(1), a.alloc(1)), (2, 3, 8));
     }
 }

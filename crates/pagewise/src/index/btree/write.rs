@@ -129,19 +129,21 @@ impl Writer<'_> {
     }
 
     /// A fresh page id for a dirty node with base `base` (docs/design.md,
-    /// "Delta placement"): beside the base when it can be, else a page with
-    /// a companion (delta flushes on) or a lone page (off).
+    /// "Delta placement"): beside the base when it can be, else a lone page
+    /// (counted in `delta_apart`); a node without a base gets a page with
+    /// companions (delta flushes on) or a lone page (off).
     fn place(&mut self, base: Option<u64>) -> u64 {
         if self.delta.is_none() {
             debug_assert!(base.is_none(), "only delta flushes keep bases");
             return self.alloc.alloc(1);
         }
-        let beside = base.and_then(|b| self.alloc.alloc_beside(b));
-        let pid = beside.unwrap_or_else(|| self.alloc.alloc_paired());
-        self.counters
-            .delta_apart
-            .fetch_add(u64::from(base.is_some() && beside.is_none()), Relaxed);
-        pid
+        let Some(base) = base else {
+            return self.alloc.alloc_node();
+        };
+        self.alloc.alloc_beside(base).unwrap_or_else(|| {
+            self.counters.delta_apart.fetch_add(1, Relaxed);
+            self.alloc.alloc(1)
+        })
     }
 
     /// Requires: `copy` is the clean node at `pid`, about to become dirty.
@@ -153,9 +155,9 @@ impl Writer<'_> {
         }
         match (self.delta, copy.base_pid()) {
             (Some(d), Some(base)) => {
-                // The old delta block; a companion is kept for its base again.
-                if pid == base + 1 {
-                    self.alloc.free_companion_later(pid);
+                // The old delta block; beside its base, a companion again.
+                if pid.abs_diff(base) == 1 {
+                    self.alloc.free_companion_later(pid, base);
                 } else {
                     self.alloc.free_later(pid, 1);
                 }
@@ -244,7 +246,7 @@ impl Writer<'_> {
         };
         self.alloc.free_later(c.base_pid, 1);
         self.counters.delta_consolidations.fetch_add(1, Relaxed);
-        if self.alloc.reserve_companion(pid) {
+        if self.alloc.has_companion(pid) {
             return pid;
         }
         // `pid` is fresh this epoch and was never written: nothing names it
@@ -253,7 +255,7 @@ impl Writer<'_> {
             .dirty
             .remove(pid)
             .expect("consolidated nodes are dirty");
-        let new = self.alloc.alloc_paired();
+        let new = self.alloc.alloc_node();
         self.alloc.free_later(pid, 1);
         self.dirty.insert(new, node);
         new
