@@ -196,11 +196,32 @@ impl Pager {
                 self.pages.read_at(&mut buf, self.off(r.pid))?;
                 self.decode_whole(r, &buf)
             }
+            _ if r.beside_base() => {
+                self.check_pid(r.pid)?;
+                self.check_pid(r.base)?;
+                let (first, len) = self.span(r);
+                let mut buf = self.buf(len);
+                self.read_rounds.fetch_add(1, Ordering::Relaxed);
+                self.pages.read_at(&mut buf, self.off(first))?;
+                self.decode_span(r, &buf)
+            }
             _ => {
                 let mut out = None;
                 self.read_nodes(&[r], |_, node| out = Some(node))?;
                 out.expect("read_nodes hands over every node it was given")
             }
+        }
+    }
+
+    /// The first page and the byte length of the one read over a delta
+    /// block beside its base: the base and the delta's head after it, or
+    /// the delta's page and the base after it.
+    fn span(&self, r: NodeRef) -> (u64, usize) {
+        assert!(r.beside_base());
+        if r.pid == r.base + 1 {
+            (r.base, self.ps + self.delta_head_bytes())
+        } else {
+            (r.pid, 2 * self.ps)
         }
     }
 
@@ -435,8 +456,7 @@ impl Pager {
                     Part::Base => (r.base, self.ps),
                     Part::Node if r.named_base().is_some() => (r.pid, head),
                     Part::Node => (r.pid, self.ps),
-                    Part::Span if r.pid == r.base + 1 => (r.base, self.ps + head),
-                    Part::Span => (r.pid, 2 * self.ps),
+                    Part::Span => self.span(r),
                 };
                 IoOp {
                     kind: OpKind::Read,
