@@ -197,8 +197,7 @@ impl Pager {
                 self.decode_whole(r, &buf)
             }
             _ if r.beside_base() => {
-                self.check_pid(r.pid)?;
-                self.check_pid(r.base)?;
+                self.check_ref(r)?;
                 let (first, len) = self.span(r);
                 let mut buf = self.buf(len);
                 self.read_rounds.fetch_add(1, Ordering::Relaxed);
@@ -211,6 +210,19 @@ impl Pager {
                 out.expect("read_nodes hands over every node it was given")
             }
         }
+    }
+
+    /// Node `r`'s page id and the base its parent names, if any, lie in the
+    /// file; else `Error::Corrupt` naming the node.
+    fn check_ref(&self, r: NodeRef) -> Result<()> {
+        self.check_pid(r.pid)?;
+        let Some(b) = r.named_base() else {
+            return Ok(());
+        };
+        self.check_pid(b).map_err(|_| {
+            let what = format!("its parent's entry names base page {b}, outside the file");
+            self.corrupt(r.pid, what)
+        })
     }
 
     /// The first page and the byte length of the one read over a delta
@@ -419,14 +431,8 @@ impl Pager {
         refs: &[NodeRef],
         mut got: impl FnMut(u64, Result<Image>),
     ) -> Result<()> {
-        for r in refs {
-            self.check_pid(r.pid)?;
-            if let Some(b) = r.named_base() {
-                self.check_pid(b).map_err(|_| {
-                    let what = format!("its parent's entry names base page {b}, outside the file");
-                    self.corrupt(r.pid, what)
-                })?;
-            }
+        for &r in refs {
+            self.check_ref(r)?;
         }
         // Each node, then its named base, or both in one span: (index in
         // refs, which part).
