@@ -439,10 +439,15 @@ impl Pager {
         let ops: Vec<(usize, Part)> = refs
             .iter()
             .enumerate()
-            .flat_map(|(i, r)| match r.named_base() {
-                Some(_) if r.beside_base() => vec![(i, Part::Span)],
-                Some(_) => vec![(i, Part::Node), (i, Part::Base)],
-                None => vec![(i, Part::Node)],
+            .flat_map(|(i, r)| {
+                let first = if r.beside_base() {
+                    Part::Span
+                } else {
+                    Part::Node
+                };
+                let base =
+                    (first == Part::Node && r.named_base().is_some()).then_some((i, Part::Base));
+                std::iter::once((i, first)).chain(base)
             })
             .collect();
         let mut batch = Batch {
@@ -559,8 +564,7 @@ impl Pager {
             (&span[..ps], &span[ps..])
         };
         assert_eq!(base.len(), ps);
-        let sealed = page::get_u32(delta, 28) as usize;
-        if delta.len() == ps || (delta[4] == Kind::Delta as u8 && sealed <= delta.len()) {
+        if self.holds_delta_block(delta) {
             return self.decode_pair(r, delta, base);
         }
         let whole = self.read_whole(r.pid)?;
@@ -591,11 +595,17 @@ impl Pager {
     /// longer than the head, or not a delta block at all (so verification
     /// and its errors see the page as written), read again if need be.
     fn whole_delta_block(&self, pid: u64, page: AlignedBuf) -> Result<AlignedBuf> {
-        let sealed = page::get_u32(&page, 28) as usize;
-        if page.len() == self.ps || (page[4] == Kind::Delta as u8 && sealed <= page.len()) {
+        if self.holds_delta_block(&page) {
             return Ok(page);
         }
         self.read_whole(pid)
+    }
+
+    /// Whether `page`, a page's first bytes, is all of it or holds a whole
+    /// delta block; else the page must be read whole to be verified.
+    fn holds_delta_block(&self, page: &[u8]) -> bool {
+        let sealed = page::get_u32(page, 28) as usize;
+        page.len() == self.ps || (page[4] == Kind::Delta as u8 && sealed <= page.len())
     }
 
     /// Reads page `pid` whole, one more round.
@@ -918,7 +928,6 @@ impl Pager {
     }
 }
 
-/// The reads of one `read_nodes` call that wait for something.
 /// What one read of `read_nodes` fetches for its node.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -930,6 +939,7 @@ enum Part {
     Span,
 }
 
+/// The reads of one `read_nodes` call that wait for something.
 struct Batch<'r> {
     refs: &'r [NodeRef],
     /// The first page of a pair to arrive.
