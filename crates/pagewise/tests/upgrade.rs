@@ -106,7 +106,7 @@ fn on_disk(name: &str, data: &[u8], wal: &[u8]) -> (tempfile::TempDir, std::path
 #[test]
 fn fixture_is_version_1() {
     assert_both_slots(DATA, 1);
-    assert_eq!(FORMAT_VERSION, 6);
+    assert_eq!(FORMAT_VERSION, 7);
 }
 
 #[test]
@@ -282,6 +282,52 @@ fn v3_expected() -> BTreeMap<Vec<u8>, Vec<u8>> {
 
 const V3_DATA: &[u8] = include_bytes!("fixtures/v3/v3.pw");
 
+/// The delta flushes the version-3 and version-6 fixtures were written with.
+const V3_DELTA: pagewise::DeltaFlush = pagewise::DeltaFlush {
+    threshold_bytes: 200,
+    block_bytes: 512,
+};
+
+/// Sets keys `ids` of tree "t" to values tagged `tag` (and in `want`),
+/// checkpoints, and checks the contents and the file.
+fn v3_update(
+    db: &Db,
+    want: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    ids: impl IntoIterator<Item = u32>,
+    tag: &str,
+) {
+    let t = db.tree("t").unwrap();
+    for i in ids {
+        let (k, v) = (format!("k{i:05}"), format!("v{i}-{tag}"));
+        t.insert(&k, &v).unwrap();
+        want.insert(k.into_bytes(), v.into_bytes());
+    }
+    db.checkpoint().unwrap();
+    assert_eq!(&v3_read(db), want);
+    let r = db.check().unwrap();
+    assert!(r.is_ok(), "{:?}", r.problems);
+}
+
+/// Puts fixture `data` (the version-3 history) on disk and opens it
+/// read-only: it reads as the history says, `check` passes, and nothing is
+/// written. Returns the directory and the file's path.
+fn v3_history_read_only(
+    name: &str,
+    data: &[u8],
+    opts: Options,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (d, p) = on_disk(name, data, b"");
+    let ro = Db::open(&p, opts.read_only(true)).unwrap();
+    assert_eq!(v3_read(&ro), v3_expected());
+    assert!(ro.check().unwrap().is_ok());
+    ro.close().unwrap();
+    assert!(
+        std::fs::read(&p).unwrap() == data,
+        "a read-only open writes nothing"
+    );
+    (d, p)
+}
+
 fn v3_opts() -> Options {
     Options::default().page_size(512).direct_io(false)
 }
@@ -318,31 +364,10 @@ fn version_3_file_with_delta_blocks_reads_and_converts_its_branches() {
         bases.contains(&2) && bases.contains(&3) && !kind8,
         "{bases:?}"
     );
-    let (_d, p) = on_disk("v3", V3_DATA, b"");
-    let ro = Db::open(&p, v3_opts().read_only(true)).unwrap();
-    assert_eq!(v3_read(&ro), v3_expected());
-    assert!(ro.check().unwrap().is_ok());
-    ro.close().unwrap();
-    assert!(
-        std::fs::read(&p).unwrap() == V3_DATA,
-        "a read-only open writes nothing"
-    );
-    let delta = pagewise::DeltaFlush {
-        threshold_bytes: 200,
-        block_bytes: 512,
-    };
-    let db = Db::open(&p, v3_opts().delta_flush(Some(delta))).unwrap();
-    let t = db.tree("t").unwrap();
+    let (_d, p) = v3_history_read_only("v3", V3_DATA, v3_opts());
+    let db = Db::open(&p, v3_opts().delta_flush(Some(V3_DELTA))).unwrap();
     let mut want = v3_expected();
-    for i in (0..2000u32).step_by(17) {
-        let (k, v) = (format!("k{i:05}"), format!("v{i}-c"));
-        t.insert(&k, &v).unwrap();
-        want.insert(k.into_bytes(), v.into_bytes());
-    }
-    db.checkpoint().unwrap();
-    assert_eq!(v3_read(&db), want);
-    let r = db.check().unwrap();
-    assert!(r.is_ok(), "{:?}", r.problems);
+    v3_update(&db, &mut want, (0..2000).step_by(17), "c");
     db.close().unwrap();
     let data = std::fs::read(&p).unwrap();
     let newest = newest_version(&data);
@@ -373,11 +398,7 @@ fn v3_updates() -> Vec<(Vec<u8>, Vec<u8>)> {
 fn v3_upgrade_with_cut(fail_at: u64, mode: CrashMode, seed: u64) -> (SimFs, u64, bool) {
     let sim = fixture_on(V3_PATH, V3_DATA, &[]);
     run_with_cut(sim, (fail_at, mode, seed), |fs| {
-        let delta = pagewise::DeltaFlush {
-            threshold_bytes: 200,
-            block_bytes: 512,
-        };
-        let Ok(db) = Db::open(V3_PATH, v3_opts().delta_flush(Some(delta)).fs(fs)) else {
+        let Ok(db) = Db::open(V3_PATH, v3_opts().delta_flush(Some(V3_DELTA)).fs(fs)) else {
             return false;
         };
         let mut b = pagewise::Batch::new();
@@ -898,4 +919,77 @@ fn a_power_cut_anywhere_in_a_version_4_upgrade_loses_nothing() {
 #[test]
 fn a_power_cut_anywhere_in_a_version_5_upgrade_loses_nothing() {
     a_power_cut_anywhere_in_the_upgrade_of(&V5);
+}
+
+const V6_DATA: &[u8] = include_bytes!("fixtures/v6/v6.pw");
+const V6_PS: usize = 8192;
+
+/// The version-6 fixture: the version-3 fixture's history (`v3_script`,
+/// batches of 100, a checkpoint after each phase) written by the version-6
+/// engine (`tests/v6_fixture_gen.rs` at the commit that added the fixture,
+/// not kept) on 8 KiB pages with delta flushes (T = 200, 512 B blocks), so
+/// its delta blocks lie beside their bases, before them at page starts.
+fn v6_opts() -> Options {
+    Options::default().page_size(V6_PS).direct_io(false)
+}
+
+/// (version, generation, flags) of the newest superblock slot.
+fn v6_newest_slot(data: &[u8]) -> (u32, u64, u32) {
+    let u32_at = |at: usize| u32::from_le_bytes(data[at..at + 4].try_into().unwrap());
+    [0, V6_PS]
+        .map(|s| (u32_at(s + 40), le_u64(data, s + 48), u32_at(s + 92)))
+        .into_iter()
+        .max_by_key(|s| s.1)
+        .unwrap()
+}
+
+/// Generations of the delta blocks on the page before their base, at the
+/// page's start and in its last 4 KiB.
+fn v6_before_blocks(data: &[u8]) -> (Vec<u64>, Vec<u64>) {
+    let at = |p: usize, off: usize| {
+        let b = &data[p * V6_PS + off..];
+        let before = b[4] == 6 && le_u64(b, 8) == p as u64 && le_u64(b, 32) == p as u64 + 1;
+        before.then(|| le_u64(b, 16))
+    };
+    let pages = 2..data.len() / V6_PS;
+    let heads = pages.clone().filter_map(|p| at(p, 0)).collect();
+    let tails = pages.filter_map(|p| at(p, V6_PS - 4096)).collect();
+    (heads, tails)
+}
+
+/// A version-6 file with delta blocks before their bases (at page starts)
+/// reads read-only without a write; read-write, its upgrade writes version
+/// 7 with flags 0, so further delta blocks before their bases still go to
+/// page starts (docs/design.md, "Format versions"), and content and `check`
+/// stay right.
+#[test]
+fn version_6_file_keeps_delta_blocks_at_page_starts() {
+    assert_eq!(v6_newest_slot(V6_DATA).0, 6);
+    let (heads, tails) = v6_before_blocks(V6_DATA);
+    assert!(heads.len() >= 2 && tails.is_empty(), "{heads:?} {tails:?}");
+    let fixture_gen = v6_newest_slot(V6_DATA).1;
+    let (_d, p) = v3_history_read_only("v6", V6_DATA, v6_opts());
+    let db = Db::open(&p, v6_opts().delta_flush(Some(V3_DELTA))).unwrap();
+    let mut want = v3_expected();
+    // A few keys per leaf and round: deltas, not consolidations.
+    for round in 0..4 {
+        v3_update(
+            &db,
+            &mut want,
+            (round..2000).step_by(149),
+            &format!("r{round}"),
+        );
+    }
+    db.close().unwrap();
+    let data = std::fs::read(&p).unwrap();
+    assert_eq!(v6_newest_slot(&data).0, FORMAT_VERSION);
+    assert_eq!(v6_newest_slot(&data).2, 0, "an upgraded file keeps flags 0");
+    let (heads, tails) = v6_before_blocks(&data);
+    assert!(
+        heads.iter().any(|&g| g > fixture_gen) && tails.is_empty(),
+        "new blocks before their bases at page starts: {heads:?}, tails {tails:?}"
+    );
+    let db = Db::open(&p, v6_opts().read_only(true)).unwrap();
+    assert_eq!(v3_read(&db), want);
+    assert!(db.check().unwrap().is_ok());
 }

@@ -113,6 +113,7 @@ impl Inner {
             count_pages,
             catalog,
             db_id: cs.wal.db_id(),
+            flags: store.pager.flags(),
         };
         assert!(sb.catalog_is_sane());
         store.pager.write_superblock(&sb)?;

@@ -12,7 +12,9 @@ use crate::store::catalog::Catalog;
 use crate::store::extent::Extent;
 use crate::store::page::Kind;
 use crate::store::pager::Pager;
-use crate::store::superblock::{self, Superblock, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+use crate::store::superblock::{
+    self, Superblock, FLAG_TAIL_BEFORE, FORMAT_VERSION, OLDEST_FORMAT_VERSION,
+};
 use crate::store::Store;
 use pagewise_io::{Accounted, AlignedBuf, Backend, IoStats};
 use parking_lot::Mutex;
@@ -48,6 +50,7 @@ pub fn create(path: &Path, opts: Options) -> Result<Db> {
             len_bytes: 0,
         },
         db_id: new_db_id(path),
+        flags: FLAG_TAIL_BEFORE,
     };
     // A log left behind by an earlier database at this path is emptied
     // (and could not be replayed anyway: its records carry another id).
@@ -124,6 +127,18 @@ fn read_catalog(
             "superblock names an impossible catalog {:?}",
             sb.catalog
         )));
+    }
+    if sb.flags & !FLAG_TAIL_BEFORE != 0 {
+        let slot = sb.gen % 2;
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            page: slot,
+            offset: slot * ps as u64,
+            what: format!(
+                "superblock flags {:#x} hold bits this version does not define",
+                sb.flags
+            ),
+        });
     }
     if sb.catalog.len_bytes == 0 {
         return Ok(Catalog::default());
@@ -269,7 +284,8 @@ fn start(
     }
     crate::options::validate_append_fill(opts.append_fill)?;
     crate::options::validate_dirty_percent(opts.dirty_percent)?;
-    let pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
+    let mut pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
+    pager.set_flags(sb.flags);
     let wal = Wal::new(
         Accounted::new(files.wal, io.wal.clone()),
         sb.gen,

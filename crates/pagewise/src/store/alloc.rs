@@ -91,14 +91,16 @@ impl Alloc {
 
     /// Allocates a page beside `base` for a delta block on it: one of its
     /// companions (after it first), else the page after or before it if
-    /// free. None when none is to be had.
-    pub fn alloc_beside(&mut self, base: u64) -> Option<u64> {
+    /// free; the page before only if `before`. None when none is to be had.
+    pub fn alloc_beside(&mut self, base: u64, before: bool) -> Option<u64> {
         assert!(base >= 2 && base < self.hwm, "base page {base}");
-        let near = [base + 1, base - 1];
-        if let Some(c) = near
-            .into_iter()
-            .find(|c| self.companions.get(c) == Some(&base))
-        {
+        let near = if before {
+            &[base + 1, base - 1][..]
+        } else {
+            &[base + 1][..]
+        };
+        let near = near.iter().copied();
+        if let Some(c) = near.clone().find(|c| self.companions.get(c) == Some(&base)) {
             self.companions.remove(&c);
             self.free_pages -= 1;
             return Some(c);
@@ -290,10 +292,15 @@ mod tests {
         assert_eq!(a.durable_free_list(), vec![(2, 1), (4, 1)]);
         assert!(a.has_companion(3) && !a.has_companion(5));
         // Delta blocks on base 3 use its companions in turn.
-        assert_eq!(a.alloc_beside(3), Some(4));
+        assert_eq!(a.alloc_beside(3, true), Some(4));
         a.free_companion_later(4, 3);
-        assert_eq!(a.alloc_beside(3), Some(2));
-        assert_eq!((a.free_pages(), a.alloc_beside(3)), (0, None));
+        assert_eq!(
+            a.alloc_beside(3, false),
+            None,
+            "the page before is not wanted"
+        );
+        assert_eq!(a.alloc_beside(3, true), Some(2));
+        assert_eq!((a.free_pages(), a.alloc_beside(3, true)), (0, None));
         assert_eq!(a.durable_free_list(), vec![(4, 1)]);
         assert_eq!(a.release_pending(), vec![(4, 1)]);
         assert_eq!((a.companion_pages(), a.alloc(1)), (1, 6));
@@ -304,8 +311,8 @@ mod tests {
         assert_eq!(a.companion_pages(), 0);
         assert_eq!((a.free_pages(), a.durable_free_list()), (3, vec![(2, 3)]));
         // Plain free pages beside a base serve too, and the file's end.
-        assert_eq!(a.alloc_beside(5), Some(4));
-        assert_eq!(a.alloc_beside(6), Some(7));
+        assert_eq!(a.alloc_beside(5, true), Some(4));
+        assert_eq!(a.alloc_beside(6, false), Some(7));
         assert_eq!(a.hwm, 8);
         assert_eq!((a.alloc(1), a.alloc(1), a.alloc(1)), (2, 3, 8));
     }

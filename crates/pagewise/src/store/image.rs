@@ -76,6 +76,8 @@ pub struct DeltaPages<'a> {
     pub base_kind: Kind,
     pub base_count: usize,
     pub base_payload: &'a [u8],
+    /// crc32c of `base_payload`, from the pass that verified the base page.
+    pub base_payload_crc: u32,
     /// The delta block's header entry count and payload.
     pub count: usize,
     pub payload: &'a [u8],

@@ -107,10 +107,49 @@ fn sealed_len(page_len: usize, kind: u8, aux: u32) -> Option<usize> {
 
 /// Checks the checksum, the page id and the kind of a page just read.
 pub fn verify(page: &[u8], pid: u64, want: &[Kind], path: &Path, offset: u64) -> Result<Header> {
-    let stored = get_u32(page, 0);
-    // An unverified length that is impossible cannot match: checksum error.
-    let end = sealed_len(page.len(), page[4], get_u32(page, 28)).unwrap_or(page.len());
+    let end = checked_len(page);
     let computed = crc32c::crc32c(&page[4..end]);
+    check(page, pid, want, (path, offset), end, computed)
+}
+
+/// [`verify`], also returning the crc32c of the page's payload (what a delta
+/// block on it names) from the same pass (`crc::combine`).
+pub fn verify_base(
+    page: &[u8],
+    pid: u64,
+    want: &[Kind],
+    path: &Path,
+    offset: u64,
+) -> Result<(Header, u32)> {
+    let end = checked_len(page);
+    // An unverified length past the end cannot match: checksum error.
+    let used_end = HDR + (get_u32(page, 24) as usize).min(end - HDR);
+    let payload_crc = crc32c::crc32c(&page[HDR..used_end]);
+    let head = crc32c::crc32c(&page[4..HDR]);
+    let through_payload = super::crc::combine(head, payload_crc, used_end - HDR);
+    let computed = crc32c::crc32c_append(through_payload, &page[used_end..end]);
+    let h = check(page, pid, want, (path, offset), end, computed)?;
+    assert_eq!(HDR + h.used as usize, used_end);
+    Ok((h, payload_crc))
+}
+
+/// Bytes 4..end are covered by the checksum; an unverified delta length
+/// that is impossible cannot match: checksum error.
+fn checked_len(page: &[u8]) -> usize {
+    assert!(page.len() >= HDR);
+    sealed_len(page.len(), page[4], get_u32(page, 28)).unwrap_or(page.len())
+}
+
+/// Checks a page whose checksummed bytes 4..end have crc `computed`.
+fn check(
+    page: &[u8],
+    pid: u64,
+    want: &[Kind],
+    (path, offset): (&Path, u64),
+    end: usize,
+    computed: u32,
+) -> Result<Header> {
+    let stored = get_u32(page, 0);
     if stored != computed {
         return Err(Error::Checksum {
             path: path.to_path_buf(),

@@ -7,8 +7,8 @@
 use super::extent::{page_payload_bytes, pages_for, Extent};
 use super::image::{DeltaPages, Image, NodeCodec};
 use super::page::{self, Header, Kind, HDR};
-use super::read::{NodeRef, BASE_NONE, BASE_UNNAMED};
-use super::superblock::{Superblock, SUPERBLOCK_USED_BYTES};
+use super::read::{NodeRef, BASE_NONE, BASE_UNNAMED, TAIL_BYTES};
+use super::superblock::{Superblock, FLAG_TAIL_BEFORE, SUPERBLOCK_USED_BYTES};
 use crate::error::{Error, Result};
 use pagewise_io::{Accounted, AlignedBuf, Backend, Completion, IoOp, IoStats, OpKind};
 use std::path::PathBuf;
@@ -78,6 +78,10 @@ pub struct Pager {
     /// Times a reader waited for node pages: each synchronous node or base
     /// page read, and each queued batch (`Db::stats().node_read_rounds`).
     pub read_rounds: AtomicU64,
+    /// The superblock's flags: with [`FLAG_TAIL_BEFORE`], a delta block on
+    /// the page just before its base lies in the page's last
+    /// [`TAIL_BYTES`] (docs/design.md, "Delta placement").
+    flags: u32,
 }
 
 impl Pager {
@@ -104,7 +108,29 @@ impl Pager {
             meta: Accounted::new(file, meta),
             buf_align,
             read_rounds: AtomicU64::new(0),
+            flags: 0,
         }
+    }
+
+    /// Sets the superblock flags of the file this pager serves.
+    pub fn set_flags(&mut self, flags: u32) {
+        assert_eq!(flags & !FLAG_TAIL_BEFORE, 0, "unknown superblock flags");
+        self.flags = flags;
+    }
+
+    /// The superblock flags, for the next superblock written.
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    /// Whether a delta block before its base lies in its page's tail.
+    pub fn tail_before(&self) -> bool {
+        self.flags & FLAG_TAIL_BEFORE != 0
+    }
+
+    /// Bytes of a page's tail that hold a delta block before its base.
+    fn tail_bytes(&self) -> usize {
+        TAIL_BYTES.min(self.ps)
     }
 
     pub fn buf(&self, len: usize) -> AlignedBuf {
@@ -198,10 +224,10 @@ impl Pager {
             }
             _ if r.beside_base() => {
                 self.check_ref(r)?;
-                let (first, len) = self.span(r);
+                let (offset, len) = self.span(r);
                 let mut buf = self.buf(len);
                 self.read_rounds.fetch_add(1, Ordering::Relaxed);
-                self.pages.read_at(&mut buf, self.off(first))?;
+                self.pages.read_at(&mut buf, offset)?;
                 self.decode_span(r, &buf)
             }
             _ => {
@@ -225,15 +251,18 @@ impl Pager {
         })
     }
 
-    /// The first page and the byte length of the one read over a delta
-    /// block beside its base: the base and the delta's head after it, or
-    /// the delta's page and the base after it.
+    /// The byte offset and length of the one read over a delta block
+    /// beside its base: the base and the delta's head after it, or the
+    /// delta's page (its tail, with [`FLAG_TAIL_BEFORE`]) and the base after it.
     fn span(&self, r: NodeRef) -> (u64, usize) {
         assert!(r.beside_base());
         if r.pid == r.base + 1 {
-            (r.base, self.ps + self.delta_head_bytes())
+            (self.off(r.base), self.ps + self.delta_head_bytes())
+        } else if self.tail_before() {
+            let tail = self.tail_bytes();
+            (self.off(r.pid) + (self.ps - tail) as u64, tail + self.ps)
         } else {
-            (r.pid, 2 * self.ps)
+            (self.off(r.pid), 2 * self.ps)
         }
     }
 
@@ -325,11 +354,13 @@ impl Pager {
             .codec
             .apply_delta
             .expect("kind 6 is accepted only with apply_delta");
-        let h = page::verify(buf, base, self.codec.kinds, &self.path, self.off(base))?;
+        let (h, base_crc) =
+            page::verify_base(buf, base, self.codec.kinds, &self.path, self.off(base))?;
         let pages = DeltaPages {
             base_kind: h.kind,
             base_count: h.count as usize,
             base_payload: &buf[HDR..HDR + h.used as usize],
+            base_payload_crc: base_crc,
             count,
             payload,
             page_size: self.ps,
@@ -408,7 +439,7 @@ impl Pager {
                 buf.set_len(self.run_bytes(run));
                 IoOp {
                     kind: OpKind::Write,
-                    offset: self.off(run[0].0),
+                    offset: self.run_offset(run, &buf),
                     buf,
                     tag: i as u64,
                 }
@@ -463,15 +494,15 @@ impl Pager {
             |k, spare| {
                 let (i, part) = ops[k];
                 let r = refs[i];
-                let (pid, len) = match part {
-                    Part::Base => (r.base, self.ps),
-                    Part::Node if r.named_base().is_some() => (r.pid, head),
-                    Part::Node => (r.pid, self.ps),
+                let (offset, len) = match part {
+                    Part::Base => (self.off(r.base), self.ps),
+                    Part::Node if r.named_base().is_some() => (self.off(r.pid), head),
+                    Part::Node => (self.off(r.pid), self.ps),
                     Part::Span => self.span(r),
                 };
                 IoOp {
                     kind: OpKind::Read,
-                    offset: self.off(pid),
+                    offset,
                     buf: take_buf(spare, len, self.buf_align),
                     tag: k as u64,
                 }
@@ -554,17 +585,19 @@ impl Pager {
 
     /// Rebuilds node `r`, a delta block beside its base, from the one span
     /// read over both (docs/design.md, "Delta placement"): the base page and
-    /// the delta's head after it, or the delta's page and the base after it.
+    /// the delta's head after it, or the delta's page (or its tail) and the
+    /// base after it.
     fn decode_span(&self, r: NodeRef, span: &[u8]) -> Result<Image> {
         assert!(r.beside_base());
         let ps = self.ps;
         let (delta, base) = if r.pid == r.base + 1 {
             (&span[ps..], &span[..ps])
         } else {
-            (&span[..ps], &span[ps..])
+            span.split_at(span.len() - ps)
         };
         assert_eq!(base.len(), ps);
-        if self.holds_delta_block(delta) {
+        if self.holds_delta_block(delta) || r.pid + 1 == r.base && self.tail_before() {
+            // A tail holds the whole block, or is corrupt: verify it as is.
             return self.decode_pair(r, delta, base);
         }
         let whole = self.read_whole(r.pid)?;
@@ -706,8 +739,25 @@ impl Pager {
         let mut buf = self.buf(run.len() * self.ps);
         self.encode_run(run, gen, &mut buf);
         buf.set_len(self.run_bytes(run));
-        self.pages.write_at(&buf, self.off(run[0].0))?;
+        self.pages.write_at(&buf, self.run_offset(run, &buf))?;
         Ok(())
+    }
+
+    /// Where an encoded run is written: at its first page, or, for a lone
+    /// delta block on the page before its base with [`FLAG_TAIL_BEFORE`],
+    /// in that page's tail (docs/design.md, "Delta placement").
+    fn run_offset(&self, run: &[(u64, Image)], encoded: &[u8]) -> u64 {
+        let pid = run[0].0;
+        let delta = run.len() == 1 && encoded[4] == Kind::Delta as u8;
+        if !(delta && self.tail_before() && page::get_u64(encoded, HDR) == pid + 1) {
+            return self.off(pid);
+        }
+        let tail = self.tail_bytes();
+        assert!(
+            encoded.len() <= tail,
+            "a delta block before its base fits the tail"
+        );
+        self.off(pid) + (self.ps - tail) as u64
     }
 
     /// Bytes a run writes: its pages, or a lone delta block's length.

@@ -24,6 +24,11 @@ pub const BASE_NONE: u64 = 0;
 /// branch, or the root descriptor): the child is read first.
 pub const BASE_UNNAMED: u64 = 1;
 
+/// Bytes at the end of a page that hold a delta block on the page after it,
+/// in files with `superblock::FLAG_TAIL_BEFORE` (docs/design.md, "Delta
+/// placement"): such a miss reads these and the base, not two pages.
+pub const TAIL_BYTES: usize = 4096;
+
 /// A node's page id and what its parent's entry says of its base page
 /// (docs/design.md, "B+tree node payload"): [`BASE_NONE`], [`BASE_UNNAMED`],
 /// or the base page id (>= 2) of the delta block at `pid`.
@@ -50,7 +55,12 @@ impl NodeRef {
     /// The node is a delta block on the page after or before its named base,
     /// so one read covers both (docs/design.md, "Delta placement").
     pub fn beside_base(&self) -> bool {
-        self.base >= 2 && (self.pid == self.base + 1 || self.pid + 1 == self.base)
+        self.base >= 2 && (self.pid == self.base + 1 || self.before_base())
+    }
+
+    /// The node is a delta block on the page just before its named base.
+    pub fn before_base(&self) -> bool {
+        self.base >= 2 && self.pid + 1 == self.base
     }
 }
 

@@ -9,14 +9,19 @@ pub const MAGIC: &[u8; 8] = b"PAGEWISE";
 /// descriptor; version 3: B+tree delta blocks (page kind 6); version 4:
 /// B+tree branches name their children's bases (page kind 8); version 5:
 /// B-epsilon buffers stored as segments; version 6: B-epsilon basements
-/// stored as segments. Older files
+/// stored as segments; version 7: superblock flags (a delta block before
+/// its base lies in its page's last 4 KiB in files created so). Older files
 /// are read and upgraded by their first read-write open (docs/design.md,
 /// "Format versions").
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// Oldest format this build opens.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
-/// Payload bytes after the page header (offsets 32..92).
-pub const SUPERBLOCK_USED_BYTES: u32 = 60;
+/// Payload bytes after the page header (offsets 32..96).
+pub const SUPERBLOCK_USED_BYTES: u32 = 64;
+/// Flag: a delta block on the page just before its base lies in that page's
+/// last [`crate::store::read::TAIL_BYTES`] (set when a file is created as
+/// version 7; an upgraded file keeps 0 and its delta blocks at page starts).
+pub const FLAG_TAIL_BEFORE: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Superblock {
@@ -29,6 +34,8 @@ pub struct Superblock {
     /// The catalog's extent; `len_bytes` 0 means no catalog yet.
     pub catalog: Extent,
     pub db_id: u32,
+    /// `FLAG_*` bits; 0 in files older than version 7.
+    pub flags: u32,
 }
 
 impl Superblock {
@@ -48,6 +55,7 @@ impl Superblock {
         put_u32(page, 80, self.catalog.count_pages as u32);
         put_u32(page, 84, self.catalog.len_bytes as u32);
         put_u32(page, 88, self.db_id);
+        put_u32(page, 92, self.flags);
     }
 
     /// Reads the fields; the caller has verified the page checksum.
@@ -64,6 +72,11 @@ impl Superblock {
                 len_bytes: get_u32(page, 84) as u64,
             },
             db_id: get_u32(page, 88),
+            flags: if get_u32(page, 40) >= 7 {
+                get_u32(page, 92)
+            } else {
+                0
+            },
         };
         debug_assert_eq!(&page[32..40], MAGIC);
         sb

@@ -27,18 +27,50 @@ pub enum Change {
     Remove,
 }
 
+/// A change borrowed from a record or from the map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeRef<'a> {
+    Put { val: &'a [u8], overflow: bool },
+    Remove,
+}
+
 impl Change {
+    pub fn as_ref(&self) -> ChangeRef<'_> {
+        match self {
+            Change::Put { val, overflow } => ChangeRef::Put {
+                val,
+                overflow: *overflow,
+            },
+            Change::Remove => ChangeRef::Remove,
+        }
+    }
+}
+
+impl ChangeRef<'_> {
     fn record_bytes(&self, klen: usize) -> usize {
         REC_HDR
             + klen
             + match self {
-                Change::Put { val, .. } => val.len(),
-                Change::Remove => 0,
+                ChangeRef::Put { val, .. } => val.len(),
+                ChangeRef::Remove => 0,
             }
+    }
+
+    pub fn to_owned(self) -> Change {
+        match self {
+            ChangeRef::Put { val, overflow } => Change::Put {
+                val: val.to_vec(),
+                overflow,
+            },
+            ChangeRef::Remove => Change::Remove,
+        }
     }
 }
 
-/// The net changes of a node since its base page.
+/// The net changes of a node since its base page. Read from a delta block,
+/// they stay its record bytes (`raw`), checked once, until the node changes:
+/// a read then pays for no map (docs/design.md, "Delta blocks for B+tree
+/// pages").
 #[derive(Clone, Debug)]
 pub struct Changes {
     pub base_pid: u64,
@@ -46,8 +78,14 @@ pub struct Changes {
     pub base_crc: u32,
     /// Unit the delta block is written in.
     pub block_bytes: u32,
+    /// The change set once parsed or changed; empty while `raw` is not.
     map: BTreeMap<Vec<u8>, Change>,
-    /// Encoded record bytes of `map`.
+    /// Records in key order as a delta block holds them (checked by
+    /// `decode`); empty once parsed into `map`.
+    raw: Vec<u8>,
+    /// Records in `raw` or keys in `map`.
+    count: usize,
+    /// Encoded record bytes.
     bytes: usize,
 }
 
@@ -59,6 +97,8 @@ impl Changes {
             base_crc,
             block_bytes: block_bytes as u32,
             map: BTreeMap::new(),
+            raw: Vec::new(),
+            count: 0,
             bytes: 0,
         }
     }
@@ -68,23 +108,43 @@ impl Changes {
         self.bytes
     }
 
+    /// Changed keys.
+    pub fn count_keys(&self) -> usize {
+        self.count
+    }
+
     /// Heap bytes, charged with the node.
     pub fn charge_bytes(&self) -> usize {
         self.bytes + self.map.len() * CHARGE_PER_KEY
     }
 
+    /// Parses `raw` into the map (once, when the node first changes).
+    fn unpack(&mut self) {
+        if self.raw.is_empty() {
+            return;
+        }
+        let raw = std::mem::take(&mut self.raw);
+        debug_assert!(self.map.is_empty() && raw.len() == self.bytes);
+        for (key, change) in Records::new(&raw) {
+            self.map.insert(key.to_vec(), change.to_owned());
+        }
+        assert_eq!(self.map.len(), self.count, "records checked at decode");
+    }
+
     /// Records `key`'s new state, replacing an earlier change of it.
     pub fn record(&mut self, key: &[u8], change: Change) {
-        let add = change.record_bytes(key.len());
+        self.unpack();
+        let add = change.as_ref().record_bytes(key.len());
         match self.map.insert(key.to_vec(), change) {
-            Some(old) => self.bytes = self.bytes - old.record_bytes(key.len()) + add,
+            Some(old) => self.bytes = self.bytes - old.as_ref().record_bytes(key.len()) + add,
             None => self.bytes += add,
         }
+        self.count = self.map.len();
         debug_assert_eq!(
             self.bytes,
             self.map
                 .iter()
-                .map(|(k, c)| c.record_bytes(k.len()))
+                .map(|(k, c)| c.as_ref().record_bytes(k.len()))
                 .sum::<usize>()
         );
     }
@@ -103,10 +163,14 @@ impl Changes {
         let mut at = HDR;
         put_u64(page, at, self.base_pid);
         put_u32(page, at + 8, self.base_crc);
-        put_u32(page, at + 12, self.map.len() as u32);
+        put_u32(page, at + 12, self.count as u32);
         put_u32(page, at + 16, self.bytes as u32);
         put_u32(page, at + 20, 0);
         at += DELTA_HDR;
+        if !self.raw.is_empty() {
+            page[at..at + self.raw.len()].copy_from_slice(&self.raw);
+            at += self.raw.len();
+        }
         for (key, change) in &self.map {
             let (op, val, ovf) = match change {
                 Change::Put { val, overflow } => (OP_PUT, &val[..], *overflow),
@@ -129,8 +193,9 @@ impl Changes {
         at - HDR
     }
 
-    /// Parses the records of a delta block payload (`payload` starts at the
-    /// base page id). Every length is checked; keys must strictly increase.
+    /// Checks the records of a delta block payload (`payload` starts at the
+    /// base page id) and keeps them unparsed. Every length is checked; keys
+    /// must strictly increase.
     pub fn decode(payload: &[u8], page_size: usize) -> Result<Changes, String> {
         if payload.len() < DELTA_HDR {
             return Err(format!("delta block payload of {} bytes", payload.len()));
@@ -141,35 +206,67 @@ impl Changes {
             let what = format!("{bytes} record bytes in a payload of {}", payload.len());
             return Err(what);
         }
-        let mut c = Changes::new(
-            get_u64(payload, 0),
-            get_u32(payload, 8),
-            page_size.min(4096),
-        );
-        let mut at = DELTA_HDR;
+        let base_pid = get_u64(payload, 0);
+        if base_pid < 2 {
+            return Err(format!("base page {base_pid} is a file header page"));
+        }
+        let records = &payload[DELTA_HDR..];
+        let mut at = 0;
+        let mut last: Option<&[u8]> = None;
         for i in 0..count {
-            let (key, change, next) = decode_record(payload, at, page_size)
+            let (key, _, next) = decode_record(records, at)
+                .filter(|(_, c, _)| valid_overflow(*c, page_size))
                 .ok_or_else(|| format!("record {i} is malformed or runs past the payload"))?;
-            if c.map.last_key_value().is_some_and(|(k, _)| &k[..] >= key) {
+            if last.is_some_and(|k| k >= key) {
                 return Err(format!("record {i} is out of key order"));
             }
-            c.record(key, change);
-            at = next;
+            (last, at) = (Some(key), next);
         }
-        if at != payload.len() || c.bytes != bytes {
+        if at != records.len() {
             return Err(format!("{count} records do not fill {bytes} record bytes"));
         }
+        let mut c = Changes::new(base_pid, get_u32(payload, 8), page_size.min(4096));
+        (c.raw, c.count, c.bytes) = (records.to_vec(), count, bytes);
         Ok(c)
     }
 
     /// The changes in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Change)> {
-        self.map.iter().map(|(k, c)| (&k[..], c))
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], ChangeRef<'_>)> {
+        let map = self.map.iter().map(|(k, c)| (&k[..], c.as_ref()));
+        Records::new(&self.raw).chain(map)
     }
 }
 
-/// One record at `at`: (key, change, offset after it), or None if malformed.
-fn decode_record(p: &[u8], at: usize, page_size: usize) -> Option<(&[u8], Change, usize)> {
+/// The records of checked record bytes, in order.
+struct Records<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Records<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Records { bytes, at: 0 }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = (&'a [u8], ChangeRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at == self.bytes.len() {
+            return None;
+        }
+        let (key, change, next) =
+            decode_record(self.bytes, self.at).expect("records checked at decode");
+        self.at = next;
+        Some((key, change))
+    }
+}
+
+/// One record at `at` of record bytes `p`: (key, change, offset after it),
+/// or None if malformed. An overflow put's reference is checked by
+/// [`valid_overflow`].
+fn decode_record(p: &[u8], at: usize) -> Option<(&[u8], ChangeRef<'_>, usize)> {
     if at + REC_HDR > p.len() {
         return None;
     }
@@ -185,24 +282,31 @@ fn decode_record(p: &[u8], at: usize, page_size: usize) -> Option<(&[u8], Change
     let key = &p[k_at..k_at + klen];
     let val = &p[k_at + klen..end];
     let change = match op {
-        OP_PUT if !ovf || (vlen == OVF_REF && Extent::decode(val, page_size).is_some()) => {
-            Change::Put {
-                val: val.to_vec(),
-                overflow: ovf,
-            }
-        }
-        OP_REMOVE if vlen == 0 && !ovf => Change::Remove,
+        OP_PUT if !ovf || vlen == OVF_REF => ChangeRef::Put { val, overflow: ovf },
+        OP_REMOVE if vlen == 0 && !ovf => ChangeRef::Remove,
         _ => return None,
     };
     Some((key, change, end))
 }
 
+/// Whether a put's overflow reference, if it is one, names a valid extent.
+fn valid_overflow(change: ChangeRef<'_>, page_size: usize) -> bool {
+    match change {
+        ChangeRef::Put {
+            val,
+            overflow: true,
+        } => Extent::decode(val, page_size).is_some(),
+        _ => true,
+    }
+}
+
 /// Rebuilds a node from its base page and delta block (the store verified
-/// both pages' checksums and ids): checks the base crc, decodes the base,
-/// applies the records, and checks the result's entry count and size.
+/// both pages' checksums and ids): checks the base crc, merges the base's
+/// entries with the records, and checks the result's entry count and size.
 pub fn apply_delta(d: &DeltaPages) -> Result<Image, String> {
     let changes = Changes::decode(d.payload, d.page_size)?;
-    let crc = crc32c::crc32c(d.base_payload);
+    let crc = d.base_payload_crc;
+    debug_assert_eq!(crc, crc32c::crc32c(d.base_payload));
     if crc != changes.base_crc {
         return Err(format!(
             "the base's payload crc32c is {crc:#010x}, the delta expects {:#010x} \
@@ -210,9 +314,14 @@ pub fn apply_delta(d: &DeltaPages) -> Result<Image, String> {
             changes.base_crc
         ));
     }
-    let mut node = Node::decode(d.base_payload, d.base_kind, d.base_count, d.page_size)
-        .map_err(|e| format!("base page: {e}"))?;
-    node.replay(&changes)?;
+    let mut node = Node::decode_with(
+        d.base_payload,
+        d.base_kind,
+        d.base_count,
+        d.page_size,
+        &changes,
+    )
+    .map_err(|e| format!("base page and delta: {e}"))?;
     if node.len() != d.count {
         return Err(format!(
             "{} entries after replay, the delta says {}",
@@ -254,9 +363,24 @@ mod tests {
         assert_eq!(c.block_len(16384), 4096);
         let d = Changes::decode(&page[HDR..HDR + used], 4096).unwrap();
         assert_eq!((d.base_pid, d.base_crc, d.bytes()), (9, 0xabcd, 17));
-        let got: Vec<_> = d.iter().map(|(k, c)| (k.to_vec(), c.clone())).collect();
-        let want: Vec<_> = c.iter().map(|(k, c)| (k.to_vec(), c.clone())).collect();
+        let got: Vec<_> = d.iter().map(|(k, c)| (k.to_vec(), c.to_owned())).collect();
+        let want: Vec<_> = c.iter().map(|(k, c)| (k.to_vec(), c.to_owned())).collect();
         assert_eq!(got, want);
+        assert_eq!(d.count_keys(), 2);
+        // Read back, the records stay raw: they encode to the same bytes, and
+        // the first change parses them into the map.
+        let mut again = vec![0u8; 4096];
+        assert_eq!(d.encode(&mut again), used);
+        assert_eq!(again[HDR..HDR + used], page[HDR..HDR + used]);
+        let mut d = d;
+        d.record(b"c", Change::Remove);
+        assert_eq!((d.count_keys(), d.bytes()), (3, 17 + 8));
+        let keys: Vec<_> = d.iter().map(|(k, _)| k.to_vec()).collect();
+        assert_eq!(keys, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        // Out-of-order records are an error.
+        let mut swapped = page.clone();
+        swapped[HDR + DELTA_HDR + REC_HDR] = b'z';
+        assert!(Changes::decode(&swapped[HDR..HDR + used], 4096).is_err());
         // A truncated payload is an error, not a panic.
         for cut in 0..used {
             assert!(Changes::decode(&page[HDR..HDR + cut], 4096).is_err());

@@ -1,7 +1,7 @@
 //! B+tree nodes: the in-memory form and its page encoding (docs/design.md,
 //! "B+tree node payload"). Overflow references are [`Extent`]s.
 
-use super::delta::{Change, Changes};
+use super::delta::{Change, ChangeRef, Changes};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::image::{NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
@@ -296,6 +296,7 @@ impl Node {
         self.ents[1..].partition_point(|e| &self.data[e.k as usize..(e.k + e.kl) as usize] < key)
     }
 
+    #[cfg(test)]
     pub fn child(&self, i: usize) -> u64 {
         self.kids[i]
     }
@@ -558,22 +559,18 @@ impl Node {
         }
     }
 
-    /// Applies a delta block's records to this freshly decoded base image
-    /// (nothing is logged). A put replaces or inserts; a remove of a key the
-    /// base lacks is nothing (the key was put and removed since the base).
-    /// Bad records and a result that does not fit a page are errors.
+    /// Applies a delta block's records to this freshly decoded base branch
+    /// (nothing is logged): a put replaces or inserts a child, a remove drops
+    /// one (a leaf merges them as it decodes, [`Node::decode_with`]). Bad
+    /// records and a result that does not fit a page are errors.
     pub fn replay(&mut self, changes: &Changes) -> Result<(), String> {
+        assert!(!self.leaf, "a leaf merges its records in decode_with");
         assert!(
             self.changes.is_none(),
             "replay onto a node with a change set"
         );
         for (key, change) in changes.iter() {
-            let fits = if self.leaf {
-                self.replay_leaf(key, change)
-            } else {
-                self.replay_branch(key, change)
-            };
-            if !fits {
+            if !self.replay_branch(key, change) {
                 return Err(format!("record for key {key:02x?} does not fit this node"));
             }
         }
@@ -587,33 +584,6 @@ impl Node {
         Ok(())
     }
 
-    fn replay_leaf(&mut self, key: &[u8], change: &Change) -> bool {
-        let ps = self.page_size as usize;
-        let pos = self.search(key);
-        let Change::Put { val, overflow } = change else {
-            if let Ok(i) = pos {
-                self.remove_at(i);
-            }
-            return true;
-        };
-        let v = if *overflow {
-            match Extent::decode(val, ps) {
-                Some(ext) => Val::Overflow(ext),
-                None => return false,
-            }
-        } else {
-            Val::Inline(val)
-        };
-        if LEAF_ENT + key.len() + v.stored_len() > max_entry(ps) {
-            return false;
-        }
-        match pos {
-            Ok(i) => self.replace_at(i, v),
-            Err(i) => self.insert_at(i, key, v),
-        }
-        true
-    }
-
     /// A branch record's value: `child | base` on kind 8, the child alone
     /// (base not named) on kind 3; None if malformed.
     fn branch_val(&self, val: &[u8]) -> Option<(u64, u64)> {
@@ -625,16 +595,16 @@ impl Node {
         (pid >= 2 && base != pid).then_some((pid, base))
     }
 
-    fn replay_branch(&mut self, key: &[u8], change: &Change) -> bool {
+    fn replay_branch(&mut self, key: &[u8], change: ChangeRef<'_>) -> bool {
         let kid = match change {
-            Change::Put {
+            ChangeRef::Put {
                 val,
                 overflow: false,
             } => match self.branch_val(val) {
                 Some(kid) => Some(kid),
                 None => return false,
             },
-            Change::Remove if !key.is_empty() => None,
+            ChangeRef::Remove if !key.is_empty() => None,
             _ => return false,
         };
         if key.is_empty() {
@@ -722,30 +692,91 @@ impl Node {
         let mut n = Node::new_leaf(page_size);
         n.data.reserve(payload.len());
         n.ents.reserve_exact(count.min(payload.len() / LEAF_ENT));
-        let short = || format!("entry runs past the payload ({} bytes)", payload.len());
         let mut at = 0;
         for i in 0..count {
-            if at + LEAF_ENT > payload.len() {
-                return Err(short());
-            }
-            let kl = get_u16(payload, at) as usize;
-            let raw = get_u32(payload, at + 2);
-            let (vl, ovf) = ((raw & !OVF_BIT) as usize, raw & OVF_BIT != 0);
-            at += LEAF_ENT;
-            if at + kl + vl > payload.len() || (ovf && vl != OVF_REF) {
-                return Err(short());
-            }
-            let v_at = at + kl;
-            if ovf && Extent::decode(&payload[v_at..v_at + OVF_REF], page_size).is_none() {
-                return Err(format!("entry {i} holds an invalid overflow reference"));
-            }
-            let k = n.push_bytes(&payload[at..v_at]);
-            let v = n.push_bytes(&payload[v_at..v_at + vl]);
-            let (kl, vl) = (kl as u32, vl as u32);
-            n.ents.push(Ent { k, kl, v, vl, ovf });
-            at = v_at + vl as usize;
+            let e = leaf_entry(payload, at, page_size, i)?;
+            n.push_entry(&payload[e.k_at..e.v_at], &payload[e.v_at..e.end], e.ovf);
+            at = e.end;
         }
         Ok((n, at))
+    }
+
+    /// Decodes a base page's payload with a delta's changes applied: a leaf
+    /// in one merge of its entries with the records (requires: the records
+    /// are checked and in key order, as `Changes::decode` leaves them), a
+    /// branch by [`Node::replay`]. Bad records and a result that does not
+    /// fit a page are errors.
+    pub fn decode_with(
+        payload: &[u8],
+        kind: Kind,
+        count: usize,
+        page_size: usize,
+        changes: &Changes,
+    ) -> Result<Node, String> {
+        if kind != Kind::Leaf {
+            let mut n = Self::decode(payload, kind, count, page_size)?;
+            n.replay(changes)?;
+            return Ok(n);
+        }
+        let mut n = Node::new_leaf(page_size);
+        n.data.reserve(payload.len() + changes.bytes());
+        n.ents
+            .reserve_exact(count.min(payload.len() / LEAF_ENT) + changes.count_keys());
+        let mut records = changes.iter().peekable();
+        let mut at = 0;
+        for i in 0..count {
+            let e = leaf_entry(payload, at, page_size, i)?;
+            let key = &payload[e.k_at..e.v_at];
+            while let Some((k, c)) = records.next_if(|(k, _)| *k < key) {
+                n.merge_record(k, c)?;
+            }
+            match records.next_if(|(k, _)| *k == key) {
+                Some((k, c)) => n.merge_record(k, c)?,
+                None => n.push_entry(key, &payload[e.v_at..e.end], e.ovf),
+            }
+            at = e.end;
+        }
+        if at != payload.len() {
+            let trailing = payload.len() - at;
+            return Err(format!("{trailing} trailing bytes after {count} entries"));
+        }
+        for (k, c) in records {
+            n.merge_record(k, c)?;
+        }
+        let cap = capacity(page_size);
+        if n.bytes > cap {
+            return Err(format!(
+                "{} payload bytes after replay, a page holds {cap}",
+                n.bytes
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Leaf, merging: appends a record's put (a remove appends nothing).
+    fn merge_record(&mut self, key: &[u8], change: ChangeRef<'_>) -> Result<(), String> {
+        let ChangeRef::Put { val, overflow } = change else {
+            return Ok(());
+        };
+        if LEAF_ENT + key.len() + val.len() > max_entry(self.page_size as usize) {
+            return Err(format!("record for key {key:02x?} does not fit this node"));
+        }
+        self.push_entry(key, val, overflow);
+        Ok(())
+    }
+
+    /// Leaf: appends an entry of stored value bytes (keys must stay ordered).
+    fn push_entry(&mut self, key: &[u8], val: &[u8], ovf: bool) {
+        debug_assert!(self.leaf && (!ovf || val.len() == OVF_REF));
+        debug_assert!(self
+            .ents
+            .last()
+            .is_none_or(|_| self.key(self.len() - 1) < key));
+        let k = self.push_bytes(key);
+        let v = self.push_bytes(val);
+        let (kl, vl) = (key.len() as u32, val.len() as u32);
+        self.ents.push(Ent { k, kl, v, vl, ovf });
+        self.bytes += LEAF_ENT + key.len() + val.len();
     }
 
     /// A branch payload: kind 8 when `named` (entries carry a base), else
@@ -832,6 +863,40 @@ impl NodeImage for Node {
             None => page_size,
         }
     }
+}
+
+/// A leaf entry's byte ranges in a payload.
+struct LeafEntry {
+    k_at: usize,
+    v_at: usize,
+    end: usize,
+    ovf: bool,
+}
+
+/// Parses leaf entry `i` at `at`; every length is checked against the
+/// payload, and an overflow reference must name a valid extent.
+fn leaf_entry(payload: &[u8], at: usize, page_size: usize, i: usize) -> Result<LeafEntry, String> {
+    let short = || format!("entry runs past the payload ({} bytes)", payload.len());
+    if at + LEAF_ENT > payload.len() {
+        return Err(short());
+    }
+    let kl = get_u16(payload, at) as usize;
+    let raw = get_u32(payload, at + 2);
+    let (vl, ovf) = ((raw & !OVF_BIT) as usize, raw & OVF_BIT != 0);
+    let k_at = at + LEAF_ENT;
+    if k_at + kl + vl > payload.len() || (ovf && vl != OVF_REF) {
+        return Err(short());
+    }
+    let v_at = k_at + kl;
+    if ovf && Extent::decode(&payload[v_at..v_at + OVF_REF], page_size).is_none() {
+        return Err(format!("entry {i} holds an invalid overflow reference"));
+    }
+    Ok(LeafEntry {
+        k_at,
+        v_at,
+        end: v_at + vl,
+        ovf,
+    })
 }
 
 /// The shortest key s with left < s <= right.
@@ -990,9 +1055,69 @@ mod tests {
             .changes()
             .unwrap()
             .iter()
-            .map(|(_, c)| c.clone())
+            .map(|(_, c)| c.to_owned())
             .collect();
         assert_eq!(logged, vec![put(&[13, 41])]);
+    }
+
+    proptest::proptest! {
+        /// A leaf decoded with a delta's records merged in equals a BTreeMap
+        /// model of the base with the changes applied: keys, values, payload
+        /// bytes and the page it encodes to.
+        #[test]
+        fn merged_leaf_decode_matches_the_model(
+            base in proptest::collection::btree_map(0u8..40, 0usize..30, 0..40),
+            changes in proptest::collection::btree_map(0u8..40, proptest::option::of(0usize..30), 0..20),
+        ) {
+            use std::collections::BTreeMap;
+            let key = |k: u8| vec![b'k', k];
+            let val = |k: u8, len: usize| vec![k; len];
+            let mut node = Node::new_leaf(4096);
+            let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+            for (i, (&k, &len)) in base.iter().enumerate() {
+                node.insert_at(i, &key(k), Val::Inline(&val(k, len)));
+                model.insert(key(k), val(k, len));
+            }
+            let mut page = vec![0u8; 4096];
+            let used = node.encode(&mut page);
+            let mut c = Changes::new(5, 0, 4096);
+            for (&k, len) in &changes {
+                match len {
+                    Some(len) => {
+                        let v = val(k ^ 0x80, *len);
+                        model.insert(key(k), v.clone());
+                        c.record(&key(k), Change::Put { val: v, overflow: false });
+                    }
+                    None => {
+                        model.remove(&key(k));
+                        c.record(&key(k), Change::Remove);
+                    }
+                }
+            }
+            // Through a delta block, as a read finds the records.
+            let mut block = vec![0u8; 4096];
+            let c_used = c.encode(&mut block);
+            let read = Changes::decode(&block[HDR..HDR + c_used], 4096).unwrap();
+            let payload = &page[HDR..HDR + used];
+            let merged = Node::decode_with(payload, Kind::Leaf, node.len(), 4096, &read).unwrap();
+            let got: Vec<_> = (0..merged.len())
+                .map(|i| match merged.val(i) {
+                    Val::Inline(v) => (merged.key(i).to_vec(), v.to_vec()),
+                    Val::Overflow(_) => unreachable!(),
+                })
+                .collect();
+            let want: Vec<_> = model.into_iter().collect();
+            proptest::prop_assert_eq!(&got, &want);
+            // The same entries inserted one by one encode to the same page.
+            let mut built = Node::new_leaf(4096);
+            for (i, (k, v)) in want.iter().enumerate() {
+                built.insert_at(i, k, Val::Inline(v));
+            }
+            proptest::prop_assert_eq!(merged.bytes(), built.bytes());
+            let (mut a, mut b) = (vec![0u8; 4096], vec![0u8; 4096]);
+            proptest::prop_assert_eq!(merged.encode(&mut a), built.encode(&mut b));
+            proptest::prop_assert_eq!(a, b);
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::store::extent::Extent;
 use crate::store::image::{self, Image};
 use crate::store::page::HDR;
 use crate::store::pager::Pager;
-use crate::store::read::BASE_NONE;
+use crate::store::read::{NodeRef, BASE_NONE, TAIL_BYTES};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -62,9 +62,11 @@ impl Writer<'_> {
         capacity(self.pager.ps)
     }
 
-    /// A node by page id: dirty, cached, or read (the writer may read while
-    /// holding the state lock; commit prefetches the paths first so this is rare).
-    pub fn node(&mut self, pid: u64) -> Result<Arc<Node>> {
+    /// Node `r` (its page id and what its parent's entry says of its base):
+    /// dirty, cached, or read (the writer may read while holding the state
+    /// lock; commit prefetches the paths first so this is rare).
+    pub fn node(&mut self, r: NodeRef) -> Result<Arc<Node>> {
+        let pid = r.pid;
         if let Some(n) = self.dirty.get(pid) {
             return Ok(as_node(n.clone()));
         }
@@ -72,17 +74,18 @@ impl Writer<'_> {
             return Ok(as_node(n));
         }
         self.cache.count_miss();
-        let n: Image = self.pager.read_node(pid)?;
+        let n: Image = self.pager.read_node_ref(r)?;
         // Page ids are reused only at checkpoint, which cannot run while we
         // hold the commit lock, so the page read is current.
         self.cache.insert(pid, n.clone(), || true);
         Ok(as_node(n))
     }
 
-    /// `node(pid)`, which must be a leaf at level 1 and a branch above.
-    fn node_at(&mut self, pid: u64, level: u32) -> Result<Arc<Node>> {
+    /// `node(r)`, which must be a leaf at level 1 and a branch above.
+    fn node_at(&mut self, r: NodeRef, level: u32) -> Result<Arc<Node>> {
         assert!((1..=MAX_HEIGHT).contains(&level));
-        let n = self.node(pid)?;
+        let pid = r.pid;
+        let n = self.node(r)?;
         if n.is_leaf() != (level == 1) {
             let what = format!(
                 "a {} at level {level}",
@@ -95,18 +98,20 @@ impl Writer<'_> {
 
     /// Makes `pid` writable in this epoch, copying it to a new page if the
     /// durable checkpoint may reference it. Returns the (possibly new) id.
-    fn cow(&mut self, pid: u64) -> Result<u64> {
+    fn cow(&mut self, r: NodeRef) -> Result<u64> {
+        let pid = r.pid;
         if self.dirty.contains(pid) {
             return Ok(pid);
         }
-        let copy = (*self.node(pid)?).clone();
+        let copy = (*self.node(r)?).clone();
         Ok(self.cow_copy(pid, copy))
     }
 
-    /// `cow(pid)` for a node that must be at `level`: checked on the one
+    /// `cow(r)` for a node that must be at `level`: checked on the one
     /// fetch that also gives the copy (a clean leaf is looked up once).
-    fn cow_at(&mut self, pid: u64, level: u32) -> Result<u64> {
-        let n = self.node_at(pid, level)?;
+    fn cow_at(&mut self, r: NodeRef, level: u32) -> Result<u64> {
+        let pid = r.pid;
+        let n = self.node_at(r, level)?;
         if self.dirty.contains(pid) {
             return Ok(pid);
         }
@@ -140,10 +145,24 @@ impl Writer<'_> {
         let Some(base) = base else {
             return self.alloc.alloc_node();
         };
-        self.alloc.alloc_beside(base).unwrap_or_else(|| {
-            self.counters.delta_apart.fetch_add(1, Relaxed);
-            self.alloc.alloc(1)
-        })
+        // Before its base, a block must fit the page's tail (format 7).
+        let tail = TAIL_BYTES.min(self.pager.ps);
+        let block_bytes = self.delta.map_or(tail, |d| d.block_bytes);
+        let fits = block_bytes <= tail && HDR + DELTA_HDR + self.limit_bytes() <= tail;
+        let before = !self.pager.tail_before() || fits;
+        if let Some(pid) = self.alloc.alloc_beside(base, before) {
+            return pid;
+        }
+        self.counters.delta_apart.fetch_add(1, Relaxed);
+        let pid = self.alloc.alloc(1);
+        if before || pid + 1 != base {
+            return pid;
+        }
+        // First fit gave the page before the base, whose tail the block may
+        // not fit: take the next page (not that one) and give it back.
+        let other = self.alloc.alloc(1);
+        self.alloc.free_later(pid, 1);
+        other
     }
 
     /// Requires: `copy` is the clean node at `pid`, about to become dirty.
@@ -261,6 +280,27 @@ impl Writer<'_> {
         new
     }
 
+    /// Requires: `root` is the tree's root, dirty or clean. Effect: with
+    /// tail placement (format 7), a dirty root that would be written as a
+    /// delta block in the tail of the page before its base is written whole
+    /// instead, since the root is read without a parent's entry, from its
+    /// page's start (docs/design.md, "Delta placement"). Returns its page id.
+    fn root_at_head(&mut self, root: u64) -> u64 {
+        let tail = self.pager.tail_before()
+            && self
+                .dirty
+                .get(root)
+                .is_some_and(|n| super::node_ref(n).base_pid() == Some(root + 1));
+        if !tail {
+            return root;
+        }
+        let pid = self.consolidate(root);
+        debug_assert!(as_node(self.dirty.get(pid).expect("dirty").clone())
+            .base_pid()
+            .is_none());
+        pid
+    }
+
     fn get_mut(&mut self, pid: u64) -> &mut Node {
         image::make_mut::<Node>(self.dirty.get_mut(pid).expect("node made dirty first"))
     }
@@ -272,9 +312,10 @@ impl Writer<'_> {
         pid
     }
 
-    /// Frees node `pid` and its base page, if it has one.
-    fn free_node(&mut self, pid: u64) -> Result<()> {
-        let base = self.node(pid)?.base_pid();
+    /// Frees node `r` and its base page, if it has one.
+    fn free_node(&mut self, r: NodeRef) -> Result<()> {
+        let pid = r.pid;
+        let base = self.node(r)?.base_pid();
         self.dirty.remove(pid);
         self.cache.remove(pid);
         self.alloc.free_later(pid, 1);
@@ -323,7 +364,8 @@ impl Writer<'_> {
             tm.leaf_pages = 1;
             None
         } else {
-            let (root, split, old) = self.ins(tm.root, tm.height, key, val, true, tm)?;
+            let at = NodeRef::unnamed(tm.root);
+            let (root, split, old) = self.ins(at, tm.height, key, val, true, tm)?;
             tm.root = root;
             if let Some((sep, right)) = split {
                 let mut b = Node::new_branch(self.pager.ps, root, self.base_of(root));
@@ -333,6 +375,7 @@ impl Writer<'_> {
                 tm.branch_pages += 1;
                 assert!(tm.height <= MAX_HEIGHT);
             }
+            tm.root = self.root_at_head(tm.root);
             old
         };
         match old {
@@ -351,7 +394,7 @@ impl Writer<'_> {
     /// replaced.
     fn ins(
         &mut self,
-        pid: u64,
+        at: NodeRef,
         level: u32,
         key: &[u8],
         val: Val<'_>,
@@ -360,7 +403,7 @@ impl Writer<'_> {
     ) -> Result<(u64, Split, Option<OldVal>)> {
         let (cap, fill) = (self.cap(), self.append_fill);
         if level == 1 {
-            let pid = self.cow_at(pid, 1)?;
+            let pid = self.cow_at(at, 1)?;
             let node = self.get_mut(pid);
             let (old, idx) = match node.search(key) {
                 Ok(i) => {
@@ -386,13 +429,13 @@ impl Writer<'_> {
             tm.leaf_pages += 1;
             return Ok((pid, Some((sep, r)), old));
         }
-        let n = self.node_at(pid, level)?;
+        let n = self.node_at(at, level)?;
         let i = n.child_index(key);
-        let child = n.child(i);
+        let child = n.child_ref(i);
         let rm = rightmost && i == n.len() - 1;
         drop(n);
         let (new_child, split, old) = self.ins(child, level - 1, key, val, rm, tm)?;
-        let pid = self.cow(pid)?;
+        let pid = self.cow(at)?;
         let base = self.base_of(new_child);
         let node = self.get_mut(pid);
         node.set_child(i, new_child, base);
@@ -417,13 +460,17 @@ impl Writer<'_> {
         if tm.root == 0 {
             return Ok(None);
         }
-        let Some((root, old)) = self.rem(tm.root, tm.height, key, tm)? else {
+        let at = NodeRef::unnamed(tm.root);
+        let Some((root, old)) = self.rem(at, tm.height, key, tm)? else {
             return Ok(None);
         };
         tm.root = root;
         tm.entries -= 1;
         tm.leaf_bytes -= old.entry_bytes as u64;
         self.collapse_root(tm)?;
+        if tm.root != 0 {
+            tm.root = self.root_at_head(tm.root);
+        }
         Ok(Some(old))
     }
 
@@ -431,10 +478,11 @@ impl Writer<'_> {
     /// level per step, so at most `height` steps).
     fn collapse_root(&mut self, tm: &mut Meta) -> Result<()> {
         for _ in 0..=tm.height {
-            let n = self.node(tm.root)?;
+            let root = NodeRef::unnamed(tm.root);
+            let n = self.node(root)?;
             if n.is_leaf() {
                 if n.is_empty() {
-                    self.free_node(tm.root)?;
+                    self.free_node(root)?;
                     *tm = Meta {
                         overflow_pages: tm.overflow_pages,
                         ..Meta::default()
@@ -445,8 +493,15 @@ impl Writer<'_> {
             if n.len() > 1 {
                 return Ok(());
             }
-            self.free_node(tm.root)?;
-            tm.root = n.child(0);
+            self.free_node(root)?;
+            // The root is read without a parent's entry: never a tail.
+            let child = n.child_ref(0);
+            tm.root = if child.before_base() && self.pager.tail_before() {
+                let pid = self.cow(child)?;
+                self.consolidate(pid)
+            } else {
+                child.pid
+            };
             tm.height -= 1;
             tm.branch_pages -= 1;
         }
@@ -455,30 +510,30 @@ impl Writer<'_> {
 
     fn rem(
         &mut self,
-        pid: u64,
+        at: NodeRef,
         level: u32,
         key: &[u8],
         tm: &mut Meta,
     ) -> Result<Option<(u64, OldVal)>> {
-        let n = self.node_at(pid, level)?;
+        let n = self.node_at(at, level)?;
         if level == 1 {
             let Ok(i) = n.search(key) else {
                 return Ok(None);
             };
             drop(n);
-            let pid = self.cow(pid)?;
+            let pid = self.cow(at)?;
             let node = self.get_mut(pid);
             let old = old_of(node, i);
             node.remove_at(i);
             return Ok(Some((self.settle(pid), old)));
         }
         let i = n.child_index(key);
-        let child = n.child(i);
+        let child = n.child_ref(i);
         drop(n);
         let Some((new_child, old)) = self.rem(child, level - 1, key, tm)? else {
             return Ok(None);
         };
-        let pid = self.cow(pid)?;
+        let pid = self.cow(at)?;
         let base = self.base_of(new_child);
         self.get_mut(pid).set_child(i, new_child, base);
         self.rebalance(pid, i, level - 1, tm)?;
@@ -488,18 +543,18 @@ impl Writer<'_> {
     /// The pages of a subtree of `level` levels holding no entries
     /// (single-child branches down to an empty leaf), root first; None if it
     /// holds any entry.
-    fn empty_chain(&mut self, mut pid: u64, level: u32) -> Result<Option<Vec<u64>>> {
+    fn empty_chain(&mut self, mut at: NodeRef, level: u32) -> Result<Option<Vec<NodeRef>>> {
         let mut chain = Vec::new();
         for l in (1..=level).rev() {
-            let n = self.node_at(pid, l)?;
-            chain.push(pid);
+            let n = self.node_at(at, l)?;
+            chain.push(at);
             if n.is_leaf() {
                 return Ok(n.is_empty().then_some(chain));
             }
             if n.len() != 1 {
                 return Ok(None);
             }
-            pid = n.child(0);
+            at = n.child_ref(0);
         }
         unreachable!("node_at checks that level 1 is a leaf");
     }
@@ -509,14 +564,14 @@ impl Writer<'_> {
     fn rebalance(&mut self, parent: u64, i: usize, child_level: u32, tm: &mut Meta) -> Result<()> {
         let cap = self.cap();
         let p = as_node(self.dirty.get(parent).expect("parent is dirty").clone());
-        let small = self.node(p.child(i))?.bytes() * 4 < cap;
+        let small = self.node(p.child_ref(i))?.bytes() * 4 < cap;
         if !small || p.len() < 2 {
             return Ok(());
         }
-        if let Some(chain) = self.empty_chain(p.child(i), child_level)? {
+        if let Some(chain) = self.empty_chain(p.child_ref(i), child_level)? {
             // An empty subtree goes away whatever its siblings hold.
-            for (k, &pid) in chain.iter().enumerate() {
-                self.free_node(pid)?;
+            for (k, &r) in chain.iter().enumerate() {
+                self.free_node(r)?;
                 if k + 1 == chain.len() {
                     tm.leaf_pages -= 1;
                 } else {
@@ -531,19 +586,19 @@ impl Writer<'_> {
         } else {
             (i - 1, i)
         };
-        let (lpid, rpid) = (p.child(l), p.child(r));
+        let (lref, rref) = (p.child_ref(l), p.child_ref(r));
         let sep = p.key(r).to_vec();
         drop(p);
-        let ln = self.node(lpid)?;
-        let rn = self.node(rpid)?;
+        let ln = self.node(lref)?;
+        let rn = self.node(rref)?;
         if ln.merged_bytes(&sep, &rn) > cap {
             return Ok(());
         }
         drop(ln);
-        let lnew = self.cow(lpid)?;
+        let lnew = self.cow(lref)?;
         let lnew = self.consolidate(lnew);
         self.get_mut(lnew).merge_from(&sep, &rn);
-        self.free_node(rpid)?;
+        self.free_node(rref)?;
         let base = self.base_of(lnew);
         let pn = self.get_mut(parent);
         pn.set_child(l, lnew, base);
