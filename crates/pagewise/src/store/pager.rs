@@ -129,7 +129,7 @@ impl Pager {
     }
 
     /// Bytes of a page's tail that hold a delta block before its base.
-    fn tail_bytes(&self) -> usize {
+    pub fn tail_bytes(&self) -> usize {
         TAIL_BYTES.min(self.ps)
     }
 
@@ -596,7 +596,7 @@ impl Pager {
             span.split_at(span.len() - ps)
         };
         assert_eq!(base.len(), ps);
-        if self.holds_delta_block(delta) || r.pid + 1 == r.base && self.tail_before() {
+        if self.holds_delta_block(delta) || r.before_base() && self.tail_before() {
             // A tail holds the whole block, or is corrupt: verify it as is.
             return self.decode_pair(r, delta, base);
         }

@@ -574,12 +574,18 @@ impl Node {
                 return Err(format!("record for key {key:02x?} does not fit this node"));
             }
         }
+        self.check_fits()
+    }
+
+    /// After a replay or merge: the node must fit a page.
+    fn check_fits(&self) -> Result<(), String> {
         let cap = capacity(self.page_size as usize);
         if self.bytes > cap {
-            return Err(format!(
+            let what = format!(
                 "{} payload bytes after replay, a page holds {cap}",
                 self.bytes
-            ));
+            );
+            return Err(what);
         }
         Ok(())
     }
@@ -675,10 +681,7 @@ impl Node {
             Kind::BranchBases => Self::decode_branch(payload, count, page_size, true)?,
             _ => return Err(format!("page kind {kind:?} is not a B+tree node")),
         };
-        if at != payload.len() {
-            let trailing = payload.len() - at;
-            return Err(format!("{trailing} trailing bytes after {count} entries"));
-        }
+        all_read(payload, at, count)?;
         n.bytes = at;
         debug_assert_eq!(n.len(), count);
         Ok(n)
@@ -736,20 +739,11 @@ impl Node {
             }
             at = e.end;
         }
-        if at != payload.len() {
-            let trailing = payload.len() - at;
-            return Err(format!("{trailing} trailing bytes after {count} entries"));
-        }
+        all_read(payload, at, count)?;
         for (k, c) in records {
             n.merge_record(k, c)?;
         }
-        let cap = capacity(page_size);
-        if n.bytes > cap {
-            return Err(format!(
-                "{} payload bytes after replay, a page holds {cap}",
-                n.bytes
-            ));
-        }
+        n.check_fits()?;
         Ok(n)
     }
 
@@ -861,6 +855,15 @@ impl NodeImage for Node {
             None => page_size,
         }
     }
+}
+
+/// A payload's `count` entries ended at `at`: nothing may follow them.
+fn all_read(payload: &[u8], at: usize, count: usize) -> Result<(), String> {
+    if at != payload.len() {
+        let trailing = payload.len() - at;
+        return Err(format!("{trailing} trailing bytes after {count} entries"));
+    }
+    Ok(())
 }
 
 /// A leaf entry's byte ranges in a payload.

@@ -20,7 +20,7 @@ use crate::store::extent::Extent;
 use crate::store::image::{self, Image};
 use crate::store::page::HDR;
 use crate::store::pager::Pager;
-use crate::store::read::{NodeRef, BASE_NONE, TAIL_BYTES};
+use crate::store::read::{NodeRef, BASE_NONE};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -146,7 +146,7 @@ impl Writer<'_> {
             return self.alloc.alloc_node();
         };
         // Before its base, a block must fit the page's tail (format 7).
-        let tail = TAIL_BYTES.min(self.pager.ps);
+        let tail = self.pager.tail_bytes();
         let block_bytes = self.delta.map_or(tail, |d| d.block_bytes);
         let fits = block_bytes <= tail && HDR + DELTA_HDR + self.limit_bytes() <= tail;
         let before = !self.pager.tail_before() || fits;
@@ -280,25 +280,26 @@ impl Writer<'_> {
         new
     }
 
-    /// Requires: `root` is the tree's root, dirty or clean. Effect: with
-    /// tail placement (format 7), a dirty root that would be written as a
-    /// delta block in the tail of the page before its base is written whole
-    /// instead, since the root is read without a parent's entry, from its
-    /// page's start (docs/design.md, "Delta placement"). Returns its page id.
-    fn root_at_head(&mut self, root: u64) -> u64 {
-        let tail = self.pager.tail_before()
-            && self
-                .dirty
-                .get(root)
-                .is_some_and(|n| super::node_ref(n).base_pid() == Some(root + 1));
-        if !tail {
-            return root;
+    /// Requires: `r` is the tree's new root (a dirty node, or a clean one
+    /// with its former parent's entry). Effect: with tail placement (format
+    /// 7), a root that is or would be written as a delta block in the tail
+    /// of the page before its base is written whole instead, since the root
+    /// is read without a parent's entry, from its page's start
+    /// (docs/design.md, "Delta placement"). Returns its page id.
+    fn root_at_head(&mut self, r: NodeRef) -> Result<u64> {
+        let base = match self.dirty.get(r.pid) {
+            Some(n) => super::node_ref(n).base_pid(),
+            None => r.named_base(),
+        };
+        if !self.pager.tail_before() || base != Some(r.pid + 1) {
+            return Ok(r.pid);
         }
-        let pid = self.consolidate(root);
+        let pid = self.cow(r)?;
+        let pid = self.consolidate(pid);
         debug_assert!(as_node(self.dirty.get(pid).expect("dirty").clone())
             .base_pid()
             .is_none());
-        pid
+        Ok(pid)
     }
 
     fn get_mut(&mut self, pid: u64) -> &mut Node {
@@ -375,7 +376,7 @@ impl Writer<'_> {
                 tm.branch_pages += 1;
                 assert!(tm.height <= MAX_HEIGHT);
             }
-            tm.root = self.root_at_head(tm.root);
+            tm.root = self.root_at_head(NodeRef::unnamed(tm.root))?;
             old
         };
         match old {
@@ -469,7 +470,7 @@ impl Writer<'_> {
         tm.leaf_bytes -= old.entry_bytes as u64;
         self.collapse_root(tm)?;
         if tm.root != 0 {
-            tm.root = self.root_at_head(tm.root);
+            tm.root = self.root_at_head(NodeRef::unnamed(tm.root))?;
         }
         Ok(Some(old))
     }
@@ -494,14 +495,7 @@ impl Writer<'_> {
                 return Ok(());
             }
             self.free_node(root)?;
-            // The root is read without a parent's entry: never a tail.
-            let child = n.child_ref(0);
-            tm.root = if child.before_base() && self.pager.tail_before() {
-                let pid = self.cow(child)?;
-                self.consolidate(pid)
-            } else {
-                child.pid
-            };
+            tm.root = self.root_at_head(n.child_ref(0))?;
             tm.height -= 1;
             tm.branch_pages -= 1;
         }
