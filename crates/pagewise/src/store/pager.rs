@@ -780,10 +780,13 @@ impl Pager {
             let fill = node.encode_page(page);
             assert!(self.node_kinds.contains(&fill.kind));
             assert!(fill.used_bytes as usize <= self.ps - HDR);
+            // A delta block is sealed over its bytes rounded to 512 (what a
+            // reader checks), and written in whole blocks (zeros past `aux`).
             let aux = match fill.kind {
-                Kind::Delta => node.written_bytes(self.ps) as u32,
+                Kind::Delta => (HDR + fill.used_bytes as usize).next_multiple_of(512) as u32,
                 _ => 0,
             };
+            assert!(aux as usize <= node.written_bytes(self.ps));
             page::seal(
                 page,
                 *pid,

@@ -730,12 +730,21 @@ impl Node {
         for i in 0..count {
             let e = leaf_entry(payload, at, page_size, i)?;
             let key = &payload[e.k_at..e.v_at];
-            while let Some((k, c)) = records.next_if(|(k, _)| *k < key) {
+            // One key comparison per base entry, and one per record merged.
+            let mut replaced = false;
+            while let Some(ord) = records.peek().map(|(k, _)| (*k).cmp(key)) {
+                if ord == std::cmp::Ordering::Greater {
+                    break;
+                }
+                let (k, c) = records.next().expect("peeked");
                 n.merge_record(k, c)?;
+                if ord == std::cmp::Ordering::Equal {
+                    replaced = true;
+                    break;
+                }
             }
-            match records.next_if(|(k, _)| *k == key) {
-                Some((k, c)) => n.merge_record(k, c)?,
-                None => n.push_entry(key, &payload[e.v_at..e.end], e.ovf),
+            if !replaced {
+                n.push_entry(key, &payload[e.v_at..e.end], e.ovf);
             }
             at = e.end;
         }
