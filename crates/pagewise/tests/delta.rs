@@ -448,9 +448,15 @@ fn a_delta_before_its_base_lies_in_the_tail_and_reads_as_one_span() {
 fn sealed_to_its_records(block: &[u8]) {
     let (used, aux) = (get_u32(block, 24) as usize, get_u32(block, 28) as usize);
     assert_eq!(aux, (32 + used).div_ceil(512) * 512, "used {used}");
-    assert!(aux < block.len(), "these blocks hold under 3.5 KiB of records");
+    assert!(
+        aux < block.len(),
+        "these blocks hold under 3.5 KiB of records"
+    );
     assert_eq!(get_u32(block, 0), crc32c::crc32c(&block[4..aux]));
-    assert!(block[32 + used..].iter().all(|&b| b == 0), "zero past the records");
+    assert!(
+        block[32 + used..].iter().all(|&b| b == 0),
+        "zero past the records"
+    );
 }
 
 /// The delta Db of `build`, then one key changed without delta flushes: the
