@@ -94,15 +94,25 @@ pub fn seal(page: &mut [u8], pid: u64, h: Header) {
     put_u32(page, 0, crc);
 }
 
+/// The unit a delta block's sealed length (`aux`) is a multiple of.
+const DELTA_SEAL_BYTES: usize = 512;
+
+/// The `aux` a delta block of `used` payload bytes is sealed with: its
+/// header and payload rounded up to [`DELTA_SEAL_BYTES`] (docs/design.md,
+/// "Delta blocks for B+tree pages"); it may be written in larger blocks.
+pub fn delta_aux(used: u32) -> u32 {
+    (HDR + used as usize).next_multiple_of(DELTA_SEAL_BYTES) as u32
+}
+
 /// Bytes of a page covered by its checksum: the whole page, or a delta
-/// block's length (`aux`), which must be a multiple of 512 inside the page;
-/// None if it is not.
+/// block's length (`aux`), which must be a multiple of
+/// [`DELTA_SEAL_BYTES`] inside the page; None if it is not.
 fn sealed_len(page_len: usize, kind: u8, aux: u32) -> Option<usize> {
     if kind != Kind::Delta as u8 {
         return Some(page_len);
     }
     let len = aux as usize;
-    (len.is_multiple_of(512) && (HDR..=page_len).contains(&len)).then_some(len)
+    (len.is_multiple_of(DELTA_SEAL_BYTES) && (HDR..=page_len).contains(&len)).then_some(len)
 }
 
 /// Checks the checksum, the page id and the kind of a page just read.

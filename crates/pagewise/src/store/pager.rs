@@ -780,10 +780,9 @@ impl Pager {
             let fill = node.encode_page(page);
             assert!(self.node_kinds.contains(&fill.kind));
             assert!(fill.used_bytes as usize <= self.ps - HDR);
-            // A delta block is sealed over its bytes rounded to 512 (what a
-            // reader checks), and written in whole blocks (zeros past `aux`).
+            // Written in whole blocks, zeros past `aux`.
             let aux = match fill.kind {
-                Kind::Delta => (HDR + fill.used_bytes as usize).next_multiple_of(512) as u32,
+                Kind::Delta => page::delta_aux(fill.used_bytes),
                 _ => 0,
             };
             assert!(aux as usize <= node.written_bytes(self.ps));
