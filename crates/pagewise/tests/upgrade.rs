@@ -106,7 +106,7 @@ fn on_disk(name: &str, data: &[u8], wal: &[u8]) -> (tempfile::TempDir, std::path
 #[test]
 fn fixture_is_version_1() {
     assert_both_slots(DATA, 1);
-    assert_eq!(FORMAT_VERSION, 7);
+    assert_eq!(FORMAT_VERSION, 8);
 }
 
 #[test]
@@ -654,7 +654,7 @@ fn live_beps_nodes(data: &[u8], tree: &str) -> (u64, Vec<StoredNode>) {
         .max_by_key(|s| le_u64(s, 48))
         .unwrap();
     let cat = extent_payload(data, le_u64(sb, 72), le_u32(sb, 84) as u64);
-    assert_eq!(&cat[..4], b"PWC2");
+    assert!(matches!(&cat[..4], b"PWC2" | b"PWC3"), "catalog magic");
     let (mut w, mut root) = (8, None);
     for _ in 0..le_u32(&cat, 4) {
         let n = le_u16(&cat, w);

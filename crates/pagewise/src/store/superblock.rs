@@ -10,17 +10,19 @@ pub const MAGIC: &[u8; 8] = b"PAGEWISE";
 /// B+tree branches name their children's bases (page kind 8); version 5:
 /// B-epsilon buffers stored as segments; version 6: B-epsilon basements
 /// stored as segments; version 7: superblock flags (a delta block before
-/// its base lies in its page's last 4 KiB in files created so). Older files
+/// its base lies in its page's last 4 KiB in files created so); version 8:
+/// catalog `PWC3`, its free list as extents or a bitmap. Older files
 /// are read and upgraded by their first read-write open (docs/design.md,
 /// "Format versions").
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 /// Oldest format this build opens.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Payload bytes after the page header (offsets 32..96).
 pub const SUPERBLOCK_USED_BYTES: u32 = 64;
 /// Flag: a delta block on the page just before its base lies in that page's
 /// last [`crate::store::read::TAIL_BYTES`] (set when a file is created as
-/// version 7; an upgraded file keeps 0 and its delta blocks at page starts).
+/// version 7 or later; a file upgraded from version 6 or older keeps 0 and
+/// its delta blocks at page starts).
 pub const FLAG_TAIL_BEFORE: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
