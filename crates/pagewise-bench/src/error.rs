@@ -19,12 +19,6 @@ pub enum BenchError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("a dense loop image of {need_bytes} bytes needs that much free space in {path} and 1 GiB more, but {free_bytes} bytes are free: pass a smaller --image-size (the largest Db of the run, with room to spare) or drop --dense-image")]
-    NoSpace {
-        path: PathBuf,
-        need_bytes: u64,
-        free_bytes: u64,
-    },
     #[error("memory cgroup unavailable: {why}; use `--memory-cap fadvise` to trim the page cache instead")]
     MemCap { why: String },
     #[error("interrupted: the run stopped before finishing this phase; completed phases were written, its loop device and image were removed")]

@@ -13,16 +13,6 @@
 //! second time; mkfs initialises inode tables and journal up front
 //! (`lazy_itable_init=0,lazy_journal_init=0`) so no background ext4lazyinit
 //! writes land in a measurement; mounted `noatime` so reads write nothing.
-//!
-//! A sparse image has a cost of its own on reads: the host file system maps
-//! only the blocks written through the loop device, so a Db with holes (the
-//! delta tree's companion pages) leaves the image's extent map as fragmented
-//! as the Db file, and the loop worker walks that map on every request (about
-//! 2 us per get at 1M rows, docs/benchmarks.md, session 16). [`ImageFill::Zeros`]
-//! writes the image full of zeros before it is attached: a handful of
-//! extents, as a drive has none, at the price of the image's size in disk
-//! space and the time to write it. The zeros are written to the image file,
-//! not through the loop device, so the device counters do not see them.
 
 use crate::{BenchError, Result};
 use std::path::{Path, PathBuf};
@@ -60,79 +50,6 @@ fn run(cmd: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().into())
 }
 
-/// How a run's loop image lies on the host's file system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ImageFill {
-    /// A sparse file: no disk space until written; its extent map follows
-    /// the Db's own holes.
-    #[default]
-    Sparse,
-    /// Written full of zeros before it is attached (`--dense-image`).
-    Zeros,
-}
-
-/// Bytes of one zero write while filling a dense image.
-const FILL_CHUNK_BYTES: usize = 1 << 20;
-/// Free space a dense image leaves on the host file system, at least.
-const FILL_MARGIN_BYTES: u64 = 1 << 30;
-
-/// Bytes available to an unprivileged writer in the file system holding `dir`.
-fn free_bytes(dir: &Path) -> Result<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|_| {
-        BenchError::os(
-            "statvfs",
-            dir,
-            std::io::Error::from(std::io::ErrorKind::InvalidInput),
-        )
-    })?;
-    // SAFETY: statvfs writes only into the struct we pass; c is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(BenchError::os(
-            "statvfs",
-            dir,
-            std::io::Error::last_os_error(),
-        ));
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
-}
-
-/// Writes zeros over `size_bytes` of `image` (direct I/O, 1 MiB at a time,
-/// so the page cache is not filled), a size not a multiple of 4 KiB ends in
-/// a short hole. Requires: `image` exists, empty. Effect: the file's length
-/// is `size_bytes` and its blocks below `size_bytes & !4095` are allocated
-/// and written.
-pub fn fill_zeros(image: &Path, size_bytes: u64) -> Result<()> {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    let direct = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(image);
-    // A file system without O_DIRECT (tmpfs on older kernels) says EINVAL.
-    let f = match direct {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            std::fs::OpenOptions::new().write(true).open(image)
-        }
-        other => other,
-    }
-    .map_err(|e| BenchError::os("open loop image for zero fill", image, e))?;
-    let zeros = pagewise_io::AlignedBuf::new(FILL_CHUNK_BYTES, 4096);
-    let dense_bytes = size_bytes & !4095;
-    let count_chunks = dense_bytes.div_ceil(FILL_CHUNK_BYTES as u64);
-    for i in 0..count_chunks {
-        let at = i * FILL_CHUNK_BYTES as u64;
-        let len = (dense_bytes - at).min(FILL_CHUNK_BYTES as u64) as usize;
-        assert!(len > 0 && len.is_multiple_of(4096));
-        f.write_all_at(&zeros[..len], at)
-            .map_err(|e| BenchError::os("write zeros into loop image", image, e))?;
-    }
-    f.set_len(size_bytes)
-        .map_err(|e| BenchError::os("size loop image", image, e))?;
-    f.sync_all()
-        .map_err(|e| BenchError::os("sync loop image", image, e))?;
-    Ok(())
-}
-
 /// A loop-mounted ext4 filesystem; dropping it unmounts, detaches and deletes the image.
 #[derive(Debug)]
 pub struct LoopFs {
@@ -143,22 +60,9 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
-    /// Creates a `size`-byte image at `image` (sparse, or written full of
-    /// zeros: `fill`), attaches it, makes ext4 on it, and mounts it at `mnt`
-    /// (created if missing). Refuses an existing image, and a dense image the
-    /// host's free space cannot hold with 1 GiB to spare.
-    pub fn create(image: &Path, mnt: &Path, size: u64, fill: ImageFill) -> Result<Self> {
-        if fill == ImageFill::Zeros {
-            let dir = image.parent().unwrap_or(Path::new("."));
-            let free = free_bytes(dir)?;
-            if free < size.saturating_add(FILL_MARGIN_BYTES) {
-                return Err(BenchError::NoSpace {
-                    path: dir.to_path_buf(),
-                    need_bytes: size,
-                    free_bytes: free,
-                });
-            }
-        }
+    /// Creates a `size`-byte sparse image at `image`, attaches it, makes ext4
+    /// on it, and mounts it at `mnt` (created if missing). Refuses an existing image.
+    pub fn create(image: &Path, mnt: &Path, size: u64) -> Result<Self> {
         let f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -173,12 +77,6 @@ impl LoopFs {
         f.set_len(size)
             .map_err(|e| BenchError::os("size loop image", image, e))?;
         drop(f);
-        if fill == ImageFill::Zeros {
-            if let Err(e) = fill_zeros(image, size) {
-                let _ = std::fs::remove_file(image);
-                return Err(e);
-            }
-        }
         let img = image.to_string_lossy().to_string();
         let dev = match run("losetup", &["--find", "--show", "--direct-io=on", &img]) {
             Ok(d) => d,
@@ -363,50 +261,6 @@ pub fn sweep_stale(work_dir: &Path) -> Vec<String> {
         ));
     }
     notes
-}
-
-#[cfg(test)]
-mod fill_tests {
-    use super::*;
-    use std::os::unix::fs::MetadataExt;
-
-    #[test]
-    fn a_dense_image_is_all_zeros_and_all_allocated() {
-        let d = tempfile::tempdir().unwrap();
-        let image = d.path().join("dense.img");
-        // Three chunks, one short chunk, and a tail below 4 KiB.
-        let size_bytes = 3 * FILL_CHUNK_BYTES as u64 + 8192 + 100;
-        std::fs::write(&image, b"").unwrap();
-        fill_zeros(&image, size_bytes).unwrap();
-        let meta = std::fs::metadata(&image).unwrap();
-        assert_eq!(meta.len(), size_bytes);
-        // st_blocks counts 512-byte units actually allocated: a sparse file
-        // of this length would have none.
-        assert!(
-            meta.blocks() * 512 >= size_bytes & !4095,
-            "{} bytes allocated of {size_bytes}",
-            meta.blocks() * 512
-        );
-        let bytes = std::fs::read(&image).unwrap();
-        assert_eq!(bytes.len() as u64, size_bytes);
-        assert!(bytes.iter().all(|b| *b == 0));
-    }
-
-    #[test]
-    fn a_dense_image_larger_than_the_free_space_is_refused_before_it_exists() {
-        let d = tempfile::tempdir().unwrap();
-        let image = d.path().join("huge.img");
-        let err = LoopFs::create(
-            &image,
-            &d.path().join("mnt"),
-            u64::MAX / 4,
-            ImageFill::Zeros,
-        )
-        .unwrap_err();
-        assert!(matches!(err, BenchError::NoSpace { .. }), "{err}");
-        assert!(err.to_string().contains("--image-size"), "{err}");
-        assert!(!image.exists());
-    }
 }
 
 #[cfg(test)]

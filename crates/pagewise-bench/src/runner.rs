@@ -4,7 +4,7 @@ use crate::cachelimit::{phase_capped, CacheLimiter, CapScope, MemoryCap};
 use crate::csd::{CsdMount, CsdStats};
 use crate::engine::{open_engine, Engine, Settings};
 use crate::exec::{latency_unit, run_phase, DbState, Progress, TABLES};
-use crate::loopfs::{ImageFill, LoopFs};
+use crate::loopfs::LoopFs;
 use crate::metrics::{Latency, Recorder};
 use crate::sysinfo::{self, Host};
 use crate::workload::{Kind, Params, Spec};
@@ -16,13 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// How bytes written are measured.
 #[derive(Debug, Clone)]
 pub enum Measure {
-    /// A fresh ext4 on a loop device under `work_dir` (root only), on an
-    /// image of `image_bytes`, sparse or written full of zeros (`fill`).
-    Loop {
-        work_dir: PathBuf,
-        image_bytes: u64,
-        fill: ImageFill,
-    },
+    /// A fresh ext4 on a loop device under `work_dir` (root only).
+    Loop { work_dir: PathBuf, image_bytes: u64 },
     /// A plain directory: only the syscall figure (`wchar`).
     Plain { dir: PathBuf },
 }
@@ -186,11 +181,7 @@ fn prepare(cfg: &RunConfig) -> Result<Place> {
 
 fn prepare_base(cfg: &RunConfig) -> Result<Place> {
     match &cfg.measure {
-        Measure::Loop {
-            work_dir,
-            image_bytes,
-            fill,
-        } => {
+        Measure::Loop { work_dir, image_bytes } => {
             if let Some(why) = crate::loopfs::unavailable_reason() {
                 let dir = work_dir.join(format!("run-{}-{}", cfg.engine, std::process::id()));
                 return Ok(Place {
@@ -204,15 +195,7 @@ fn prepare_base(cfg: &RunConfig) -> Result<Place> {
             std::fs::create_dir_all(work_dir).map_err(|e| BenchError::os("create work directory", work_dir, e))?;
             let swept = crate::loopfs::sweep_stale(work_dir);
             let tag = format!("run-{}-{}", cfg.engine, std::process::id());
-            let t0 = Instant::now();
-            let mut fs = LoopFs::create(&work_dir.join(format!("{tag}.img")), &work_dir.join(&tag), *image_bytes, *fill)?;
-            let mut notes = swept;
-            if *fill == ImageFill::Zeros {
-                notes.push(format!(
-                    "dense loop image: {image_bytes} bytes of zeros written before the run ({:.1} s)",
-                    t0.elapsed().as_secs_f64()
-                ));
-            }
+            let mut fs = LoopFs::create(&work_dir.join(format!("{tag}.img")), &work_dir.join(&tag), *image_bytes)?;
             let baseline = fs.mount_cycle_baseline(3)?;
             fs.umount()?;
             let dir = fs.mount_point().join("db");
@@ -221,7 +204,7 @@ fn prepare_base(cfg: &RunConfig) -> Result<Place> {
                 fs: Some(fs),
                 dir,
                 baseline,
-                notes,
+                notes: swept,
             })
         }
         Measure::Plain { dir } => Ok(Place {

@@ -5,7 +5,6 @@ use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewise_bench::exec::Progress;
 use pagewise_bench::keys::KeyDist;
-use pagewise_bench::loopfs::ImageFill;
 use pagewise_bench::values::Compressibility;
 use pagewise_bench::workload::{parse_count, parse_dist, parse_duration, parse_size};
 use pagewise_bench::{
@@ -80,18 +79,9 @@ pub struct Args {
     /// Do not use a loop device: measure only the syscall write figure.
     #[arg(long)]
     pub no_loop: bool,
-    /// Size of each run's loop image (sparse unless --dense-image).
+    /// Size of each run's sparse loop image.
     #[arg(long, default_value = "48G", value_parser = size)]
     pub image_size: u64,
-    /// Write each run's loop image full of zeros before the run, so its map
-    /// on the host stays a few extents: a sparse image's map follows the
-    /// Db's holes, which the loop device then walks on every read (the delta
-    /// tree's reads pay about 2 us a get for it). Costs --image-size of free
-    /// disk and the time to write it per engine: give an --image-size near
-    /// the largest Db of the run (e.g. 4G at 5M rows). Compare read
-    /// latencies this way or with --no-loop.
-    #[arg(long, conflicts_with = "no_loop")]
-    pub dense_image: bool,
     /// How phases whose cache is smaller than the Db keep the OS from caching
     /// the rest: cgroup (cap the process's memory, page cache and mapped pages
     /// included; root), fadvise (drop the Db's cached pages every 100 ms; cannot
@@ -223,11 +213,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Measure::Loop {
             work_dir: a.dir.clone(),
             image_bytes: a.image_size,
-            fill: if a.dense_image {
-                ImageFill::Zeros
-            } else {
-                ImageFill::Sparse
-            },
         }
     };
     if a.csd {
@@ -238,11 +223,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if !a.no_loop {
         if let Some(why) = pagewise_bench::loopfs::unavailable_reason() {
             eprintln!("note: no loop device ({why}); reporting the syscall write figure only");
-        } else if a.dense_image {
-            eprintln!(
-                "note: each engine's run first writes its {} loop image full of zeros (--dense-image)",
-                pagewise_model::units::fmt_bytes(a.image_size as f64)
-            );
         }
     }
     // Before anything the runs allocate: memory stays charged where it was first touched.
