@@ -130,11 +130,14 @@ fn extents_bytes(free: &[(u64, u64)]) -> usize {
     8 + 16 * free.len()
 }
 
-/// Bytes of `free` as form 1: a bit count and one bit per page up to the
-/// end of the last extent.
+/// Pages a form-1 bitmap covers: up to the end of the last free extent.
+fn bitmap_bits(free: &[(u64, u64)]) -> u64 {
+    free.last().map_or(0, |&(s, n)| s + n)
+}
+
+/// Bytes of `free` as form 1: a bit count and one bit per covered page.
 fn bitmap_bytes(free: &[(u64, u64)]) -> usize {
-    let bits = free.last().map_or(0, |&(s, n)| s + n);
-    8 + bits.div_ceil(8) as usize
+    8 + bitmap_bits(free).div_ceil(8) as usize
 }
 
 fn push_extents(b: &mut Vec<u8>, free: &[(u64, u64)]) {
@@ -146,7 +149,7 @@ fn push_extents(b: &mut Vec<u8>, free: &[(u64, u64)]) {
 }
 
 fn push_bitmap(b: &mut Vec<u8>, free: &[(u64, u64)]) {
-    let bits = free.last().map_or(0, |&(s, n)| s + n);
+    let bits = bitmap_bits(free);
     b.extend_from_slice(&bits.to_le_bytes());
     let at = b.len();
     b.resize(at + bits.div_ceil(8) as usize, 0);
