@@ -156,7 +156,7 @@ pub trait Engine: Send + Sync {
 /// The engines this binary knows, whether compiled in or not.
 pub const ENGINES: &[&str] = &[
     "pagewise",
-    "pagewise-beps",
+    "pagewise-bepsilon",
     "pagewise-delta",
     "redb",
     "lmdb",
@@ -167,7 +167,7 @@ pub const ENGINES: &[&str] = &[
 
 /// Engines compiled into this binary (btreemap is an in-memory reference, not a peer).
 pub fn compiled_engines() -> Vec<&'static str> {
-    let mut v = vec!["pagewise", "pagewise-beps", "pagewise-delta"];
+    let mut v = vec!["pagewise", "pagewise-bepsilon", "pagewise-delta"];
     if cfg!(feature = "redb") {
         v.push("redb");
     }
@@ -195,7 +195,9 @@ pub fn open_engine(
     std::fs::create_dir_all(dir).map_err(|e| BenchError::os("create run directory", dir, e))?;
     match name {
         "pagewise" => engines::pagewise::open(dir, settings, tables),
-        "pagewise-beps" => engines::pagewise::open_bepsilon(dir, settings, tables),
+        "pagewise-bepsilon" | "pagewise-beps" => {
+            engines::pagewise::open_bepsilon(dir, settings, tables)
+        }
         "pagewise-delta" => engines::pagewise::open_delta(dir, settings, tables),
         "btreemap" => Ok(Box::new(engines::btreemap::BTreeEngine::open(
             dir,

@@ -277,7 +277,7 @@ fn advise_recommends_with_reason() {
 }
 
 #[test]
-fn advise_predicts_betree_node_sizes() {
+fn advise_predicts_bepsilon_node_sizes() {
     let dir = tempfile::tempdir().unwrap();
     let csv = write(dir.path(), "d.csv", &as_csv());
     let c = csv.to_str().unwrap();
@@ -290,10 +290,10 @@ fn advise_predicts_betree_node_sizes() {
         "--value-bytes",
         "100",
     ];
-    let o = pagewise(&[&base[..], &["--betree-nodes", "64k,1m", "--json"]].concat());
+    let o = pagewise(&[&base[..], &["--bepsilon-nodes", "64k,1m", "--json"]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let sweep = v["betree_sweep"].as_array().unwrap();
+    let sweep = v["bepsilon_sweep"].as_array().unwrap();
     assert_eq!(sweep.len(), 2);
     // No cache: a point query reads one 64 KiB basement per level, at this
     // drive's 1 / (60 us + 65,536 B / 1 GB/s) IOPS.
@@ -308,13 +308,13 @@ fn advise_predicts_betree_node_sizes() {
     // Larger nodes move more messages per flush: fewer I/Os per insert.
     assert_eq!(sweep[1]["shape"]["node_bytes"].as_u64(), Some(1 << 20));
     assert!(sweep[1]["insert_ios"].as_f64() < sweep[0]["insert_ios"].as_f64());
-    let o = pagewise(&[&base[..], &["--betree-nodes", "64k"]].concat());
+    let o = pagewise(&[&base[..], &["--bepsilon-nodes", "64k"]].concat());
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("B-epsilon trees by node size"), "{out}");
     fails_cleanly(
         &[
             &base[..],
-            &["--betree-nodes", "64k", "--betree-basement", "128k"],
+            &["--bepsilon-nodes", "64k", "--bepsilon-basement", "128k"],
         ]
         .concat(),
         "at most the node size",
@@ -322,7 +322,7 @@ fn advise_predicts_betree_node_sizes() {
     fails_cleanly(
         &[
             &base[..],
-            &["--betree-nodes", "64k", "--betree-fanout", "1"],
+            &["--bepsilon-nodes", "64k", "--bepsilon-fanout", "1"],
         ]
         .concat(),
         "at least 2 children",

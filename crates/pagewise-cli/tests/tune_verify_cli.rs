@@ -137,8 +137,8 @@ fn verification_reports_every_size_and_cleans_up() {
     );
     // The B-epsilon node size, checked the same way: the advised node and
     // its neighbours, an eighth of the rows, measured rates > 0.
-    let b = &ver["betree"];
-    let advised = v["betree_node_size"].as_u64().unwrap();
+    let b = &ver["bepsilon"];
+    let advised = v["bepsilon_node_size"].as_u64().unwrap();
     let nodes: Vec<u64> = b["sizes"]
         .as_array()
         .expect("a B-epsilon entry per node size")

@@ -394,8 +394,8 @@ fn read_ahead_batches_by_hand() {
 }
 
 #[test]
-fn betree_prediction_by_hand() {
-    use pagewise_model::advise::{predict_betree, BeTreeShape};
+fn bepsilon_prediction_by_hand() {
+    use pagewise_model::advise::{predict_bepsilon, BEpsilonShape};
     // 1M rows of 16 B keys and 100 B values, fill 1, no cache; 64 KiB nodes,
     // 4 KiB basements, fanout 16 (the engine's default).
     // Leaves hold floor(65,536 / 116) = 564 records: 1,774 leaves, then 111,
@@ -417,12 +417,12 @@ fn betree_prediction_by_hand() {
         cache_bytes: 0,
         ..Dataset::default()
     };
-    let shape = BeTreeShape {
+    let shape = BEpsilonShape {
         node_bytes: 65536,
         basement_bytes: 4096,
         fanout: 16,
     };
-    let p = predict_betree(dev, &d, shape);
+    let p = predict_bepsilon(dev, &d, shape);
     assert_eq!(p.height, 4);
     assert_eq!(p.cached_levels, 0.0);
     let per_flush = 65536.0 / 16.0 / 131.0;

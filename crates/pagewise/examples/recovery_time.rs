@@ -7,11 +7,11 @@
 //! log (docs/benchmarks.md, "Leaf write-back (session 11)").
 //!
 //! ```sh
-//! recovery_time DIR beps|btree [FILL_PCT]      # prints one JSON line
+//! recovery_time DIR bepsilon|btree [FILL_PCT]      # prints one JSON line
 //! RECOVERY_DROP_CACHES=1 recovery_time ...      # log read cold (root)
 //! ```
 
-use pagewise::{BEpsOptions, Batch, Db, Durability, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Db, Durability, Options, TreeKind};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 use std::path::Path;
 use std::time::Instant;
@@ -29,9 +29,9 @@ fn opts() -> Options {
 
 fn kind(name: &str) -> TreeKind {
     match name {
-        "beps" => TreeKind::BEpsilon(BEpsOptions::default()),
+        "bepsilon" => TreeKind::BEpsilon(BEpsilonOptions::default()),
         "btree" => TreeKind::BTree,
-        other => panic!("tree kind {other:?}: use beps or btree"),
+        other => panic!("tree kind {other:?}: use bepsilon or btree"),
     }
 }
 
@@ -70,7 +70,7 @@ fn load(path: &Path, kind: TreeKind, fill_pct: u64) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: recovery_time DIR beps|btree [FILL_PCT]";
+    let usage = "usage: recovery_time DIR bepsilon|btree [FILL_PCT]";
     let (dir, kind_name) = (
         Path::new(args.get(1).expect(usage)),
         args.get(2).expect(usage),

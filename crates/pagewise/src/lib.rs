@@ -36,7 +36,7 @@ pub use check::CheckReport;
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
 pub use index::bepsilon::trace::LevelReads;
-pub use index::bepsilon::{BEpsOptions, Compression};
+pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
 pub use options::{DeltaFlush, Durability, MergeOperator, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use stats::{Stats, TreeStats};

@@ -82,7 +82,7 @@ pub struct Stats {
     /// B-epsilon point and range reads by node height: shells and
     /// partitions read from the file (ops and bytes), buffer reads skipped
     /// by key filters (docs/design.md, buffer key filters).
-    pub beps_reads: Vec<crate::index::bepsilon::trace::LevelReads>,
+    pub bepsilon_reads: Vec<crate::index::bepsilon::trace::LevelReads>,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -178,7 +178,7 @@ impl Db {
             delta_carries: ic.delta_carries.load(Relaxed),
             delta_consolidations: ic.delta_consolidations.load(Relaxed),
             delta_apart: ic.delta_apart.load(Relaxed),
-            beps_reads: ic.beps_reads.snapshot(),
+            bepsilon_reads: ic.bepsilon_reads.snapshot(),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,

@@ -6,7 +6,7 @@
 
 mod common;
 use common::Append;
-use pagewise::{BEpsOptions, Batch, Compression, Db, Durability, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Compression, Db, Durability, Options, TreeKind};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -46,9 +46,9 @@ fn name(t: u8) -> String {
     format!("tree{t}")
 }
 
-fn beps(comp: Compression) -> TreeKind {
+fn bepsilon(comp: Compression) -> TreeKind {
     TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(512)
             .basement_bytes(128)
             .fanout(4)
@@ -56,11 +56,11 @@ fn beps(comp: Compression) -> TreeKind {
     )
 }
 
-/// The property tests' trees: [`beps`], with leaves smaller than the
+/// The property tests' trees: [`bepsilon`], with leaves smaller than the
 /// internal nodes (lz4) or larger (zstd).
-fn beps_leaves(comp: Compression) -> TreeKind {
-    let TreeKind::BEpsilon(o) = beps(comp) else {
-        unreachable!("beps makes B-epsilon trees")
+fn bepsilon_leaves(comp: Compression) -> TreeKind {
+    let TreeKind::BEpsilon(o) = bepsilon(comp) else {
+        unreachable!("bepsilon makes B-epsilon trees")
     };
     TreeKind::BEpsilon(match comp {
         Compression::Lz4 => o.leaf_bytes(384),
@@ -167,7 +167,7 @@ fn run(ops: Vec<Op>, comp: Compression) {
     let path = dir.path().join("db");
     let mut db = Db::create(&path, opts()).unwrap();
     for t in 0..2 {
-        db.tree_with(&name(t), beps_leaves(comp)).unwrap();
+        db.tree_with(&name(t), bepsilon_leaves(comp)).unwrap();
     }
     let mut model = Model::new();
     for (salt, op) in ops.into_iter().enumerate() {
@@ -247,7 +247,7 @@ fn many_keys_grow_and_shrink_the_tree() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let db = Db::create(&path, opts()).unwrap();
-    let t = db.tree_with("t", beps(Compression::Lz4)).unwrap();
+    let t = db.tree_with("t", bepsilon(Compression::Lz4)).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3000u32 {
         let k = format!("{:08}", (i * 7919) % 3000).into_bytes();
@@ -286,7 +286,7 @@ fn upsert_needs_an_operator_and_a_bepsilon_tree() {
     let db = Db::create(&path, opts()).unwrap();
     let e = db.tree("plain").unwrap().upsert(b"k", b"1").unwrap_err();
     assert!(matches!(e, pagewise::Error::Unsupported { .. }), "{e}");
-    let t = db.tree_with("b", beps(Compression::Lz4)).unwrap();
+    let t = db.tree_with("b", bepsilon(Compression::Lz4)).unwrap();
     t.upsert(b"k", b"1").unwrap();
     t.upsert(b"k", b"2").unwrap();
     db.sync().unwrap();
@@ -312,7 +312,7 @@ fn corrupt_partition_is_a_typed_error_naming_node_and_partition() {
     let o = || opts().durability(Durability::Sync);
     let db = Db::create(&path, o()).unwrap();
     let kind = TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(4096)
             .basement_bytes(256)
             .compression(Compression::None),
@@ -363,7 +363,7 @@ fn corrupt_partition_is_a_typed_error_naming_node_and_partition() {
 /// 64 KiB nodes of 1 KiB basements, uncompressed: read sizes are countable.
 fn read_sized_kind() -> TreeKind {
     TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(64 << 10)
             .basement_bytes(1024)
             .compression(Compression::None),
@@ -475,7 +475,7 @@ fn partial_eviction_keeps_shells_and_reads_one_basement_per_get() {
 
 /// Partition bytes read at `height` so far.
 fn level_part_bytes(db: &Db, height: u32) -> u64 {
-    let levels = db.stats().beps_reads;
+    let levels = db.stats().bepsilon_reads;
     let level = levels.iter().filter(|l| l.height == height);
     level.map(|l| l.part_bytes).sum()
 }
@@ -484,7 +484,7 @@ fn level_part_bytes(db: &Db, height: u32) -> u64 {
 fn buffer_reads(db: &Db, before: u64) -> u64 {
     let now: u64 = db
         .stats()
-        .beps_reads
+        .bepsilon_reads
         .iter()
         .filter(|l| l.height >= 1)
         .map(|l| l.part_reads)
@@ -496,7 +496,7 @@ fn buffer_reads(db: &Db, before: u64) -> u64 {
 /// four levels at 20,000 keys whose internal buffers hold messages.
 fn filtered_kind() -> TreeKind {
     TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(4096)
             .basement_bytes(512)
             .fanout(8)
@@ -534,7 +534,7 @@ fn overwritten_tree(path: &std::path::Path) -> Db {
 /// Buffer key filters: under a cache too small for the internal buffers, a
 /// get of a key no buffer holds reads no buffer (but for the filters'
 /// false positives), while a get of a key a buffer holds reads it and
-/// finds the buffered value. Without filters (`PAGEWISE_BEPS_FILTERS=off`)
+/// finds the buffered value. Without filters (`PAGEWISE_BEPSILON_FILTERS=off`)
 /// the absent-key gets read about one buffer each: measured 0.99 per get,
 /// against 0.018 with filters.
 #[test]
@@ -550,7 +550,12 @@ fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
         let i = n.wrapping_mul(7919) % keys;
         assert_eq!(t.get(format!("key{i:06}x")).unwrap(), None);
     }
-    let skipped: u64 = db.stats().beps_reads.iter().map(|l| l.filter_skips).sum();
+    let skipped: u64 = db
+        .stats()
+        .bepsilon_reads
+        .iter()
+        .map(|l| l.filter_skips)
+        .sum();
     let per_get = buffer_reads(&db, before) as f64 / absent as f64;
     eprintln!("absent keys: {per_get:.3} buffer reads per get, {skipped} skips");
     assert!(per_get <= 0.1, "{per_get:.3} buffer reads per absent get");
@@ -594,7 +599,7 @@ fn largest_stored_buffer(path: &std::path::Path) -> usize {
 fn a_probe_reads_one_segment_of_a_large_buffer() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let kind = BEpsOptions::default()
+    let kind = BEpsilonOptions::default()
         .node_bytes(32 << 10)
         .basement_bytes(1 << 10)
         .fanout(4)
@@ -648,7 +653,7 @@ fn a_probe_reads_one_segment_of_a_large_buffer() {
 fn a_get_reads_one_segment_of_a_cold_basement() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let kind = BEpsOptions::default()
+    let kind = BEpsilonOptions::default()
         .node_bytes(64 << 10)
         .basement_bytes(4 << 10)
         .fanout(4)
@@ -684,7 +689,7 @@ fn a_get_reads_one_segment_of_a_cold_basement() {
     assert!(one_probe >= 1000, "{one_probe} gets probed one basement");
     // A segment holds at least 1 KiB and under one 55-byte entry more, so
     // it spans at most 4 pages of 480 payload bytes (a whole basement read
-    // up to 7: PAGEWISE_BEPS_LEAF_SEGMENT_KIB=0 fails here).
+    // up to 7: PAGEWISE_BEPSILON_LEAF_SEGMENT_KIB=0 fails here).
     assert!(most_bytes <= 4 * 512, "{most_bytes} bytes in one probe");
     // A hot key under the same full cache: its basement is probed once,
     // loaded at its second miss, and then read from the cache.
@@ -704,7 +709,7 @@ fn a_get_reads_one_segment_of_a_cold_basement() {
 
 /// Probes and partition bytes read so far at the heights `at` admits.
 fn probes_where(db: &Db, at: impl Fn(u32) -> bool) -> (u64, u64) {
-    let levels = db.stats().beps_reads;
+    let levels = db.stats().bepsilon_reads;
     let l = levels.iter().filter(|l| at(l.height));
     (
         l.clone().map(|l| l.probes).sum(),
@@ -714,7 +719,7 @@ fn probes_where(db: &Db, at: impl Fn(u32) -> bool) -> (u64, u64) {
 
 /// Basement reads at `height` 0 so far.
 fn basement_reads(db: &Db) -> u64 {
-    let levels = db.stats().beps_reads;
+    let levels = db.stats().bepsilon_reads;
     levels
         .iter()
         .filter(|l| l.height == 0)
@@ -780,8 +785,8 @@ fn a_get_resumes_at_the_node_it_missed() {
         let want = value(&i.to_le_bytes(), 24, 0);
         assert_eq!(t.get(format!("key{i:06}")).unwrap(), Some(want), "key {i}");
         let s = db.stats();
-        let shells: u64 = s.beps_reads.iter().map(|l| l.shell_reads).sum();
-        let shells0: u64 = s0.beps_reads.iter().map(|l| l.shell_reads).sum();
+        let shells: u64 = s.bepsilon_reads.iter().map(|l| l.shell_reads).sum();
+        let shells0: u64 = s0.bepsilon_reads.iter().map(|l| l.shell_reads).sum();
         if n < 20 {
             eprintln!(
                 "misses {} shells {}",
@@ -857,7 +862,12 @@ fn filtered_gets_match_a_model_under_a_tiny_cache() {
             );
         }
     }
-    let skipped: u64 = db.stats().beps_reads.iter().map(|l| l.filter_skips).sum();
+    let skipped: u64 = db
+        .stats()
+        .bepsilon_reads
+        .iter()
+        .map(|l| l.filter_skips)
+        .sum();
     assert!(skipped > 0, "filters were consulted");
     let rep = db.check().unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
@@ -949,7 +959,7 @@ fn large_mixed_batches_match_the_model() {
     let path = dir.path().join("db");
     let db = Db::create(&path, opts()).unwrap();
     for t in 0..2 {
-        db.tree_with(&name(t), beps(Compression::Lz4)).unwrap();
+        db.tree_with(&name(t), bepsilon(Compression::Lz4)).unwrap();
     }
     let mut model = Model::new();
     let mut x = 0x2545_f491_4f6c_dd1du64;

@@ -1,6 +1,6 @@
 //! N reader threads put N reads in flight: counted at the backend, not timed.
 
-use pagewise::{BEpsOptions, Db, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Db, Options, TreeKind};
 use pagewise_io::{Backend, Fs, IoQueue, LockGuard, OpenOptions, RealFs, Result as IoResult};
 use parking_lot::{Condvar, Mutex};
 use std::path::Path;
@@ -178,7 +178,7 @@ fn readers_see_whole_batches_across_leaf_write_backs() {
         .durability(pagewise::Durability::Buffered)
         .wal_limit(64 << 20);
     let kind = TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(1024)
             .basement_bytes(128)
             .fanout(4),

@@ -19,7 +19,7 @@
 
 mod common;
 use common::Append;
-use pagewise::{BEpsOptions, Batch, Db, DeltaFlush, Durability, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Db, DeltaFlush, Durability, Options, TreeKind};
 use pagewise_io::{CrashMode, FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -51,7 +51,7 @@ fn bepsilon(seed: u64) -> Option<TreeKind> {
     (seed / 2 % 4 != 3).then(|| {
         let shapes = [(512, 128), (1024, 128), (2048, 128), (4096, 2048)];
         let (node, basement) = shapes[(seed / 4 % 4) as usize];
-        let o = BEpsOptions::default()
+        let o = BEpsilonOptions::default()
             .node_bytes(node)
             .basement_bytes(basement)
             .fanout(4);
@@ -66,12 +66,12 @@ fn bepsilon(seed: u64) -> Option<TreeKind> {
 /// An upsert in a `Writes` entry: its value is `+` and the operand.
 const UPSERT: u8 = b'+';
 
-fn random_batch(rng: &mut SmallRng, id: usize, ps: usize, beps: bool) -> Writes {
+fn random_batch(rng: &mut SmallRng, id: usize, ps: usize, bepsilon: bool) -> Writes {
     (0..rng.gen_range(1..6))
         .map(|_| {
             let t = rng.gen_range(0..2u8);
             let k = format!("k{:03}", rng.gen_range(0..150)).into_bytes();
-            if beps && t == 1 && rng.gen_bool(0.2) {
+            if bepsilon && t == 1 && rng.gen_bool(0.2) {
                 return (t, k, Some(vec![UPSERT, b'a' + (id % 26) as u8]));
             }
             let v = if rng.gen_bool(0.25) {

@@ -2,7 +2,7 @@
 //! database refuses further writes after a failed write or sync, nothing on
 //! disk is corrupted, and reopening recovers every acknowledged write.
 
-use pagewise::{BEpsOptions, Db, Durability, Error, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Db, Durability, Error, Options, TreeKind};
 use pagewise_io::{FaultInjector, FaultKinds, Faulty, Fs, SimFs};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -49,8 +49,8 @@ fn nth_io_fails_error_reaches_caller_and_reopen_recovers() {
     nth_io_fails(TreeKind::BTree, opts);
 }
 
-fn tiny_beps() -> TreeKind {
-    let o = BEpsOptions::default()
+fn tiny_bepsilon() -> TreeKind {
+    let o = BEpsilonOptions::default()
         .node_bytes(512)
         .basement_bytes(128)
         .fanout(4);
@@ -59,14 +59,14 @@ fn tiny_beps() -> TreeKind {
 
 #[test]
 fn nth_io_fails_on_a_bepsilon_tree() {
-    nth_io_fails(tiny_beps(), opts);
+    nth_io_fails(tiny_bepsilon(), opts);
 }
 
 /// Faults land in leaf write-backs too: the Db is poisoned naming the
 /// write-back, and reopening recovers every acknowledged insert.
 #[test]
 fn nth_io_fails_during_leaf_write_backs() {
-    let in_write_back = nth_io_fails(tiny_beps(), write_back_opts);
+    let in_write_back = nth_io_fails(tiny_bepsilon(), write_back_opts);
     eprintln!("{in_write_back} faults landed in a leaf write-back");
     assert!(
         in_write_back >= 5,

@@ -4,7 +4,7 @@
 //! bytes than its length, every key reads back as a BTreeMap model says,
 //! `check` passes, and the same holds after reopening.
 
-use pagewise::{BEpsOptions, Batch, Compression, Db, Durability, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Compression, Db, Durability, Options, TreeKind};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 
@@ -44,7 +44,7 @@ fn freed_node_extents_become_holes_and_nothing_is_lost() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let kind = TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(256 << 10)
             .compression(Compression::Lz4),
     );

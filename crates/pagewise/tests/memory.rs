@@ -5,7 +5,9 @@
 //! `cache_bytes` plus [`OVERHEAD_BYTES`] (docs/design.md, "Buffer pool").
 //! One test in this binary, so no other test's allocations are counted.
 
-use pagewise::{BEpsOptions, Batch, Compression, Db, Durability, MergeOperator, Options, TreeKind};
+use pagewise::{
+    BEpsilonOptions, Batch, Compression, Db, Durability, MergeOperator, Options, TreeKind,
+};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -93,7 +95,7 @@ fn run(db: &Db, count: u64, mut op: impl FnMut(&mut Batch, u64)) {
 fn bepsilon_fill_and_upserts_stay_within_the_cache_budget() {
     let dir = tempfile::tempdir().unwrap();
     let kind = TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(256 << 10)
             .basement_bytes(16 << 10)
             .compression(Compression::Lz4),

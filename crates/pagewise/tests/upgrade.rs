@@ -475,7 +475,7 @@ fn v4_val(i: u32, tag: &str) -> Vec<u8> {
 }
 
 /// The version-4 fixture's history: five phases of changes to the
-/// B-epsilon tree "e" (`BEpsOptions::default().node_bytes(8192)
+/// B-epsilon tree "e" (`BEpsilonOptions::default().node_bytes(8192)
 /// .basement_bytes(256).fanout(4).compression(Compression::Lz4)`: 8 KiB
 /// nodes and leaves, fanout 4, so the tree is 4 levels high with multi-KiB
 /// buffers, each with a key filter) and the B+tree "t", in a Db of 512 B
@@ -648,7 +648,7 @@ struct StoredNode {
 /// `tree` that it references (walked from the catalog's root descriptor
 /// through the child references, docs/design.md "Catalog", "B-epsilon
 /// nodes"), so nodes the file no longer references do not count.
-fn live_beps_nodes(data: &[u8], tree: &str) -> (u64, Vec<StoredNode>) {
+fn live_bepsilon_nodes(data: &[u8], tree: &str) -> (u64, Vec<StoredNode>) {
     let sb = [&data[..512], &data[512..1024]]
         .into_iter()
         .max_by_key(|s| le_u64(s, 48))
@@ -698,7 +698,7 @@ fn live_beps_nodes(data: &[u8], tree: &str) -> (u64, Vec<StoredNode>) {
 #[test]
 fn fixture_is_version_4_with_filtered_buffers() {
     assert_both_slots(V4_DATA, 4);
-    let (_, nodes) = live_beps_nodes(V4_DATA, "e");
+    let (_, nodes) = live_bepsilon_nodes(V4_DATA, "e");
     let internal: Vec<_> = nodes.iter().filter(|n| n.height > 0).collect();
     assert!(
         internal.len() >= 5 && internal.iter().any(|n| n.height >= 3),
@@ -715,7 +715,7 @@ fn fixture_is_version_4_with_filtered_buffers() {
 
 /// A fixture written by an older engine with the version-4 history
 /// (`v4_script`, `v4_opts`): the B-epsilon tree "e" and the B+tree "t".
-struct BepsFixture {
+struct BEpsilonFixture {
     name: &'static str,
     data: &'static [u8],
     wal: &'static [u8],
@@ -726,7 +726,7 @@ struct BepsFixture {
     rewritten: fn(&StoredNode) -> bool,
 }
 
-const V4: BepsFixture = BepsFixture {
+const V4: BEpsilonFixture = BEpsilonFixture {
     name: "v4",
     data: V4_DATA,
     wal: V4_WAL,
@@ -740,7 +740,7 @@ const V4: BepsFixture = BepsFixture {
 /// basements instead of 256 B (this build cuts a basement of at least two
 /// pages into segments: 1 KiB on these 512 B pages); the close left a log
 /// of zeros, shipped as an empty `v5.pw-wal`.
-const V5: BepsFixture = BepsFixture {
+const V5: BEpsilonFixture = BEpsilonFixture {
     name: "v5",
     data: include_bytes!("fixtures/v5/v5.pw"),
     wal: include_bytes!("fixtures/v5/v5.pw-wal"),
@@ -754,7 +754,7 @@ const V5: BepsFixture = BepsFixture {
 #[test]
 fn fixture_is_version_5_with_unsegmented_leaves() {
     assert_both_slots(V5.data, 5);
-    let (_, nodes) = live_beps_nodes(V5.data, "e");
+    let (_, nodes) = live_bepsilon_nodes(V5.data, "e");
     let leaves = nodes.iter().filter(|n| n.height == 0).count();
     assert!(
         leaves >= 10 && nodes.iter().any(|n| n.height >= 2),
@@ -766,7 +766,7 @@ fn fixture_is_version_5_with_unsegmented_leaves() {
 /// A read-only open of fixture `f` reads the generator's history back
 /// exactly (buffered messages, filters, upserts and both tree kinds) and
 /// writes nothing.
-fn reads_read_only_without_writing(f: &BepsFixture) {
+fn reads_read_only_without_writing(f: &BEpsilonFixture) {
     let (d, p) = on_disk(f.name, f.data, f.wal);
     let db = Db::open(&p, v4_opts().read_only(true)).unwrap();
     assert!(matches!(db.tree_kind("e"), Some(TreeKind::BEpsilon(_))));
@@ -807,7 +807,7 @@ fn version_5_file_reads_read_only_without_writing() {
 /// writes then rewrite the B-epsilon nodes they change in the current
 /// layout while the nodes they do not change stay as the old version wrote
 /// them, and the mixed tree reads back and checks clean.
-fn upgrades_and_mixes_old_and_new_nodes(f: &BepsFixture) {
+fn upgrades_and_mixes_old_and_new_nodes(f: &BEpsilonFixture) {
     let (_d, p) = on_disk(f.name, f.data, f.wal);
     let db = Db::open(&p, v4_opts()).unwrap();
     let mut want = v4_expected();
@@ -820,7 +820,7 @@ fn upgrades_and_mixes_old_and_new_nodes(f: &BepsFixture) {
         newest, FORMAT_VERSION,
         "the open's checkpoint wrote the current version"
     );
-    let (old_gen, _) = live_beps_nodes(f.data, "e");
+    let (old_gen, _) = live_bepsilon_nodes(f.data, "e");
     let updates = v4_updates();
     for chunk in updates.chunks(100) {
         db.apply(v4_batch(chunk)).unwrap();
@@ -835,7 +835,7 @@ fn upgrades_and_mixes_old_and_new_nodes(f: &BepsFixture) {
     assert!(r.is_ok(), "{:?}", r.problems);
     db.close().unwrap();
     let data = std::fs::read(&p).unwrap();
-    let (_, nodes) = live_beps_nodes(&data, "e");
+    let (_, nodes) = live_bepsilon_nodes(&data, "e");
     let layer = || nodes.iter().filter(|n| (f.rewritten)(n));
     assert!(
         layer().any(|n| n.gen > old_gen && n.segment_bytes > 0),
@@ -865,8 +865,8 @@ fn version_5_file_upgrades_and_mixes_version_5_and_6_leaves() {
 /// through a power cut after `fail_at` writes and syncs (0: none). Returns
 /// the image the drive keeps, the writes and syncs seen, and whether the
 /// batch was acknowledged.
-fn beps_upgrade_with_cut(
-    f: &BepsFixture,
+fn bepsilon_upgrade_with_cut(
+    f: &BEpsilonFixture,
     fail_at: u64,
     mode: CrashMode,
     seed: u64,
@@ -888,10 +888,10 @@ fn beps_upgrade_with_cut(
 /// changed nodes rewritten with segments leaves either the old contents
 /// or, once the batch was acknowledged, the new ones; `check` passes on
 /// every image.
-fn a_power_cut_anywhere_in_the_upgrade_of(f: &BepsFixture) {
-    let (img, total, acked) = beps_upgrade_with_cut(f, 0, CrashMode::DropUnsynced, 0);
+fn a_power_cut_anywhere_in_the_upgrade_of(f: &BEpsilonFixture) {
+    let (img, total, acked) = bepsilon_upgrade_with_cut(f, 0, CrashMode::DropUnsynced, 0);
     assert!(acked && total > 5, "the upgrade wrote {total} times");
-    let (_, nodes) = live_beps_nodes(&img.contents(Path::new(f.path)).unwrap(), "e");
+    let (_, nodes) = live_bepsilon_nodes(&img.contents(Path::new(f.path)).unwrap(), "e");
     assert!(
         nodes
             .iter()
@@ -902,7 +902,7 @@ fn a_power_cut_anywhere_in_the_upgrade_of(f: &BepsFixture) {
     let mut new = old.clone();
     v4_apply(&mut new, v4_updates());
     let at = (f.path, v4_opts as fn() -> Options);
-    let cut = |fail_at, mode, seed| beps_upgrade_with_cut(f, fail_at, mode, seed);
+    let cut = |fail_at, mode, seed| bepsilon_upgrade_with_cut(f, fail_at, mode, seed);
     let cases = old_or_new_after_every_cut(total, at, cut, read_all, (&old, &new));
     assert!(cases[0] > 0 && cases[1] > 0, "old / new images: {cases:?}");
     eprintln!(

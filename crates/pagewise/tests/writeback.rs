@@ -9,7 +9,7 @@
 
 mod common;
 use common::Append;
-use pagewise::{BEpsOptions, Batch, Db, Durability, Options, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Db, Durability, Options, TreeKind};
 use pagewise_io::{CrashMode, Fs, SimFs};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -32,7 +32,7 @@ fn opts(fs: Arc<dyn Fs>) -> Options {
 
 fn kind() -> TreeKind {
     TreeKind::BEpsilon(
-        BEpsOptions::default()
+        BEpsilonOptions::default()
             .node_bytes(1024)
             .basement_bytes(128)
             .fanout(4),

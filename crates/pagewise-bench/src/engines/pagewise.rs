@@ -9,12 +9,12 @@
 //! [`DRIVE_SAMPLE_ONE_IN`] and scales (results say `sample_one_in`; exact
 //! zero-block and block counts are kept).
 //!
-//! `pagewise-beps` is the same Db with every table a B-epsilon tree (default
-//! options; `PAGEWISE_BEPS_NODE_KIB`, `PAGEWISE_BEPS_LEAF_KIB`,
-//! `PAGEWISE_BEPS_BASEMENT_KIB` and `PAGEWISE_BEPS_FANOUT` override the node,
+//! `pagewise-bepsilon` is the same Db with every table a B-epsilon tree (default
+//! options; `PAGEWISE_BEPSILON_NODE_KIB`, `PAGEWISE_BEPSILON_LEAF_KIB`,
+//! `PAGEWISE_BEPSILON_BASEMENT_KIB` and `PAGEWISE_BEPSILON_FANOUT` override the node,
 //! leaf and basement sizes and the fanout for sweeps; with the node size set
 //! and not the leaf size, leaves are node-sized). Its engine stats add the page
-//! reads of the phase and the B-epsilon reads by height (`beps_reads`).
+//! reads of the phase and the B-epsilon reads by height (`bepsilon_reads`).
 //!
 //! `pagewise-delta` is the B+tree Db with `Options::delta_flush` on (the
 //! documented defaults; `PAGEWISE_DELTA_THRESHOLD` overrides the threshold in
@@ -25,7 +25,7 @@
 use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
 use crate::{BenchError, Result};
 use pagewise::{
-    BEpsOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Tree, TreeKind,
+    BEpsilonOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Tree, TreeKind,
 };
 use pagewise_io::{CompressingFs, CompressionMeter, RealFs};
 use std::path::Path;
@@ -75,16 +75,16 @@ pub fn open_bepsilon(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dy
             .and_then(|v| v.parse::<u32>().ok())
             .map_or(default, |k| k << 10)
     };
-    let d = BEpsOptions::default();
-    let mut o = d.basement_bytes(kib("PAGEWISE_BEPS_BASEMENT_KIB", d.basement_bytes));
-    if std::env::var_os("PAGEWISE_BEPS_NODE_KIB").is_some() {
-        // Leaves follow the node bytes unless PAGEWISE_BEPS_LEAF_KIB sets them.
-        o = o.node_bytes(kib("PAGEWISE_BEPS_NODE_KIB", d.node_bytes));
+    let d = BEpsilonOptions::default();
+    let mut o = d.basement_bytes(kib("PAGEWISE_BEPSILON_BASEMENT_KIB", d.basement_bytes));
+    if std::env::var_os("PAGEWISE_BEPSILON_NODE_KIB").is_some() {
+        // Leaves follow the node bytes unless PAGEWISE_BEPSILON_LEAF_KIB sets them.
+        o = o.node_bytes(kib("PAGEWISE_BEPSILON_NODE_KIB", d.node_bytes));
     }
-    if std::env::var_os("PAGEWISE_BEPS_LEAF_KIB").is_some() {
-        o = o.leaf_bytes(kib("PAGEWISE_BEPS_LEAF_KIB", o.leaf_target_bytes()));
+    if std::env::var_os("PAGEWISE_BEPSILON_LEAF_KIB").is_some() {
+        o = o.leaf_bytes(kib("PAGEWISE_BEPSILON_LEAF_KIB", o.leaf_target_bytes()));
     }
-    if let Some(f) = std::env::var("PAGEWISE_BEPS_FANOUT")
+    if let Some(f) = std::env::var("PAGEWISE_BEPSILON_FANOUT")
         .ok()
         .and_then(|v| v.parse().ok())
     {
@@ -130,7 +130,7 @@ fn open_kind(
         name: match (kind, delta) {
             (TreeKind::BTree, None) => NAME,
             (TreeKind::BTree, Some(_)) => "pagewise-delta",
-            _ => "pagewise-beps",
+            _ => "pagewise-bepsilon",
         },
         upserts: matches!(kind, TreeKind::BEpsilon(_)),
         db,
@@ -235,7 +235,7 @@ impl Engine for PagewiseEngine {
             "cache_misses": stats.cache_misses,
             "page_read_ops": stats.pages.read_ops,
             "page_read_bytes": stats.pages.read_bytes,
-            "beps_reads": stats.beps_reads,
+            "bepsilon_reads": stats.bepsilon_reads,
             "checkpoints": stats.checkpoints,
             "write_backs": stats.write_backs,
             "commit_groups": stats.commit_groups,

@@ -5,8 +5,8 @@ use crate::cmd::model::input;
 use crate::cmd::model::table::Table;
 use anyhow::{bail, Context};
 use pagewise_model::advise::{
-    advise, candidates, predict_betree, Advice, BeTreePrediction, BeTreeShape, Dataset, Device,
-    Mix, Row,
+    advise, candidates, predict_bepsilon, Advice, BEpsilonPrediction, BEpsilonShape, Dataset,
+    Device, Mix, Row,
 };
 use pagewise_model::fit::{fit_all, ModelReport, Source};
 use pagewise_model::units::{fmt_bytes, fmt_count, parse_bytes, parse_size};
@@ -34,16 +34,16 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', value_parser = parse_bytes_arg)]
     pub pages: Vec<u64>,
     /// Also predict B-epsilon trees of these node sizes (e.g.
-    /// 64k,256k,1m,4m), with `--betree-basement` and `--betree-fanout`: the
-    /// figures to set against `pagewise bench`'s `pagewise-beps` engine.
+    /// 64k,256k,1m,4m), with `--bepsilon-basement` and `--bepsilon-fanout`: the
+    /// figures to set against `pagewise bench`'s `pagewise-bepsilon` engine.
     #[arg(long, value_delimiter = ',', value_parser = parse_bytes_arg)]
-    pub betree_nodes: Vec<u64>,
-    /// Basement size for `--betree-nodes` (the engine's default: 64k).
+    pub bepsilon_nodes: Vec<u64>,
+    /// Basement size for `--bepsilon-nodes` (the engine's default: 64k).
     #[arg(long, default_value = "64k", value_parser = parse_bytes_arg)]
-    pub betree_basement: u64,
-    /// Fanout for `--betree-nodes` (the engine's default: 16).
+    pub bepsilon_basement: u64,
+    /// Fanout for `--bepsilon-nodes` (the engine's default: 16).
     #[arg(long, default_value_t = 16)]
-    pub betree_fanout: u64,
+    pub bepsilon_fanout: u64,
     /// Print the advice as JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -142,20 +142,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &args.pages,
         &mut notes,
     )?;
-    let sweep = betree_sweep(&args, &report, &mut notes)?;
+    let sweep = bepsilon_sweep(&args, &report, &mut notes)?;
     if args.json {
         #[derive(serde::Serialize)]
         struct Out<'a> {
             advice: &'a Advice,
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
-            betree_sweep: &'a [BeTreePrediction],
+            bepsilon_sweep: &'a [BEpsilonPrediction],
             notes: &'a [String],
         }
         println!(
             "{}",
             serde_json::to_string_pretty(&Out {
                 advice: &a,
-                betree_sweep: &sweep,
+                bepsilon_sweep: &sweep,
                 notes: &notes
             })?
         );
@@ -171,43 +171,43 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Predictions for `--betree-nodes`; refuses shapes the engine refuses.
-fn betree_sweep(
+/// Predictions for `--bepsilon-nodes`; refuses shapes the engine refuses.
+fn bepsilon_sweep(
     args: &Args,
     report: &ModelReport,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Vec<BeTreePrediction>> {
-    if args.betree_nodes.is_empty() {
+) -> anyhow::Result<Vec<BEpsilonPrediction>> {
+    if args.bepsilon_nodes.is_empty() {
         return Ok(Vec::new());
     }
-    if args.betree_fanout < 2 {
+    if args.bepsilon_fanout < 2 {
         bail!(
-            "--betree-fanout {}: a B-epsilon node needs at least 2 children",
-            args.betree_fanout
+            "--bepsilon-fanout {}: a B-epsilon node needs at least 2 children",
+            args.bepsilon_fanout
         );
     }
     let dev = device(report, args.mix, args.qd, notes)?;
     let d = args.data.dataset();
     let mut out = Vec::new();
-    for &node in &args.betree_nodes {
-        if args.betree_basement < 512 || args.betree_basement > node {
+    for &node in &args.bepsilon_nodes {
+        if args.bepsilon_basement < 512 || args.bepsilon_basement > node {
             bail!(
-                "--betree-basement {}: must be at least 512 B and at most the node size {}",
-                fmt_bytes(args.betree_basement as f64),
+                "--bepsilon-basement {}: must be at least 512 B and at most the node size {}",
+                fmt_bytes(args.bepsilon_basement as f64),
                 fmt_bytes(node as f64)
             );
         }
-        let shape = BeTreeShape {
+        let shape = BEpsilonShape {
             node_bytes: node,
-            basement_bytes: args.betree_basement,
-            fanout: args.betree_fanout,
+            basement_bytes: args.bepsilon_basement,
+            fanout: args.bepsilon_fanout,
         };
-        out.push(predict_betree(dev, &d, shape));
+        out.push(predict_bepsilon(dev, &d, shape));
     }
     Ok(out)
 }
 
-fn render_sweep(sweep: &[BeTreePrediction]) -> String {
+fn render_sweep(sweep: &[BEpsilonPrediction]) -> String {
     let mut t = Table::new(&[
         "node",
         "basement",
@@ -413,10 +413,10 @@ pub fn render_text(a: &Advice) -> String {
         fmt_bytes(a.best as f64),
         a.reason
     ));
-    if let Some(why) = &a.betree_note {
+    if let Some(why) = &a.bepsilon_note {
         s.push_str(&format!("\nB-epsilon tree: {why}.\n"));
     }
-    if let Some(b) = &a.betree {
+    if let Some(b) = &a.bepsilon {
         s.push_str(&format!(
             "\nB-epsilon tree: node {} (half-bandwidth point {}), basement {}, fanout {} (B^{}), height {}\n  amortized I/Os per insert {:.4} -> {} inserts/s; I/Os per point query {:.2} -> {} gets/s\n  recommended node size: {}\n",
             fmt_bytes(b.node_size as f64),

@@ -82,7 +82,7 @@ pub fn advice_section(d: &ReportData) -> String {
         ));
     }
     s.push_str(&format!("<p class=\"note\">{foot}</p>"));
-    if let Some(b) = &a.betree {
+    if let Some(b) = &a.bepsilon {
         s.push_str("<h2>Alternative: a B-epsilon tree</h2><div class=\"card\">");
         s.push_str(&format!("<p>{}.</p>", esc(&b.summary)));
         s.push_str(&facts(&[
@@ -123,7 +123,7 @@ pub fn advice_section(d: &ReportData) -> String {
             ),
         ]));
         s.push_str("</div>");
-    } else if let Some(why) = &a.betree_note {
+    } else if let Some(why) = &a.bepsilon_note {
         s.push_str(&format!(
             "<h2>Alternative: a B-epsilon tree</h2><p class=\"warn\">{}.</p>",
             esc(why)

@@ -137,7 +137,7 @@ fn summary(d: &ReportData) -> String {
             "half-bandwidth point S × W",
         );
     }
-    if let Some(b) = &a.betree {
+    if let Some(b) = &a.bepsilon {
         kpi(
             &mut s,
             &fmt_bytes(b.node_size as f64),

@@ -72,14 +72,14 @@ pub fn verify_section(v: &Verification) -> String {
         }
         s.push_str("</ul>");
     }
-    if let Some(b) = &v.betree {
-        s.push_str(&betree_section(b));
+    if let Some(b) = &v.bepsilon {
+        s.push_str(&bepsilon_section(b));
     }
     s
 }
 
 /// The B-epsilon node size measured the same way.
-fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> String {
+fn bepsilon_section(b: &crate::cmd::tune::verify::bepsilon::BEpsilonVerification) -> String {
     let mut s = String::from("<h3>B-epsilon node size on the engine</h3>");
     s.push_str(&format!(
         "<div class=\"card\"><p><b>{}</b>.</p></div><p>{:.0} s. Scaling rule: {}.</p>",
@@ -96,7 +96,7 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
         k.miss_extra_s * 1e6,
         k.miss_extra_per_kib_s * 1e6
     ));
-    let rows: Vec<Vec<String>> = b.sizes.iter().map(betree_row).collect();
+    let rows: Vec<Vec<String>> = b.sizes.iter().map(bepsilon_row).collect();
     let hl = b
         .sizes
         .iter()
@@ -131,8 +131,8 @@ fn betree_section(b: &crate::cmd::tune::verify::betree::BeTreeVerification) -> S
 
 /// One node size's row: measured against the I/O-only and the corrected
 /// predictions.
-fn betree_row(c: &crate::cmd::tune::verify::betree::NodeCheck) -> Vec<String> {
-    let k = |f: &dyn Fn(&pagewise_model::advise::BeTreeEnginePrediction) -> String| {
+fn bepsilon_row(c: &crate::cmd::tune::verify::bepsilon::NodeCheck) -> Vec<String> {
+    let k = |f: &dyn Fn(&pagewise_model::advise::BEpsilonEnginePrediction) -> String| {
         c.corrected.as_ref().map_or_else(|| "-".into(), f)
     };
     vec![

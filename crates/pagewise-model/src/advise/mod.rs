@@ -3,19 +3,21 @@
 //! sustains at that size; then the best size for the workload mix, and a
 //! B-epsilon tree alternative sized from the half-bandwidth point.
 
-pub mod betree;
-pub mod betree_engine;
+pub mod bepsilon;
+pub mod bepsilon_engine;
 pub mod btree;
 pub mod correct;
 pub mod dataset;
 mod explain;
 pub mod scale;
 
-pub use betree::{advise_betree, predict_betree, BeTreeAdvice, BeTreePrediction, BeTreeShape};
-pub use betree_engine::{
-    fit_betree_costs, get_reads, leave_one_out_betree, predict_betree_engine,
-    predict_betree_engine_with, BeTreeCosts, BeTreeEnginePrediction, BeTreeSample, GetReads,
-    PartitionReads,
+pub use bepsilon::{
+    advise_bepsilon, predict_bepsilon, BEpsilonAdvice, BEpsilonPrediction, BEpsilonShape,
+};
+pub use bepsilon_engine::{
+    fit_bepsilon_costs, get_reads, leave_one_out_bepsilon, predict_bepsilon_engine,
+    predict_bepsilon_engine_with, BEpsilonCosts, BEpsilonEnginePrediction, BEpsilonSample,
+    GetReads, PartitionReads,
 };
 pub use btree::{caching, read_ahead, Caching, ReadAhead, Shape};
 pub use dataset::{Dataset, Mix};
@@ -103,9 +105,9 @@ pub struct Advice {
     pub reason: String,
     /// Set when the runner-up is within the measurement uncertainty.
     pub close_call: Option<String>,
-    pub betree: Option<BeTreeAdvice>,
+    pub bepsilon: Option<BEpsilonAdvice>,
     /// Why there is no B-epsilon advice, when there is none.
-    pub betree_note: Option<String>,
+    pub bepsilon_note: Option<String>,
 }
 
 /// Powers of two from 512 B to 1 MiB within the measured range, plus every
@@ -153,7 +155,7 @@ pub fn advise(dev: Device, d: &Dataset, mix: Mix, pages: &[u64]) -> Result<Advic
         reason.push_str(". ");
         reason.push_str(c);
     }
-    let (betree, betree_note) = match advise_betree(dev, d, &best) {
+    let (bepsilon, bepsilon_note) = match advise_bepsilon(dev, d, &best) {
         Ok(b) => (Some(b), None),
         Err(why) => (None, Some(why)),
     };
@@ -167,8 +169,8 @@ pub fn advise(dev: Device, d: &Dataset, mix: Mix, pages: &[u64]) -> Result<Advic
         best: best.page_size,
         reason,
         close_call,
-        betree,
-        betree_note,
+        bepsilon,
+        bepsilon_note,
     })
 }
 

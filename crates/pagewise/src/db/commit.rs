@@ -279,10 +279,10 @@ impl Inner {
         let mut r = Ok(());
         // Keyed ops on B-epsilon trees wait and go in per tree (trees are
         // independent and a batch is applied whole under the lock).
-        let mut beps: Vec<&Op> = Vec::new();
+        let mut bepsilon: Vec<&Op> = Vec::new();
         for (k, (op, ext)) in ops.iter().zip(placed).enumerate() {
-            if self.ix.is_beps_keyed(&st.trees, op) {
-                beps.push(op);
+            if self.ix.is_bepsilon_keyed(&st.trees, op) {
+                bepsilon.push(op);
                 continue;
             }
             r = self.ix.apply(&mut st, &mut al, op, ext);
@@ -297,7 +297,7 @@ impl Inner {
             }
         }
         if r.is_ok() {
-            r = self.apply_beps_runs(&mut st, &mut al, beps);
+            r = self.apply_bepsilon_runs(&mut st, &mut al, bepsilon);
         }
         st.dirty.recharge();
         let dirty_bytes = st.dirty.bytes();
@@ -310,7 +310,7 @@ impl Inner {
 
     /// Applies `ops` (keyed ops on B-epsilon trees, in batch order) one
     /// tree at a time, each tree's ops in their order.
-    fn apply_beps_runs(
+    fn apply_bepsilon_runs(
         &self,
         st: &mut Epoch<Trees>,
         al: &mut Alloc,
@@ -318,7 +318,7 @@ impl Inner {
     ) -> Result<()> {
         ops.sort_by(|a, b| a.tree().cmp(b.tree())); // stable
         for run in ops.chunk_by(|a, b| a.tree() == b.tree()) {
-            self.ix.apply_beps_run(st, al, run[0].tree(), run)?;
+            self.ix.apply_bepsilon_run(st, al, run[0].tree(), run)?;
         }
         Ok(())
     }
@@ -350,7 +350,7 @@ fn kind_of(trees: &Trees, created: &[(Arc<str>, TreeKind)], op: &Op) -> Result<T
                 what: format!("tree kind {kind}"),
             })?;
             match k {
-                TreeKind::BEpsilon(_) => crate::index::bepsilon::BEpsOptions::decode(params)
+                TreeKind::BEpsilon(_) => crate::index::bepsilon::BEpsilonOptions::decode(params)
                     .map(TreeKind::BEpsilon)
                     .map_err(Error::Options),
                 k => Ok(k),

@@ -315,7 +315,7 @@ fn start(
             delta: opts.delta_flush,
             append_fill: opts.append_fill,
             merge: opts.merge_operator.clone(),
-            beps_probed: crate::index::bepsilon::read::Probed::new(opts.cache_bytes),
+            bepsilon_probed: crate::index::bepsilon::read::Probed::new(opts.cache_bytes),
         },
         commit: Mutex::new(CommitState {
             wal,

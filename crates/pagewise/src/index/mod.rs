@@ -29,7 +29,7 @@ pub enum TreeKind {
     /// A B-epsilon (fractal) tree of large, compressed, variable-size nodes
     /// with message buffers (docs/design.md, "B-epsilon nodes"). The options
     /// of an existing tree are the ones it was created with.
-    BEpsilon(bepsilon::BEpsOptions),
+    BEpsilon(bepsilon::BEpsilonOptions),
 }
 
 impl TreeKind {
@@ -191,7 +191,7 @@ pub struct Counters {
     /// a miss on them reads base and delta in two requests.
     pub delta_apart: AtomicU64,
     /// B-epsilon reads by height: shells, partitions, filter skips.
-    pub beps_reads: bepsilon::trace::ReadCounters,
+    pub bepsilon_reads: bepsilon::trace::ReadCounters,
 }
 
 /// The index layer's context: the store and what the kinds share.
@@ -208,7 +208,7 @@ pub struct Index {
     pub merge: Option<Arc<dyn crate::options::MergeOperator>>,
     /// B-epsilon partitions probed lately: a second miss on one loads it
     /// into a full cache instead of probing it again.
-    pub beps_probed: bepsilon::read::Probed,
+    pub bepsilon_probed: bepsilon::read::Probed,
 }
 
 /// How the store decodes node pages of every kind.
@@ -246,15 +246,15 @@ pub fn fits_inline(kind: TreeKind, page_size: usize, key_bytes: usize, value_byt
 impl Index {
     /// Whether `op` changes a key of a B-epsilon tree (its tree exists with
     /// that kind; kinds never change): such ops can be applied per tree
-    /// with [`Index::apply_beps_run`].
-    pub fn is_beps_keyed(&self, trees: &Trees, op: &Op) -> bool {
+    /// with [`Index::apply_bepsilon_run`].
+    pub fn is_bepsilon_keyed(&self, trees: &Trees, op: &Op) -> bool {
         op.key().is_some() && matches!(trees.0.get(op.tree()), Some(Desc::BEpsilon(_)))
     }
 
     /// Applies the keyed ops `ops` of one batch, all on B-epsilon tree
     /// `tree`, in order (`bepsilon::write::Writer::apply_run`). Requires:
     /// the state write lock and the allocator.
-    pub fn apply_beps_run(
+    pub fn apply_bepsilon_run(
         &self,
         epoch: &mut Epoch<Trees>,
         alloc: &mut Alloc,
@@ -263,7 +263,7 @@ impl Index {
     ) -> Result<()> {
         let Epoch { trees, dirty } = epoch;
         let Some(Desc::BEpsilon(m)) = trees.0.get_mut(tree) else {
-            panic!("apply_beps_run on a tree that is not B-epsilon");
+            panic!("apply_bepsilon_run on a tree that is not B-epsilon");
         };
         let run: Vec<(&[u8], bepsilon::write::Msg)> = ops
             .iter()
@@ -298,8 +298,8 @@ impl Index {
         op: &Op,
         placed: Option<Extent>,
     ) -> Result<()> {
-        if self.is_beps_keyed(&epoch.trees, op) {
-            return self.apply_beps_run(epoch, alloc, op.tree(), &[op]);
+        if self.is_bepsilon_keyed(&epoch.trees, op) {
+            return self.apply_bepsilon_run(epoch, alloc, op.tree(), &[op]);
         }
         let Epoch { trees, dirty } = epoch;
         let tree = op.tree();
@@ -318,7 +318,7 @@ impl Index {
         };
         let tm = match desc {
             Desc::BTree(tm) => tm,
-            Desc::BEpsilon(_) => unreachable!("keyed B-epsilon ops go to apply_beps_run"),
+            Desc::BEpsilon(_) => unreachable!("keyed B-epsilon ops go to apply_bepsilon_run"),
         };
         let mut w = btree::write::Writer {
             dirty,
@@ -460,7 +460,7 @@ fn create(trees: &mut Trees, name: &Arc<str>, kind: u8, params: &[u8]) -> Result
             })
         }
         TreeKind::BEpsilon(_) => {
-            let o = bepsilon::BEpsOptions::decode(params).map_err(|w| Error::Unsupported {
+            let o = bepsilon::BEpsilonOptions::decode(params).map_err(|w| Error::Unsupported {
                 what: format!("tree {name:?}: B-epsilon parameters: {w}"),
             })?;
             Desc::BEpsilon(bepsilon::Meta::new(o))

@@ -28,7 +28,7 @@ pub enum Kind {
     /// blocks for B+tree pages"): only its first `aux` bytes are written.
     Delta = 6,
     /// A page of a B-epsilon node extent.
-    BEps = 7,
+    BEpsilon = 7,
     /// A B+tree branch whose entries name each child's base page (format
     /// 4, docs/design.md "B+tree node payload").
     BranchBases = 8,
@@ -43,7 +43,7 @@ impl Kind {
             4 => Kind::Overflow,
             5 => Kind::Blob,
             6 => Kind::Delta,
-            7 => Kind::BEps,
+            7 => Kind::BEpsilon,
             8 => Kind::BranchBases,
             _ => return None,
         })

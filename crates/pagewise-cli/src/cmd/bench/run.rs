@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Engines, comma-separated: pagewise (B+tree), pagewise-beps (B-epsilon trees),
+    /// Engines, comma-separated: pagewise (B+tree), pagewise-bepsilon (B-epsilon trees),
     /// pagewise-delta (B+tree pages flushed as deltas), redb, lmdb, sqlite, rocksdb
     /// (peers need `--features peers` / `peers-all`), or `all` for every engine compiled in.
     #[arg(short, long, default_value = "pagewise", value_delimiter = ',')]

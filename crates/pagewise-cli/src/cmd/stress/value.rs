@@ -271,7 +271,7 @@ mod tests {
             let ops = random_batch(&mut rng, &lay, 2, 30);
             assert!(ops.iter().all(|o| o.idx % 3 == 2 && (o.tree as usize) < 3));
         }
-        assert!(parse_kinds("btree,betree").is_err());
+        assert!(parse_kinds("btree,bepsilon").is_err());
         assert_eq!(parse_kinds("btree").unwrap(), KINDS.to_vec());
     }
 }

@@ -179,7 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "results": std::fs::canonicalize(&results_path).unwrap_or(results_path),
             "best_page_size": advice.best,
             "reason": advice.reason,
-            "betree_node_size": advice.betree.as_ref().map(|b| b.node_size),
+            "bepsilon_node_size": advice.bepsilon.as_ref().map(|b| b.node_size),
             "elapsed_secs": started.elapsed().as_secs_f64(),
             "verification": verification,
         });
@@ -196,7 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             fmt_bytes(advice.best as f64),
             best_line(&advice)
         );
-        if let Some(b) = &advice.betree {
+        if let Some(b) = &advice.bepsilon {
             println!(
                 "B-epsilon tree: {} nodes, {} basements.",
                 fmt_bytes(b.node_size as f64),

@@ -56,7 +56,7 @@ pub fn wear_rows(
         ),
         a.best as f64 / record,
     )?;
-    if let Some(b) = &a.betree {
+    if let Some(b) = &a.bepsilon {
         push(
             format!(
                 "B-epsilon tree, {} nodes, amortized flushes",

@@ -50,13 +50,17 @@ fn visit(
         return;
     }
     w.pages_checked += ext.count_pages;
-    let node = match ix.store.pager.read_extent(ext, Kind::BEps).and_then(|b| {
-        format::decode_full(&b, ix.store.pager.ps).map_err(|e| {
-            ix.store
-                .pager
-                .corrupt(ext.first_page, format!("B-epsilon node: {e}"))
-        })
-    }) {
+    let node = match ix
+        .store
+        .pager
+        .read_extent(ext, Kind::BEpsilon)
+        .and_then(|b| {
+            format::decode_full(&b, ix.store.pager.ps).map_err(|e| {
+                ix.store
+                    .pager
+                    .corrupt(ext.first_page, format!("B-epsilon node: {e}"))
+            })
+        }) {
         Ok(n) => n,
         Err(e) => return claims.problem(ext.first_page, e.to_string()),
     };

@@ -78,7 +78,7 @@ impl Compression {
 
 /// Creation parameters of a B-epsilon tree (the catalog's parameters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct BEpsOptions {
+pub struct BEpsilonOptions {
     /// Target node bytes before compression (a node above it flushes or splits).
     pub node_bytes: u32,
     /// Target bytes of a leaf before compression (a leaf above it splits,
@@ -94,7 +94,7 @@ pub struct BEpsOptions {
     pub level: u8,
 }
 
-impl Default for BEpsOptions {
+impl Default for BEpsilonOptions {
     /// 1 MiB nodes of 16 KiB basements, fanout 8, lz4: at the dev VM's
     /// half-bandwidth point (about 1 MiB per random read) a flush moves a
     /// node's worth of messages per child read. Basements: a point read
@@ -132,7 +132,7 @@ impl Default for BEpsOptions {
     }
 }
 
-impl BEpsOptions {
+impl BEpsilonOptions {
     /// Sets the node bytes, and leaves of the same size: call
     /// [`Self::leaf_bytes`] after it to set them apart.
     pub fn node_bytes(mut self, n: u32) -> Self {
@@ -244,7 +244,7 @@ pub enum Child {
 /// Per-tree state, persisted as the root descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Meta {
-    pub opts: BEpsOptions,
+    pub opts: BEpsilonOptions,
     /// None: empty tree.
     pub root: Option<Child>,
     /// Levels above the leaves of the root.
@@ -256,7 +256,7 @@ pub struct Meta {
 }
 
 impl Meta {
-    pub fn new(opts: BEpsOptions) -> Self {
+    pub fn new(opts: BEpsilonOptions) -> Self {
         Self {
             opts,
             root: None,
@@ -292,7 +292,7 @@ impl Meta {
     }
 
     pub fn decode(params: &[u8], b: &[u8], page_size: usize) -> Result<Self, String> {
-        let opts = BEpsOptions::decode(params)?;
+        let opts = BEpsilonOptions::decode(params)?;
         if b.len() != DESC_BYTES {
             return Err(format!("B-epsilon descriptor of {} bytes", b.len()));
         }
@@ -324,8 +324,8 @@ mod tests {
 
     #[test]
     fn params_and_descriptor_round_trip() {
-        let o = BEpsOptions::default().compression(Compression::Zstd);
-        assert_eq!(BEpsOptions::decode(&o.encode()).unwrap(), o);
+        let o = BEpsilonOptions::default().compression(Compression::Zstd);
+        assert_eq!(BEpsilonOptions::decode(&o.encode()).unwrap(), o);
         let e = Extent::new(9, 5000, 4096);
         let m = Meta {
             root: Some(Child::Clean(e)),
@@ -341,27 +341,27 @@ mod tests {
             Meta::decode(&o.encode(), &empty.encode(), 4096).unwrap(),
             empty
         );
-        assert!(BEpsOptions::decode(&o.basement_bytes(1 << 30).encode()).is_err());
+        assert!(BEpsilonOptions::decode(&o.basement_bytes(1 << 30).encode()).is_err());
     }
 
     #[test]
     fn leaf_bytes_round_trip_and_old_params() {
-        let o = BEpsOptions::default().leaf_bytes(128 << 10).fanout(8);
+        let o = BEpsilonOptions::default().leaf_bytes(128 << 10).fanout(8);
         let b = o.encode();
         assert_eq!(b.len(), PARAMS_LEAF_BYTES);
-        assert_eq!(BEpsOptions::decode(&b).unwrap(), o);
+        assert_eq!(BEpsilonOptions::decode(&b).unwrap(), o);
         assert_eq!(o.target_bytes(0), 128 << 10);
         assert_eq!(o.target_bytes(1), 1 << 20);
         // Parameters written before the field: leaves at the node bytes.
-        let old = BEpsOptions::decode(&b[..PARAMS_BYTES]).unwrap();
+        let old = BEpsilonOptions::decode(&b[..PARAMS_BYTES]).unwrap();
         assert_eq!(old.leaf_bytes, None);
         assert_eq!(old.target_bytes(0), old.node_bytes as usize);
-        let same = BEpsOptions::default().node_bytes(1 << 20);
+        let same = BEpsilonOptions::default().node_bytes(1 << 20);
         assert_eq!(same.encode().len(), PARAMS_BYTES);
-        assert_eq!(BEpsOptions::default().target_bytes(0), 512 << 10);
+        assert_eq!(BEpsilonOptions::default().target_bytes(0), 512 << 10);
         // Bad leaf bytes: too small, or below twice the basement bytes.
-        assert!(BEpsOptions::decode(&o.leaf_bytes(100).encode()).is_err());
-        assert!(BEpsOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());
-        assert!(BEpsOptions::decode(&b[..PARAMS_BYTES + 2]).is_err());
+        assert!(BEpsilonOptions::decode(&o.leaf_bytes(100).encode()).is_err());
+        assert!(BEpsilonOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());
+        assert!(BEpsilonOptions::decode(&b[..PARAMS_BYTES + 2]).is_err());
     }
 }

@@ -369,16 +369,16 @@ impl Node {
 }
 
 /// Extra CLOCK passes an unreferenced B-epsilon node image survives
-/// (`NodeImage::keep_passes`; `PAGEWISE_BEPS_SHELL_PASSES` overrides it for
+/// (`NodeImage::keep_passes`; `PAGEWISE_BEPSILON_SHELL_PASSES` overrides it for
 /// comparisons, 0 being the plain second chance of the B+tree's pages).
 pub const SHELL_KEEP_PASSES: u8 = 2;
 
 /// Whether the cache's CLOCK hand sheds internal nodes' unused buffers
-/// (default on; `PAGEWISE_BEPS_SHED_BUFFERS=off` keeps them with their node,
+/// (default on; `PAGEWISE_BEPSILON_SHED_BUFFERS=off` keeps them with their node,
 /// the behaviour before session 6, for back-to-back comparisons).
 fn shed_buffers() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_SHED_BUFFERS").as_deref() != Ok("off"))
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPSILON_SHED_BUFFERS").as_deref() != Ok("off"))
 }
 
 impl NodeImage for Node {
@@ -399,7 +399,7 @@ impl NodeImage for Node {
             return None; // not a stored node: nothing could be read back
         }
         if !self.is_leaf() && !shed_buffers() {
-            return None; // PAGEWISE_BEPS_SHED_BUFFERS=off: buffers go with their node
+            return None; // PAGEWISE_BEPSILON_SHED_BUFFERS=off: buffers go with their node
         }
         let mut drop: Vec<usize> = Vec::new();
         for (i, p) in self.parts.iter().enumerate() {
@@ -427,7 +427,7 @@ impl NodeImage for Node {
     fn keep_passes(&self) -> u8 {
         static PASSES: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
         *PASSES.get_or_init(|| {
-            std::env::var("PAGEWISE_BEPS_SHELL_PASSES")
+            std::env::var("PAGEWISE_BEPSILON_SHELL_PASSES")
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(SHELL_KEEP_PASSES)

@@ -20,7 +20,7 @@ use std::sync::Arc;
 pub(super) struct Work {
     pub(super) tree: Arc<str>,
     pub(super) root: u64,
-    pub(super) opts: super::BEpsOptions,
+    pub(super) opts: super::BEpsilonOptions,
     pub(super) nodes: PidMap<Arc<Node>>,
 }
 
@@ -36,7 +36,7 @@ const PARALLEL_MIN_BYTES: usize = 256 << 10;
 struct Ready {
     id: u64,
     node: Node,
-    opts: super::BEpsOptions,
+    opts: super::BEpsilonOptions,
 }
 
 impl Index {
@@ -167,7 +167,7 @@ impl Index {
                 let first = self.store.alloc.lock().alloc(count);
                 let ext = Extent::new(first, bytes.len() as u64, pager.ps);
                 assert_eq!(ext.count_pages, count);
-                pager.write_extent(&ext, Kind::BEps, &bytes, gen)?;
+                pager.write_extent(&ext, Kind::BEpsilon, &bytes, gen)?;
                 super::trace::node_written(r.node.height, bytes.len());
                 let mut clean = r.node.clone();
                 (clean.dir, clean.segs, clean.comp) = (shell.dir, shell.segs, shell.comp);

@@ -123,7 +123,7 @@ impl View<'_> {
 }
 
 /// Whether the stored key filter of buffer `i` of `n` rules `key` out (a
-/// clean internal node with filters; `PAGEWISE_BEPS_FILTERS=off`: never).
+/// clean internal node with filters; `PAGEWISE_BEPSILON_FILTERS=off`: never).
 /// A clean buffer never changes, so its filter holds every key it has
 /// messages for, loaded or not.
 fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
@@ -160,7 +160,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
                 .hits
                 .fetch_add(view.hits.get(), Ordering::Relaxed);
             if let Step::Done(_) = step {
-                ix.counters.beps_reads.filter_skipped(&view.skips.get());
+                ix.counters.bepsilon_reads.filter_skipped(&view.skips.get());
             }
             step
         };
@@ -209,7 +209,7 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
 /// Reads what `miss` names, counted; returns the node's extent and its
 /// next image.
 fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
-    let (pager, counters) = (&ix.store.pager, &ix.counters.beps_reads);
+    let (pager, counters) = (&ix.store.pager, &ix.counters.bepsilon_reads);
     match miss {
         Miss::Shell(ext) => {
             let r = read_shell_counted(pager, &ext);
@@ -250,11 +250,11 @@ fn probe(ix: &Index, ext: &Extent, n: &Node, i: usize, key: &[u8]) -> Result<Par
     let at = d.offset as u64 + off;
     let (_, pages) = ext.pages_of_range(at, len, pager.ps);
     ix.counters
-        .beps_reads
+        .bepsilon_reads
         .probe_read(n.height, pages * pager.ps as u64);
     PROBE_BUFS.with(|bufs| {
         let (c, raw) = &mut *bufs.borrow_mut();
-        pager.read_range_into(ext, Kind::BEps, at, len, c)?;
+        pager.read_range_into(ext, Kind::BEpsilon, at, len, c)?;
         let part = match n.is_leaf() {
             true => format::probe_basement(n, (i, seg), c, raw, key).map(Part::Packed),
             false => format::probe_buffer(n, (i, seg), c, raw, key).map(Part::Buf),
@@ -332,16 +332,16 @@ impl Probed {
 /// would evict for it; an unfull one keeps it for later gets; a full shard
 /// that has just evicted has room for a moment, and a load then decodes a
 /// partition that is soon evicted again), unless it is a basement probed
-/// lately ([`Probed`]: hot). `PAGEWISE_BEPS_PROBE=off` always loads (before
-/// session 6); `PAGEWISE_BEPS_LEAF_PROBE=off` loads basements (before
+/// lately ([`Probed`]: hot). `PAGEWISE_BEPSILON_PROBE=off` always loads (before
+/// session 6); `PAGEWISE_BEPSILON_LEAF_PROBE=off` loads basements (before
 /// session 12).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     static ON: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
     let (on, leaf_on) = *ON.get_or_init(|| {
         let off = |var| std::env::var(var).as_deref() == Ok("off");
         (
-            !off("PAGEWISE_BEPS_PROBE"),
-            !off("PAGEWISE_BEPS_LEAF_PROBE"),
+            !off("PAGEWISE_BEPSILON_PROBE"),
+            !off("PAGEWISE_BEPSILON_LEAF_PROBE"),
         )
     });
     let on = on && (leaf_on || !n.is_leaf());
@@ -350,15 +350,15 @@ fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
     let full = on && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare);
-    full && !(n.is_leaf() && v.ix.beps_probed.again(ext.first_page, i))
+    full && !(n.is_leaf() && v.ix.bepsilon_probed.again(ext.first_page, i))
 }
 
 /// Whether gets consult buffer filters (default on;
-/// `PAGEWISE_BEPS_FILTERS=off` ignores them, for back-to-back comparisons
+/// `PAGEWISE_BEPSILON_FILTERS=off` ignores them, for back-to-back comparisons
 /// in one binary: docs/benchmarks.md, "Reads at a small cache (session 6)").
 fn filters_on() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPS_FILTERS").as_deref() != Ok("off"))
+    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPSILON_FILTERS").as_deref() != Ok("off"))
 }
 
 fn corrupt(pager: &Pager, ext: &Extent, what: String) -> Error {
@@ -374,7 +374,7 @@ pub fn read_shell(pager: &Pager, ext: &Extent) -> Result<Node> {
 /// `read_shell`, with the reads it took and their bytes (whole pages).
 fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
     let first = (pager.extent_cap() as u64).min(ext.len_bytes);
-    let mut b = pager.read_range(ext, Kind::BEps, 0, first)?;
+    let mut b = pager.read_range(ext, Kind::BEpsilon, 0, first)?;
     let want = format::shell_len(&b).map_err(|w| corrupt(pager, ext, w))?;
     if want as u64 > ext.len_bytes {
         return Err(corrupt(
@@ -387,7 +387,7 @@ fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
     if want > b.len() {
         // The rest only: the first page is verified and held already.
         let rest = want as u64 - first;
-        b.extend(pager.read_range(ext, Kind::BEps, first, rest)?);
+        b.extend(pager.read_range(ext, Kind::BEpsilon, first, rest)?);
         reads += 1;
         bytes += ext.pages_of_range(first, rest, pager.ps).1 * pager.ps as u64;
     }
@@ -403,7 +403,7 @@ pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part
     let c = if d.comp_bytes == 0 {
         Vec::new()
     } else {
-        pager.read_range(ext, Kind::BEps, d.offset as u64, d.comp_bytes as u64)?
+        pager.read_range(ext, Kind::BEpsilon, d.offset as u64, d.comp_bytes as u64)?
     };
     format::decode_part(n, i, c.into())
         .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))

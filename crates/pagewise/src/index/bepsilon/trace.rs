@@ -1,7 +1,7 @@
 //! Write-path counters of B-epsilon trees for profiling (process-wide,
 //! relaxed): node bytes written by height, flushes and the message bytes
 //! they moved by the child's height. Printed to stderr at each checkpoint
-//! when `PAGEWISE_BEPS_TRACE` is set. Read-path counters per Db:
+//! when `PAGEWISE_BEPSILON_TRACE` is set. Read-path counters per Db:
 //! [`ReadCounters`].
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -30,10 +30,10 @@ pub fn flushed(height: u32, moved_bytes: usize, child_bytes: usize) {
 }
 
 pub fn report(gen: u64) {
-    if std::env::var_os("PAGEWISE_BEPS_TRACE").is_none() {
+    if std::env::var_os("PAGEWISE_BEPSILON_TRACE").is_none() {
         return;
     }
-    let mut line = format!("beps-trace gen {gen}:");
+    let mut line = format!("bepsilon-trace gen {gen}:");
     for h in 0..LEVELS {
         let (nb, nn) = (
             WRITTEN_BYTES[h].load(Relaxed),
@@ -57,7 +57,7 @@ pub fn report(gen: u64) {
 /// last level also counts everything above it): node shells read,
 /// partitions read (basements at height 0, buffers above), their bytes as
 /// read from the file (whole pages), and buffer reads a key filter saved.
-/// Reported by `Db::stats` (`beps_reads`).
+/// Reported by `Db::stats` (`bepsilon_reads`).
 #[derive(Default)]
 pub struct ReadCounters {
     shell_reads: [AtomicU64; LEVELS],

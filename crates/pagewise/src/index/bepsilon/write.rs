@@ -8,7 +8,7 @@ use super::buffer::{Kind as MsgKind, Message};
 use super::leaf::Change;
 use super::node::{no_dir, Base, Buffer, Node, Part, Pending};
 use super::pivots::Pivots;
-use super::{format, provisional_id, BEpsOptions, Child, Meta, MAX_HEIGHT};
+use super::{format, provisional_id, BEpsilonOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::options::MergeOperator;
 use crate::store::alloc::Alloc;
@@ -415,7 +415,7 @@ impl Writer<'_> {
                 return Ok((*n).clone());
             }
         }
-        let b = self.pager.read_extent(ext, Kind::BEps)?;
+        let b = self.pager.read_extent(ext, Kind::BEpsilon)?;
         format::decode_full(&b, self.pager.ps).map_err(|w| {
             self.pager
                 .corrupt(ext.first_page, format!("B-epsilon node: {w}"))
@@ -473,14 +473,14 @@ pub const HEAP_FACTOR: usize = 3;
 /// A dirty child's buffer counts this many times its bytes when choosing
 /// which buffer to flush: the child is written once at the next checkpoint
 /// however many flushes it takes, while flushing into a clean child costs a
-/// whole node read and write. `PAGEWISE_BEPS_DIRTY_WEIGHT` overrides it
+/// whole node read and write. `PAGEWISE_BEPSILON_DIRTY_WEIGHT` overrides it
 /// (for sweeps; docs/benchmarks.md, "Writes (session 5)").
 pub const DIRTY_CHILD_WEIGHT: usize = 16;
 
 fn dirty_weight() -> usize {
     static W: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *W.get_or_init(|| {
-        std::env::var("PAGEWISE_BEPS_DIRTY_WEIGHT")
+        std::env::var("PAGEWISE_BEPSILON_DIRTY_WEIGHT")
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(DIRTY_CHILD_WEIGHT)
@@ -502,14 +502,14 @@ pub fn flush_choice(n: &Node) -> Option<usize> {
 
 /// Whether `n` must split: over the byte budget of its height (leaf or
 /// node bytes; and divisible) or over the fanout.
-fn needs_split(n: &Node, o: &BEpsOptions) -> bool {
+fn needs_split(n: &Node, o: &BEpsilonOptions) -> bool {
     let over_fan = !n.is_leaf() && n.children.len() > o.fanout as usize;
     n.parts.len() >= 2 && (n.bytes() > o.target_bytes(n.height) || over_fan)
 }
 
 /// Splits `n` into pieces that fit (each with the separator before it),
 /// counting the new nodes in `nodes`.
-pub fn split(n: Node, o: &BEpsOptions, nodes: &mut u64) -> Vec<(Option<Vec<u8>>, Node)> {
+pub fn split(n: Node, o: &BEpsilonOptions, nodes: &mut u64) -> Vec<(Option<Vec<u8>>, Node)> {
     let mut todo = vec![(None, n)];
     let mut out = Vec::new();
     for _ in 0..1 << 20 {
@@ -531,7 +531,7 @@ pub fn split(n: Node, o: &BEpsOptions, nodes: &mut u64) -> Vec<(Option<Vec<u8>>,
 
 /// The partition index to split before: the byte midpoint, or the middle
 /// child when only the fanout is exceeded.
-fn split_point(n: &Node, o: &BEpsOptions) -> usize {
+fn split_point(n: &Node, o: &BEpsilonOptions) -> usize {
     let count = n.parts.len();
     if n.bytes() <= o.target_bytes(n.height) {
         return count / 2;
@@ -602,7 +602,9 @@ mod tests {
         let leaf = leaf_of(400);
         let bytes = leaf.bytes();
         assert!(bytes > 8192 && bytes < 16384, "{bytes}");
-        let o = BEpsOptions::default().node_bytes(16384).basement_bytes(256);
+        let o = BEpsilonOptions::default()
+            .node_bytes(16384)
+            .basement_bytes(256);
         // Without leaf bytes the leaf fits the node bytes: one piece.
         let mut nodes = 0;
         assert_eq!(split(leaf_of(400), &o, &mut nodes).len(), 1);

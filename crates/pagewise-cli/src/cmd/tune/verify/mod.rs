@@ -21,7 +21,7 @@
 //! level). The files are removed afterwards, on error and on Ctrl-C.
 //! The filesystem is a parameter so emulated drives can reuse all of this.
 
-pub mod betree;
+pub mod bepsilon;
 mod build;
 pub mod costs;
 mod keys;
@@ -174,7 +174,7 @@ pub struct Verification {
     pub notes: Vec<String>,
     /// The B-epsilon node size checked the same way (`None` without
     /// B-epsilon advice).
-    pub betree: Option<betree::BeTreeVerification>,
+    pub bepsilon: Option<bepsilon::BEpsilonVerification>,
     pub elapsed_secs: f64,
 }
 
@@ -247,7 +247,7 @@ pub fn run(
     let mut vnotes = Vec::new();
     let verify_pages = sizes(advice.best);
     let cal_pages = [verify_pages[0], verify_pages[verify_pages.len() - 1]];
-    let fs_betree = fs.clone();
+    let fs_bepsilon = fs.clone();
     let (cal_checks, checks) = {
         let ctx = Ctx {
             dir,
@@ -298,7 +298,7 @@ pub fn run(
     let mut out = finish(args.verify, advice, calibration, checks, vnotes);
     out.device_only_best = device_only_best;
     let dev = crate::cmd::advise::device(model, advice.mix, None, &mut Vec::new())?;
-    out.betree = betree::run(&budget, dir, fs_betree, dev, advice, quiet)?;
+    out.bepsilon = bepsilon::run(&budget, dir, fs_bepsilon, dev, advice, quiet)?;
     out.elapsed_secs = start.elapsed().as_secs_f64();
     let mut kept = EngineCosts::new(
         drive.into(),
@@ -653,7 +653,7 @@ fn finish(
         max_point_error,
         rule: RULE.into(),
         notes,
-        betree: None,
+        bepsilon: None,
         elapsed_secs: 0.0,
     }
 }

@@ -52,8 +52,8 @@ pub fn render_text(v: &Verification) -> String {
         e.in_sample * 100.0
     ));
     s.push_str(&format!("Verdict: {}.\n", v.verdict));
-    if let Some(b) = &v.betree {
-        s.push_str(&render_betree(b));
+    if let Some(b) = &v.bepsilon {
+        s.push_str(&render_bepsilon(b));
     }
     for n in &v.notes {
         s.push_str(&format!("note: {n}\n"));
@@ -61,7 +61,7 @@ pub fn render_text(v: &Verification) -> String {
     s
 }
 
-fn render_betree(b: &super::betree::BeTreeVerification) -> String {
+fn render_bepsilon(b: &super::bepsilon::BEpsilonVerification) -> String {
     let mut t = Table::new(&[
         "node",
         "basement",
@@ -83,7 +83,7 @@ fn render_betree(b: &super::betree::BeTreeVerification) -> String {
     ]);
     for c in &b.sizes {
         let k = c.corrected.as_ref();
-        let opt = |f: &dyn Fn(&pagewise_model::advise::BeTreeEnginePrediction) -> String| {
+        let opt = |f: &dyn Fn(&pagewise_model::advise::BEpsilonEnginePrediction) -> String| {
             k.map_or_else(|| "-".into(), f)
         };
         t.row(vec![

@@ -1,6 +1,6 @@
 //! The corrected B-epsilon model against the session-7 node-size sweep
 //! (docs/benchmarks.md, "Node-size sweep at 5M against the advisor (session
-//! 7)"; raw results docs/bench/session7/node-*.jsonl, loaded here).
+//! 7)"; raw results docs/bench/bepsilon-node-sweep/node-*.jsonl, loaded here).
 //!
 //! Drive: the QD1 random read and write IOPS of the session's `tune` probe
 //! (`/var/tmp/tune7/realc/probe-results.json`, 18:01 UTC), copied below; the
@@ -10,8 +10,8 @@
 //! fanout 16. Run with `--nocapture` for the before/after table.
 
 use pagewise_model::advise::{
-    fit_betree_costs, leave_one_out_betree, predict_betree, predict_betree_engine_with,
-    BeTreeSample, BeTreeShape, Dataset, Device, PartitionReads,
+    fit_bepsilon_costs, leave_one_out_bepsilon, predict_bepsilon, predict_bepsilon_engine_with,
+    BEpsilonSample, BEpsilonShape, Dataset, Device, PartitionReads,
 };
 
 /// The session-7 engine read whole partitions (no segments before format 5).
@@ -44,7 +44,7 @@ const WRITES: [(u64, f64); 9] = [
 ];
 const NODES_KIB: [u64; 4] = [64, 256, 1024, 4096];
 /// CPU per cached get at 5M, 1 MiB nodes (the sweep ran no cached phase):
-/// 4.0 µs in the merged session-7 run (docs/bench/session7/final-5m.jsonl,
+/// 4.0 µs in the merged session-7 run (docs/bench/bepsilon-node-sweep/final-5m.jsonl,
 /// "readrandom:cache=4G").
 const CACHED_GET_S: f64 = 4.0e-6;
 /// The sweep table's I/O-only predictions (256 MiB cache).
@@ -62,7 +62,7 @@ struct Measured {
 
 fn load(node_kib: u64) -> Measured {
     let path = format!(
-        "{}/../../docs/bench/session7/node-{node_kib}.jsonl",
+        "{}/../../docs/bench/bepsilon-node-sweep/node-{node_kib}.jsonl",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -105,14 +105,14 @@ fn device(r: &ModelReport) -> Device<'_> {
 /// The fit's input: each node size's measured times, CPU, reads and KiB,
 /// with the drive's read time at its bytes per read and the flush I/O the
 /// advisor counts for its fill.
-fn samples(dev: Device, m: &[Measured]) -> Vec<BeTreeSample> {
+fn samples(dev: Device, m: &[Measured]) -> Vec<BEpsilonSample> {
     (NODES_KIB.iter().zip(m))
-        .map(|(&n, m)| BeTreeSample {
+        .map(|(&n, m)| BEpsilonSample {
             node_bytes: n << 10,
             insert_s: 1.0 / m.inserts_per_s,
             cpu_insert_s: m.cpu_insert_s,
             predicted_insert_io_s: 1.0
-                / predict_betree(dev, &dataset(256 << 20), shape(n)).inserts_per_s,
+                / predict_bepsilon(dev, &dataset(256 << 20), shape(n)).inserts_per_s,
             get_s: 1.0 / m.gets_per_s,
             reads_per_get: m.reads_per_get,
             kib_per_get: m.kib_per_get,
@@ -136,8 +136,8 @@ fn dataset(cache_bytes: u64) -> Dataset {
     }
 }
 
-fn shape(node_kib: u64) -> BeTreeShape {
-    BeTreeShape {
+fn shape(node_kib: u64) -> BEpsilonShape {
+    BEpsilonShape {
         node_bytes: node_kib << 10,
         basement_bytes: 16 << 10,
         fanout: 16,
@@ -149,13 +149,13 @@ fn err(predicted: f64, measured: f64) -> f64 {
 }
 
 #[test]
-fn corrected_betree_model_against_the_session7_sweep() {
+fn corrected_bepsilon_model_against_the_node_sweep() {
     let r = report();
     let dev = device(&r);
     let m: Vec<Measured> = NODES_KIB.iter().map(|&n| load(n)).collect();
     let samples = samples(dev, &m);
-    let all = fit_betree_costs(&samples);
-    let loo = leave_one_out_betree(&samples);
+    let all = fit_bepsilon_costs(&samples);
+    let loo = leave_one_out_bepsilon(&samples);
     println!(
         "costs (all four sizes): {:.2} us CPU per insert, insert I/O {:.2}x the counted; per get {:.1} us cached, a miss {:.1} us + {:.2} us per KiB on top of the drive's read",
         all.cpu_insert_s * 1e6,
@@ -169,13 +169,13 @@ fn corrected_betree_model_against_the_session7_sweep() {
         let (mi, fill, get) = (&m[i], dataset(256 << 20), dataset(m[i].get_cache_bytes));
         // Before: the advisor as it was (I/O only, one basement per
         // uncached level), reproducing the sweep table.
-        let before = predict_betree(dev, &fill, shape(n));
+        let before = predict_bepsilon(dev, &fill, shape(n));
         let ratio = before.inserts_per_s / TABLE_INSERTS_PER_S[i];
         assert!((ratio - 1.0).abs() < 0.005, "{n} KiB: {ratio}");
-        let before_get = predict_betree(dev, &get, shape(n));
+        let before_get = predict_bepsilon(dev, &get, shape(n));
         // After: out of sample (costs fitted on the other three sizes).
-        let ins = predict_betree_engine_with(dev, &fill, shape(n), loo[i], WHOLE);
-        let g = predict_betree_engine_with(dev, &get, shape(n), loo[i], WHOLE);
+        let ins = predict_bepsilon_engine_with(dev, &fill, shape(n), loo[i], WHOLE);
+        let g = predict_bepsilon_engine_with(dev, &get, shape(n), loo[i], WHOLE);
         let e: [f64; 6] = [
             err(before.inserts_per_s, mi.inserts_per_s),
             err(ins.inserts_per_s, mi.inserts_per_s),
@@ -220,14 +220,17 @@ fn check_after(n: u64, e: &[f64; 6]) {
 #[test]
 fn corrected_reads_against_the_merged_5m_run() {
     let path = format!(
-        "{}/../../docs/bench/session7/final-5m.jsonl",
+        "{}/../../docs/bench/bepsilon-node-sweep/final-5m.jsonl",
         env!("CARGO_MANIFEST_DIR")
     );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let g: serde_json::Value = text
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|l| l["engine"] == "pagewise-beps" && l["spec"] == "readrandom:cache=5%,duration=20s")
+        .find(|l| {
+            (l["engine"] == "pagewise-bepsilon" || l["engine"] == "pagewise-beps")
+                && l["spec"] == "readrandom:cache=5%,duration=20s"
+        })
         .expect("the B-epsilon 5%-cache line");
     let measured = g["ops_per_s"].as_f64().unwrap();
     let reads = g["engine_stats"]["page_read_ops"].as_f64().unwrap() / g["ops"].as_f64().unwrap();
@@ -235,9 +238,9 @@ fn corrected_reads_against_the_merged_5m_run() {
     let r = report();
     let dev = device(&r);
     let m: Vec<Measured> = NODES_KIB.iter().map(|&n| load(n)).collect();
-    let costs = fit_betree_costs(&samples(dev, &m));
-    let before = predict_betree(dev, &dataset(cache), shape(1024));
-    let after = predict_betree_engine_with(dev, &dataset(cache), shape(1024), costs, WHOLE);
+    let costs = fit_bepsilon_costs(&samples(dev, &m));
+    let before = predict_bepsilon(dev, &dataset(cache), shape(1024));
+    let after = predict_bepsilon_engine_with(dev, &dataset(cache), shape(1024), costs, WHOLE);
     println!(
         "merged run, 5% cache, 1 MiB: reads per get measured {reads:.3}, I/O-only {:.2} ({:+.0}%), corrected {:.3} ({:+.0}%); gets/s measured {measured:.0}, I/O-only {:.0} ({:+.0}%), corrected with the sweep's constants {:.0} ({:+.0}%)",
         before.point_ios,

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 pub const EPSILON: f64 = 0.5;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BeTreeAdvice {
+pub struct BEpsilonAdvice {
     pub epsilon: f64,
     /// S x W of the random-read fit, bytes.
     pub half_bandwidth_point: f64,
@@ -45,9 +45,9 @@ pub struct BeTreeAdvice {
     pub summary: String,
 }
 
-/// A B-epsilon tree's size parameters, as the engine's `BEpsOptions` takes them.
+/// A B-epsilon tree's size parameters, as the engine's `BEpsilonOptions` takes them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BeTreeShape {
+pub struct BEpsilonShape {
     pub node_bytes: u64,
     pub basement_bytes: u64,
     /// Children per internal node (the engine's default is 16; the advisor's
@@ -57,8 +57,8 @@ pub struct BeTreeShape {
 
 /// What the model predicts for one B-epsilon shape on one drive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BeTreePrediction {
-    pub shape: BeTreeShape,
+pub struct BEpsilonPrediction {
+    pub shape: BEpsilonShape,
     pub height: u32,
     pub cached_levels: f64,
     /// Messages one flush moves one level down: the parent's buffer bytes
@@ -77,11 +77,11 @@ pub struct BeTreePrediction {
 pub const MESSAGE_OVERHEAD_BYTES: u64 = 15;
 
 /// Predicts inserts and point queries for `shape` (I/O only, like the
-/// B+tree rows; [`super::predict_betree_engine`] adds the reads per get the
+/// B+tree rows; [`super::predict_bepsilon_engine`] adds the reads per get the
 /// engine's cache really misses and its costs). Each uncached level's flush reads and writes one child
 /// node per `messages_per_flush` inserts; a point query reads one basement
 /// per uncached level.
-pub fn predict_betree(dev: Device, d: &Dataset, shape: BeTreeShape) -> BeTreePrediction {
+pub fn predict_bepsilon(dev: Device, d: &Dataset, shape: BEpsilonShape) -> BEpsilonPrediction {
     assert!(shape.fanout >= 2 && shape.basement_bytes >= 512);
     assert!(shape.basement_bytes <= shape.node_bytes);
     let leaf_cap =
@@ -98,7 +98,7 @@ pub fn predict_betree(dev: Device, d: &Dataset, shape: BeTreeShape) -> BeTreePre
     let (w_node, _, _) = dev.write_iops(shape.node_bytes);
     let insert_s = flushes * (1.0 / r_node + 1.0 / w_node);
     let (r_base, _) = dev.read.iops(shape.basement_bytes);
-    let out = BeTreePrediction {
+    let out = BEpsilonPrediction {
         shape,
         height: lv.len() as u32,
         cached_levels: c.whole_levels as f64 + c.partial,
@@ -112,7 +112,11 @@ pub fn predict_betree(dev: Device, d: &Dataset, shape: BeTreeShape) -> BeTreePre
     out
 }
 
-pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTreeAdvice, String> {
+pub fn advise_bepsilon(
+    dev: Device,
+    d: &Dataset,
+    btree_best: &Row,
+) -> Result<BEpsilonAdvice, String> {
     let hbp = dev.read.affine.half_bandwidth_point();
     if !hbp.is_finite() || hbp <= 0.0 {
         return Err("no B-epsilon node size: the random-read fit shows no transfer cost (W unbounded), so there is no finite half-bandwidth point S x W; measure larger block sizes or probe longer".into());
@@ -121,10 +125,10 @@ pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTre
     let basement = floor_pow2(hbp / 4.0).clamp(512, node);
     let entries = node as f64 * d.fill / d.internal_entry() as f64;
     let fanout = (entries.powf(EPSILON).floor() as u64).max(2);
-    let p = predict_betree(
+    let p = predict_bepsilon(
         dev,
         d,
-        BeTreeShape {
+        BEpsilonShape {
             node_bytes: node,
             basement_bytes: basement,
             fanout,
@@ -143,7 +147,7 @@ pub fn advise_betree(dev: Device, d: &Dataset, btree_best: &Row) -> Result<BeTre
         p.point_qps,
         btree_best.point_qps
     );
-    Ok(BeTreeAdvice {
+    Ok(BEpsilonAdvice {
         epsilon: EPSILON,
         half_bandwidth_point: hbp,
         node_size: node,

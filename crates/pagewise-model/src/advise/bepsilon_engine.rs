@@ -1,6 +1,6 @@
 //! The B-epsilon prediction with the engine's costs (session 8).
 //!
-//! [`predict_betree`] counts device I/O only: one basement read per uncached
+//! [`predict_bepsilon`] counts device I/O only: one basement read per uncached
 //! level for a get, a child read and write per flush for an insert. The
 //! session-7 node-size sweep (docs/benchmarks.md, "Node-size sweep at 5M
 //! against the advisor") measured inserts at 0.22-0.36x that prediction
@@ -18,7 +18,7 @@
 //! - `c_ins`: CPU seconds per insert (buffer inserts, flushes, encoding and
 //!   compressing nodes at checkpoints), measured as process CPU;
 //! - `f_ins`: the insert's measured device time (wall minus CPU) over the
-//!   flush I/O [`predict_betree`] counts: how far checkpoint batches, cached
+//!   flush I/O [`predict_bepsilon`] counts: how far checkpoint batches, cached
 //!   children and the drive's state since the probe move it (1 = as
 //!   counted);
 //! - `c_get`: a get whose path is cached (wall time of gets on hot keys);
@@ -27,7 +27,7 @@
 //!   scanning a probed buffer, cache upkeep, and any drift of the drive),
 //!   fitted from the timed gets' residual per read, as `x(B)` is;
 //!
-//! ([`BeTreeCosts`], fitted by [`fit_betree_costs`] from `pagewise tune`'s
+//! ([`BEpsilonCosts`], fitted by [`fit_bepsilon_costs`] from `pagewise tune`'s
 //! measurements), and `miss_k`, `read_k` the misses per get and bytes per
 //! read of each part a get touches:
 //!
@@ -64,7 +64,9 @@
 //! = cache bytes`. Then `miss_k = a_k x exp(-lambda_k x k_k x T)`, `a_k` the
 //! accesses per get (1 or `p_l`) and `lambda_k = a_k / count_k`.
 
-use super::betree::{predict_betree, BeTreePrediction, BeTreeShape, MESSAGE_OVERHEAD_BYTES};
+use super::bepsilon::{
+    predict_bepsilon, BEpsilonPrediction, BEpsilonShape, MESSAGE_OVERHEAD_BYTES,
+};
 use super::btree::levels;
 use super::correct::{leave_one_out_with, line_fit_rising};
 use super::{Dataset, Device};
@@ -113,7 +115,7 @@ fn segment_read_bytes(whole: f64, segment: f64) -> f64 {
 
 /// The engine's costs on a B-epsilon tree (the module comment's terms).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BeTreeCosts {
+pub struct BEpsilonCosts {
     /// CPU seconds per insert (`c_ins`).
     pub cpu_insert_s: f64,
     /// Measured insert device time over the counted flush I/O (`f_ins`).
@@ -126,9 +128,9 @@ pub struct BeTreeCosts {
     pub miss_extra_per_kib_s: f64,
 }
 
-impl BeTreeCosts {
+impl BEpsilonCosts {
     /// The device-only prediction (with the derived reads per get).
-    pub const NONE: BeTreeCosts = BeTreeCosts {
+    pub const NONE: BEpsilonCosts = BEpsilonCosts {
         cpu_insert_s: 0.0,
         insert_io_factor: 1.0,
         cpu_get_s: 0.0,
@@ -189,7 +191,7 @@ pub struct GetReads {
 
 /// The parts a get touches in `shape` holding dataset `d`, misses unset,
 /// read as `how`.
-pub fn parts(d: &Dataset, shape: BeTreeShape, how: PartitionReads) -> Vec<Part> {
+pub fn parts(d: &Dataset, shape: BEpsilonShape, how: PartitionReads) -> Vec<Part> {
     assert!(shape.fanout >= 2 && shape.basement_bytes >= 512 && d.rows >= 1);
     let node = shape.node_bytes as f64;
     let leaf_cap = ((node * d.fill / d.leaf_entry() as f64).floor() as u64).max(1);
@@ -287,7 +289,7 @@ pub fn characteristic_gets(parts: &[Part], cache_bytes: f64) -> Option<f64> {
 
 /// Reads per get in `shape` holding `d`, with `d.cache_bytes` of cache (see
 /// the module comment), partitions read as `how`.
-pub fn get_reads(d: &Dataset, shape: BeTreeShape, how: PartitionReads) -> GetReads {
+pub fn get_reads(d: &Dataset, shape: BEpsilonShape, how: PartitionReads) -> GetReads {
     let mut ps = parts(d, shape, how);
     let t = characteristic_gets(&ps, d.cache_bytes as f64);
     for p in &mut ps {
@@ -311,11 +313,11 @@ pub fn get_reads(d: &Dataset, shape: BeTreeShape, how: PartitionReads) -> GetRea
 
 /// The B-epsilon prediction with the engine's costs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BeTreeEnginePrediction {
+pub struct BEpsilonEnginePrediction {
     /// The advisor's device-only prediction (inserts' I/O from here).
-    pub io: BeTreePrediction,
+    pub io: BEpsilonPrediction,
     pub reads: GetReads,
-    pub costs: BeTreeCosts,
+    pub costs: BEpsilonCosts,
     /// Drive seconds per get: sum of misses x 1 / R(read bytes).
     pub get_device_s: f64,
     /// Seconds per get and per insert, everything counted.
@@ -335,32 +337,32 @@ fn device_s(dev: Device, reads: &GetReads) -> f64 {
 
 /// Predicts inserts and gets for `shape` with the engine's `costs` (the
 /// module comment's formulas), for this build's engine (segment reads).
-/// `BeTreeCosts::NONE` gives the device time alone, with the derived reads
+/// `BEpsilonCosts::NONE` gives the device time alone, with the derived reads
 /// per get.
-pub fn predict_betree_engine(
+pub fn predict_bepsilon_engine(
     dev: Device,
     d: &Dataset,
-    shape: BeTreeShape,
-    costs: BeTreeCosts,
-) -> BeTreeEnginePrediction {
-    predict_betree_engine_with(dev, d, shape, costs, PartitionReads::Segments)
+    shape: BEpsilonShape,
+    costs: BEpsilonCosts,
+) -> BEpsilonEnginePrediction {
+    predict_bepsilon_engine_with(dev, d, shape, costs, PartitionReads::Segments)
 }
 
-/// [`predict_betree_engine`] for an engine that reads partitions as `how`.
-pub fn predict_betree_engine_with(
+/// [`predict_bepsilon_engine`] for an engine that reads partitions as `how`.
+pub fn predict_bepsilon_engine_with(
     dev: Device,
     d: &Dataset,
-    shape: BeTreeShape,
-    costs: BeTreeCosts,
+    shape: BEpsilonShape,
+    costs: BEpsilonCosts,
     how: PartitionReads,
-) -> BeTreeEnginePrediction {
+) -> BEpsilonEnginePrediction {
     assert!(costs.cpu_insert_s >= 0.0 && costs.insert_io_factor >= 0.0);
-    let io = predict_betree(dev, d, shape);
+    let io = predict_bepsilon(dev, d, shape);
     let reads = get_reads(d, shape, how);
     let get_device_s = device_s(dev, &reads);
     let get_s = costs.get_at_s(get_device_s, reads.reads, reads.kib);
     let insert_s = costs.insert_io_factor / io.inserts_per_s + costs.cpu_insert_s;
-    let out = BeTreeEnginePrediction {
+    let out = BEpsilonEnginePrediction {
         inserts_per_s: 1.0 / insert_s.max(1e-9),
         point_qps: 1.0 / get_s.max(1e-9),
         io,
@@ -376,12 +378,12 @@ pub fn predict_betree_engine_with(
 
 /// What one measured node size gives the fit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct BeTreeSample {
+pub struct BEpsilonSample {
     pub node_bytes: u64,
     /// Wall and process CPU (user + system) seconds per insert of the load.
     pub insert_s: f64,
     pub cpu_insert_s: f64,
-    /// The flush I/O per insert [`predict_betree`] counts for this Db.
+    /// The flush I/O per insert [`predict_bepsilon`] counts for this Db.
     pub predicted_insert_io_s: f64,
     /// Wall seconds per timed get, its device reads and KiB, and the
     /// drive's read time at the bytes per read, 1 / R(KiB x 1024 / reads).
@@ -393,7 +395,7 @@ pub struct BeTreeSample {
     pub cached_get_s: Option<f64>,
 }
 
-/// Fits [`BeTreeCosts`] (none without samples): `c_ins` the mean CPU per
+/// Fits [`BEpsilonCosts`] (none without samples): `c_ins` the mean CPU per
 /// insert; `f_ins` the total measured insert device time (wall minus CPU,
 /// at least 0) over the total counted; `c_get` the mean cached get (0 when
 /// none was measured); `x0 + x1 x KiB per read` a least-squares line through
@@ -401,9 +403,9 @@ pub struct BeTreeSample {
 /// sizes with 0.05 reads per get or more (a falling line, noise, or one
 /// below zero at 0 KiB, becomes the mean), so the model's misses cost what
 /// the measured ones did.
-pub fn fit_betree_costs(samples: &[BeTreeSample]) -> BeTreeCosts {
+pub fn fit_bepsilon_costs(samples: &[BEpsilonSample]) -> BEpsilonCosts {
     if samples.is_empty() {
-        return BeTreeCosts::NONE;
+        return BEpsilonCosts::NONE;
     }
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let c_get = mean(samples.iter().filter_map(|s| s.cached_get_s).collect()).max(0.0);
@@ -425,7 +427,7 @@ pub fn fit_betree_costs(samples: &[BeTreeSample]) -> BeTreeCosts {
         (x0, _) if x0 < 0.0 => line_fit_rising(residuals.iter().map(|p| (0.0, p.1))),
         line => line,
     };
-    let out = BeTreeCosts {
+    let out = BEpsilonCosts {
         cpu_insert_s: mean(samples.iter().map(|s| s.cpu_insert_s).collect()).max(0.0),
         insert_io_factor: if counted_io > 0.0 {
             measured_io / counted_io
@@ -441,9 +443,9 @@ pub fn fit_betree_costs(samples: &[BeTreeSample]) -> BeTreeCosts {
 }
 
 /// Entry `i`: the costs fitted on every sample but `i` (out of sample for
-/// `i`); with one sample, [`BeTreeCosts::NONE`].
-pub fn leave_one_out_betree(samples: &[BeTreeSample]) -> Vec<BeTreeCosts> {
-    leave_one_out_with(samples, fit_betree_costs)
+/// `i`); with one sample, [`BEpsilonCosts::NONE`].
+pub fn leave_one_out_bepsilon(samples: &[BEpsilonSample]) -> Vec<BEpsilonCosts> {
+    leave_one_out_with(samples, fit_bepsilon_costs)
 }
 
 #[cfg(test)]
@@ -458,7 +460,7 @@ mod tests {
 
     /// 10,000 rows of 16 B keys and 100 B values, fill 1; 64 KiB nodes,
     /// 16 KiB basements, fanout 16.
-    fn small() -> (Dataset, BeTreeShape) {
+    fn small() -> (Dataset, BEpsilonShape) {
         let d = Dataset {
             rows: 10_000,
             key_bytes: 16,
@@ -467,7 +469,7 @@ mod tests {
             cache_bytes: 0,
             ..Dataset::default()
         };
-        let shape = BeTreeShape {
+        let shape = BEpsilonShape {
             node_bytes: 65536,
             basement_bytes: 16384,
             fanout: 16,
@@ -595,7 +597,7 @@ mod tests {
             cache_bytes: 1 << 30,
             ..d.clone()
         };
-        let c = BeTreeCosts {
+        let c = BEpsilonCosts {
             cpu_insert_s: 10e-6,
             insert_io_factor: 0.5,
             cpu_get_s: 4e-6,
@@ -603,13 +605,13 @@ mod tests {
             miss_extra_per_kib_s: 2e-6,
         };
         // A cached tree: a get costs c_get alone, 4 µs -> 250,000/s; an
-        // insert half predict_betree's device time + 10 µs.
-        let p = predict_betree_engine(dev, &cached, shape, c);
+        // insert half predict_bepsilon's device time + 10 µs.
+        let p = predict_bepsilon_engine(dev, &cached, shape, c);
         assert!(close(p.point_qps, 250_000.0), "{}", p.point_qps);
         assert!(close(p.insert_s, 0.5 / p.io.inserts_per_s + 10e-6));
         // No cache: the drive's time for every part's misses, plus 4 µs +
         // 20 µs per read + 2 µs per KiB.
-        let q = predict_betree_engine(dev, &d, shape, c);
+        let q = predict_bepsilon_engine(dev, &d, shape, c);
         let dev_s: f64 = (q.reads.parts.iter())
             .map(|p| p.misses / dev.read.iops(p.read_bytes.round() as u64).0)
             .sum();
@@ -617,11 +619,11 @@ mod tests {
         let want = 4e-6 + dev_s + 20e-6 * q.reads.reads + 2e-6 * q.reads.kib;
         assert!(close(q.get_s, want) && close(1.0 / q.point_qps, want));
         // A miss cannot cost less than nothing: c_get alone.
-        let fast = BeTreeCosts {
+        let fast = BEpsilonCosts {
             miss_extra_s: -1.0,
             ..c
         };
-        let f = predict_betree_engine(dev, &d, shape, fast);
+        let f = predict_bepsilon_engine(dev, &d, shape, fast);
         assert!(close(f.get_s, 4e-6), "{}", f.get_s);
     }
 
@@ -633,7 +635,7 @@ mod tests {
         // residual per read is 26, 42, 74 µs at 16, 32, 64 KiB per read.
         // Inserts: CPU 10, 12, 14 µs; counted I/O 20, 10, 30 µs of which
         // half is measured: f_ins = (10 + 5 + 15) / 60 = 0.5, c_ins 12 µs.
-        let s = |reads: f64, kib: f64, cpu_us: f64, io_us: f64| BeTreeSample {
+        let s = |reads: f64, kib: f64, cpu_us: f64, io_us: f64| BEpsilonSample {
             node_bytes: 65536,
             insert_s: (cpu_us + io_us / 2.0) * 1e-6,
             cpu_insert_s: cpu_us * 1e-6,
@@ -649,7 +651,7 @@ mod tests {
             s(2.0, 64.0, 12.0, 10.0),
             s(1.0, 64.0, 14.0, 30.0),
         ];
-        let c = fit_betree_costs(&three);
+        let c = fit_bepsilon_costs(&three);
         let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
         assert!(near(c.cpu_get_s, 4e-6) && near(c.cpu_insert_s, 12e-6));
         assert!(near(c.miss_extra_s, 10e-6), "{}", c.miss_extra_s);
@@ -658,18 +660,18 @@ mod tests {
         assert!(near(c.get_at_s(200e-6, 2.0, 40.0), 264e-6));
         // Leaving the third out keeps the exact line and f_ins (5 + 10) /
         // 30; the insert CPU is then 11 µs.
-        let loo = leave_one_out_betree(&three);
+        let loo = leave_one_out_bepsilon(&three);
         assert!(near(loo[2].miss_extra_s, 10e-6) && near(loo[2].insert_io_factor, 0.5));
         assert!(near(loo[2].cpu_insert_s, 11e-6));
         // A residual falling with the KiB per read (40 µs at 16, 20 µs at
         // 64) is noise: its mean, 30 µs, for every miss.
         // Two sizes of one read per get: (KiB per read, get µs) each.
         let two = |a: (f64, f64), b: (f64, f64)| {
-            let at = |(kib, get_us): (f64, f64)| BeTreeSample {
+            let at = |(kib, get_us): (f64, f64)| BEpsilonSample {
                 get_s: get_us * 1e-6,
                 ..s(1.0, kib, 10.0, 20.0)
             };
-            fit_betree_costs(&[at(a), at(b)])
+            fit_bepsilon_costs(&[at(a), at(b)])
         };
         let f = two((16.0, 144.0), (64.0, 124.0));
         assert!(near(f.miss_extra_s, 30e-6) && f.miss_extra_per_kib_s == 0.0);
@@ -680,13 +682,16 @@ mod tests {
         assert!(near(steep.miss_extra_s, 20e-6), "{}", steep.miss_extra_s);
         assert_eq!(steep.miss_extra_per_kib_s, 0.0);
         // No cached gets measured: c_get = 0, the rest per read.
-        let one = fit_betree_costs(&[BeTreeSample {
+        let one = fit_bepsilon_costs(&[BEpsilonSample {
             cached_get_s: None,
             ..s(2.0, 0.0, 10.0, 20.0)
         }]);
         assert_eq!(one.cpu_get_s, 0.0);
         assert!(near(one.miss_extra_s, 12e-6), "{}", one.miss_extra_s);
-        assert_eq!(fit_betree_costs(&[]), BeTreeCosts::NONE);
-        assert_eq!(leave_one_out_betree(&three[..1]), vec![BeTreeCosts::NONE]);
+        assert_eq!(fit_bepsilon_costs(&[]), BEpsilonCosts::NONE);
+        assert_eq!(
+            leave_one_out_bepsilon(&three[..1]),
+            vec![BEpsilonCosts::NONE]
+        );
     }
 }

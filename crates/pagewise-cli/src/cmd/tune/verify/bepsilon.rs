@@ -1,16 +1,16 @@
 //! `pagewise tune` verification of the B-epsilon advice: trees at the advised
 //! node size and its neighbours (half, double), each loaded by random inserts
 //! and then read by random point gets, set against
-//! [`pagewise_model::advise::predict_betree`] on the same scaled dataset.
+//! [`pagewise_model::advise::predict_bepsilon`] on the same scaled dataset.
 //!
-//! **Scaling rule** ([`BETREE_RULE`]): `rows' = min(rows, budget / 8)` records
+//! **Scaling rule** ([`BEPSILON_RULE`]): `rows' = min(rows, budget / 8)` records
 //! inserted in a random order (what a B-epsilon tree is for), batches of
 //! 1,000, buffered commits; the insert rate includes the final checkpoint
 //! (close). The cache keeps the described Db-to-cache ratio:
 //! `cache' = cache x rows' / rows`, at least 1 MiB. Basement and fanout are
 //! the advisor's (the basement at most half the node, as the engine
 //! requires). Two predictions per size: the advisor's, I/O only, and the
-//! corrected one ([`pagewise_model::advise::predict_betree_engine`]: reads
+//! corrected one ([`pagewise_model::advise::predict_bepsilon_engine`]: reads
 //! per get derived from the shells, buffers and basements a get touches and
 //! what the cache holds, plus the engine's costs). The costs are measured
 //! here: process CPU per insert over the load, the load's remaining time
@@ -26,12 +26,12 @@ use super::keys::{key, value, Rng};
 use super::run::timed;
 use super::Budget;
 use anyhow::Context;
-use pagewise::{BEpsOptions, Batch, Db, Durability, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Db, Durability, TreeKind};
 use pagewise_io::Fs;
 use pagewise_model::advise::{
-    fit_betree_costs, leave_one_out_betree, predict_betree, predict_betree_engine, Advice,
-    BeTreeCosts, BeTreeEnginePrediction, BeTreePrediction, BeTreeSample, BeTreeShape, Dataset,
-    Device,
+    fit_bepsilon_costs, leave_one_out_bepsilon, predict_bepsilon, predict_bepsilon_engine, Advice,
+    BEpsilonCosts, BEpsilonEnginePrediction, BEpsilonPrediction, BEpsilonSample, BEpsilonShape,
+    Dataset, Device,
 };
 use pagewise_model::units::fmt_bytes;
 use serde::Serialize;
@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The tree every B-epsilon verification Db uses.
-const TREE: &str = "verify-beps";
+const TREE: &str = "verify-bepsilon";
 /// Records per insert batch (as `pagewise bench`'s fills).
 const BATCH: u64 = 1000;
 /// Node sizes the verification builds (the engine accepts 256 B..64 MiB;
@@ -50,17 +50,17 @@ const MAX_NODE_BYTES: u64 = 16 << 20;
 /// Below this a gap between two node sizes is run-to-run noise.
 const MARGIN: f64 = 0.03;
 
-pub const BETREE_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
+pub const BEPSILON_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
 /// Distinct keys read over and over for the cached-get CPU.
 const HOT_KEYS: u64 = 64;
 
 /// One measured node size.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeCheck {
-    pub shape: BeTreeShape,
+    pub shape: BEpsilonShape,
     pub rows: u64,
     pub cache_bytes: u64,
-    pub predicted: BeTreePrediction,
+    pub predicted: BEpsilonPrediction,
     pub insert_secs: f64,
     pub inserts_per_s: f64,
     pub point_qps: f64,
@@ -82,7 +82,7 @@ pub struct NodeCheck {
     pub predicted_mix_ops: f64,
     /// The corrected prediction, with the CPU constants fitted on the other
     /// node sizes (out of sample; none with one size), and its errors.
-    pub corrected: Option<BeTreeEnginePrediction>,
+    pub corrected: Option<BEpsilonEnginePrediction>,
     pub corrected_insert_error: f64,
     pub corrected_point_error: f64,
     pub corrected_mix_ops: f64,
@@ -103,12 +103,12 @@ pub fn mix_rate(point: f64, insert: f64, point_qps: f64, inserts_per_s: f64) -> 
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct BeTreeVerification {
+pub struct BEpsilonVerification {
     pub recommended_node_bytes: u64,
     /// The node size with the highest measured insert rate.
     pub best_measured_node_bytes: u64,
     /// The CPU constants fitted on every measured size (in sample).
-    pub costs: BeTreeCosts,
+    pub costs: BEpsilonCosts,
     /// The node size the corrected model, with `costs`, ranks first for the
     /// mix among the measured ones.
     pub corrected_best_node_bytes: u64,
@@ -130,7 +130,7 @@ pub fn node_sizes(advised: u64) -> Vec<u64> {
     v
 }
 
-/// Verifies `advice.betree` in `dir` on `fs`; `None` without B-epsilon
+/// Verifies `advice.bepsilon` in `dir` on `fs`; `None` without B-epsilon
 /// advice. Every Db's files are removed when its check ends (also on error).
 pub(super) fn run(
     budget: &Budget,
@@ -139,8 +139,8 @@ pub(super) fn run(
     dev: Device,
     advice: &Advice,
     quiet: bool,
-) -> anyhow::Result<Option<BeTreeVerification>> {
-    let Some(b) = &advice.betree else {
+) -> anyhow::Result<Option<BEpsilonVerification>> {
+    let Some(b) = &advice.bepsilon else {
         return Ok(None);
     };
     let start = Instant::now();
@@ -149,7 +149,7 @@ pub(super) fn run(
     let cache = ((d.cache_bytes as f64 * rows as f64 / d.rows as f64) as u64).max(1 << 20);
     let mut sizes = Vec::new();
     for node in node_sizes(b.node_size) {
-        let shape = BeTreeShape {
+        let shape = BEpsilonShape {
             node_bytes: node,
             basement_bytes: b.basement_size.clamp(512, node / 2),
             fanout: b.fanout.clamp(3, 1024),
@@ -182,14 +182,14 @@ pub(super) fn run(
         b.node_size.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES),
         corrected_best,
     );
-    Ok(Some(BeTreeVerification {
+    Ok(Some(BEpsilonVerification {
         recommended_node_bytes: b.node_size,
         best_measured_node_bytes: best,
         costs,
         corrected_best_node_bytes: corrected_best,
         verdict,
         sizes,
-        rule: BETREE_RULE,
+        rule: BEPSILON_RULE,
         elapsed_secs: start.elapsed().as_secs_f64(),
     }))
 }
@@ -207,12 +207,12 @@ fn scaled(d: &Dataset, c: &NodeCheck) -> Dataset {
 /// corrected prediction from the constants fitted on the others, and
 /// returns the in-sample constants and the node size the corrected model
 /// ranks first for the mix.
-fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BeTreeCosts, u64) {
+fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BEpsilonCosts, u64) {
     assert!(!sizes.is_empty());
-    let samples: Vec<BeTreeSample> = (sizes.iter())
+    let samples: Vec<BEpsilonSample> = (sizes.iter())
         .map(|c| {
             let bytes_per_read = c.kib_per_get * 1024.0 / c.reads_per_get.max(1e-9);
-            BeTreeSample {
+            BEpsilonSample {
                 node_bytes: c.shape.node_bytes,
                 insert_s: c.insert_secs / c.rows.max(1) as f64,
                 cpu_insert_s: c.cpu_insert_s,
@@ -225,18 +225,18 @@ fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BeTreeCost
             }
         })
         .collect();
-    let costs = fit_betree_costs(&samples);
-    let loo = leave_one_out_betree(&samples);
+    let costs = fit_bepsilon_costs(&samples);
+    let loo = leave_one_out_bepsilon(&samples);
     let m = advice.mix;
     let mut best = (0u64, 0.0f64);
     for (c, k) in sizes.iter_mut().zip(loo) {
         let d = scaled(&advice.dataset, c);
-        let p = predict_betree_engine(dev, &d, c.shape, k);
+        let p = predict_bepsilon_engine(dev, &d, c.shape, k);
         c.corrected_insert_error = c.inserts_per_s / p.inserts_per_s - 1.0;
         c.corrected_point_error = c.point_qps / p.point_qps - 1.0;
         c.corrected_mix_ops = mix_rate(m.point, m.insert, p.point_qps, p.inserts_per_s);
         c.corrected = Some(p);
-        let q = predict_betree_engine(dev, &d, c.shape, costs);
+        let q = predict_bepsilon_engine(dev, &d, c.shape, costs);
         let mix = mix_rate(m.point, m.insert, q.point_qps, q.inserts_per_s);
         if mix > best.1 {
             best = (c.shape.node_bytes, mix);
@@ -254,13 +254,13 @@ fn check(
     fs: Arc<dyn Fs>,
     dev: Device,
     advice: &Advice,
-    shape: BeTreeShape,
+    shape: BEpsilonShape,
     rows: u64,
     cache: u64,
 ) -> anyhow::Result<NodeCheck> {
     let d = &advice.dataset;
-    let files = DbFiles::new(dir, "beps", shape.node_bytes, fs)?;
-    let opts = BEpsOptions::default()
+    let files = DbFiles::new(dir, "bepsilon", shape.node_bytes, fs)?;
+    let opts = BEpsilonOptions::default()
         .node_bytes(shape.node_bytes as u32)
         .basement_bytes(shape.basement_bytes as u32)
         .fanout(shape.fanout as u16);
@@ -283,7 +283,7 @@ fn check(
         cache_bytes: cache,
         ..d.clone()
     };
-    let predicted = predict_betree(dev, &scaled, shape);
+    let predicted = predict_bepsilon(dev, &scaled, shape);
     let inserts_per_s = done as f64 / insert_secs.max(1e-9);
     let m = advice.mix;
     let out = NodeCheck {
@@ -322,7 +322,7 @@ fn check(
 /// final checkpoint) is timed. Returns the records inserted and the seconds.
 fn insert(
     files: &DbFiles,
-    opts: BEpsOptions,
+    opts: BEpsilonOptions,
     rows: u64,
     cache: u64,
     key_bytes: u64,
