@@ -35,11 +35,10 @@ pub use batch::Batch;
 pub use check::CheckReport;
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
-pub use index::bepsilon::trace::LevelReads;
 pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
 pub use options::{DeltaFlush, Durability, MergeOperator, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
-pub use stats::{Stats, TreeStats};
+pub use stats::{LevelReads, Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
 pub use tree::{Iter, Tree};
 

@@ -82,7 +82,7 @@ pub struct Stats {
     /// B-epsilon point and range reads by node height: shells and
     /// partitions read from the file (ops and bytes), buffer reads skipped
     /// by key filters (docs/design.md, buffer key filters).
-    pub bepsilon_reads: Vec<crate::index::bepsilon::trace::LevelReads>,
+    pub bepsilon_reads: Vec<LevelReads>,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -184,4 +184,24 @@ impl Db {
             trees,
         }
     }
+}
+
+/// Reads of one height of a Db's B-epsilon trees (`Stats::bepsilon_reads`):
+/// node shells, partitions (basements at height 0, buffers above) and their
+/// bytes as read from the file, and buffer reads a key filter saved. The
+/// last height reported also counts every height above it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LevelReads {
+    pub height: u32,
+    pub shell_reads: u64,
+    pub shell_bytes: u64,
+    /// Basements (height 0) or buffers (above) read.
+    pub part_reads: u64,
+    pub part_bytes: u64,
+    /// Gets that skipped a buffer not in memory because its filter said
+    /// the key cannot be there.
+    pub filter_skips: u64,
+    /// Of `part_reads`, buffers a get read as a probe (scanned for its key,
+    /// not cached) because the cache had no room.
+    pub probes: u64,
 }

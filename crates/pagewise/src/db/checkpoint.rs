@@ -83,7 +83,7 @@ impl Inner {
         let ps = store.page_size();
         let gen = cs.gen + 1;
         // Glibc's free pages go back before the placement's buffers come.
-        crate::index::bepsilon::heap::release_free_heap(self.dirty_limit_bytes);
+        crate::store::trim::release_free_heap(self.dirty_limit_bytes);
         // Variable-size nodes first: they leave the dirty set for extents.
         self.ix.place_extents(gen)?;
         let (nodes, trees) = {
@@ -126,7 +126,7 @@ impl Inner {
         store.finish_epoch(nodes);
         store.cache.reserve(0); // the dirty set is empty
                                 // The replaced dirty parts and the images evicted for the placed ones.
-        crate::index::bepsilon::heap::release_free_heap(self.dirty_limit_bytes);
+        crate::store::trim::release_free_heap(self.dirty_limit_bytes);
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

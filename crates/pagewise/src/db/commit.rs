@@ -165,14 +165,10 @@ impl Inner {
         if self.dirty_bytes() < limit_bytes {
             return Ok(());
         }
-        let keep_pct = write_back_keep_pct();
-        if keep_pct >= 100 {
-            return self.checkpoint_locked(cs);
-        }
         self.check_poison()?;
         // As around a checkpoint: glibc's free pages go back before the
         // encoded leaves come and after the written ones left the dirty set.
-        crate::index::bepsilon::heap::release_free_heap(limit_bytes);
+        crate::store::trim::release_free_heap(limit_bytes);
         let wb = match self.ix.write_back_leaves(cs.gen + 1) {
             Ok(wb) => wb,
             Err(e) => {
@@ -185,8 +181,8 @@ impl Inner {
         }
         self.counters.write_backs.fetch_add(1, Ordering::Relaxed);
         self.ix.store.cache.reserve(wb.dirty_after_bytes as usize);
-        crate::index::bepsilon::heap::release_free_heap(limit_bytes);
-        if wb.dirty_after_bytes >= limit_bytes / 100 * keep_pct {
+        crate::store::trim::release_free_heap(limit_bytes);
+        if wb.dirty_after_bytes >= limit_bytes / 100 * WRITE_BACK_KEEP_PCT {
             return self.checkpoint_locked(cs);
         }
         assert!(wb.dirty_after_bytes < limit_bytes);
@@ -304,7 +300,7 @@ impl Inner {
         drop((st, al));
         // Clean images give up what the dirty set now holds.
         self.ix.store.cache.reserve(dirty_bytes as usize);
-        crate::index::bepsilon::heap::release_at_dirty_step(dirty_bytes, self.dirty_limit_bytes);
+        crate::store::trim::release_at_dirty_step(dirty_bytes, self.dirty_limit_bytes);
         r
     }
 
@@ -395,15 +391,6 @@ fn validate(op: &Op, kind: TreeKind, page_size: usize) -> Result<()> {
 const RESERVE_EVERY_OPS: usize = 64;
 
 /// The share of the dirty budget, in percent, that the dirty set may still
-/// hold after a leaf write-back without a checkpoint following;
-/// `PAGEWISE_WRITE_BACK_KEEP_PCT` overrides it for sweeps (100: no
-/// write-back, a checkpoint as before). Chosen by measurement
-/// (docs/benchmarks.md, "Leaf write-back (session 11)").
+/// hold after a leaf write-back without a checkpoint following. Chosen by
+/// measurement (docs/benchmarks.md, "B-epsilon tree", leaf write-back).
 pub(super) const WRITE_BACK_KEEP_PCT: u64 = 90;
-
-fn write_back_keep_pct() -> u64 {
-    std::env::var("PAGEWISE_WRITE_BACK_KEEP_PCT")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(WRITE_BACK_KEEP_PCT, |p| p.clamp(10, 100))
-}

@@ -298,7 +298,7 @@ fn start(
     // bytes, and one larger than its shard's budget pushes the shard over it.
     let cache = Cache::new(opts.cache_bytes.max(4 * ps), ps.max(SHARD_UNIT_BYTES));
     let store = Store::new(pager, cache, trees, sb.count_pages, &catalog.free);
-    let dirty_pct = dirty_percent(opts.dirty_percent) as usize;
+    let dirty_pct = opts.dirty_percent as usize;
     store.cache.set_dirty_percent(dirty_pct);
     let dirty_budget = (opts.cache_bytes / 100 * dirty_pct).max(16 * ps);
     let inner = Inner {
@@ -331,24 +331,9 @@ fn start(
         closed: AtomicBool::new(false),
         lock: Mutex::new(Some(files.lock)),
     };
-    let inner = Arc::new(inner);
-    start_mem_sampler(&inner);
-    Ok(Db { inner })
-}
-
-/// Starts the `PAGEWISE_MEM_TRACE` sampler over this Db's charges; it
-/// stops when the Db is dropped.
-fn start_mem_sampler(inner: &Arc<Inner>) {
-    let weak = Arc::downgrade(inner);
-    crate::index::bepsilon::trace::start_mem_sampler(Box::new(move || {
-        let inner = weak.upgrade()?;
-        let cache = &inner.ix.store.cache;
-        Some(crate::index::bepsilon::trace::Charged {
-            cache_bytes: cache.used_bytes() as u64,
-            reserved_bytes: cache.reserved_bytes() as u64,
-            dirty_bytes: inner.dirty_bytes(),
-        })
-    }));
+    Ok(Db {
+        inner: Arc::new(inner),
+    })
 }
 
 impl Inner {
@@ -373,14 +358,4 @@ impl Inner {
         }
         Ok(())
     }
-}
-
-/// The dirty budget in percent of the cache: the option, or
-/// `PAGEWISE_DIRTY_PCT` when set (for sweeps; docs/benchmarks.md, "The
-/// dirty budget: most of the cache (session 9)").
-fn dirty_percent(option: u8) -> u8 {
-    std::env::var("PAGEWISE_DIRTY_PCT")
-        .ok()
-        .and_then(|v| v.parse::<u8>().ok())
-        .map_or(option, |d| d.clamp(10, 90))
 }

@@ -191,7 +191,7 @@ pub struct Counters {
     /// a miss on them reads base and delta in two requests.
     pub delta_apart: AtomicU64,
     /// B-epsilon reads by height: shells, partitions, filter skips.
-    pub bepsilon_reads: bepsilon::trace::ReadCounters,
+    pub bepsilon_reads: bepsilon::counters::ReadCounters,
 }
 
 /// The index layer's context: the store and what the kinds share.

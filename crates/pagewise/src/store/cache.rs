@@ -303,11 +303,6 @@ impl Cache {
         self.budget
     }
 
-    /// Bytes reserved for the dirty set ([`Cache::reserve`]).
-    pub fn reserved_bytes(&self) -> usize {
-        self.reserved.load(Ordering::Relaxed)
-    }
-
     pub fn used_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.read().used).sum()
     }

@@ -16,6 +16,7 @@ pub mod page;
 pub mod pager;
 pub mod read;
 pub mod superblock;
+pub mod trim;
 
 use alloc::Alloc;
 use cache::Cache;

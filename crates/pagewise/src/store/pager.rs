@@ -607,18 +607,10 @@ impl Pager {
     /// Bytes read of a page whose parent names its base, so which should be
     /// a delta block: its first [`DELTA_HEAD_BYTES`], which hold every delta
     /// block of the default threshold (docs/design.md, "Delta blocks for
-    /// B+tree pages"); `PAGEWISE_DELTA_HEAD_KIB=0` reads whole pages.
+    /// B+tree pages").
     fn delta_head_bytes(&self) -> usize {
-        static HEAD: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-        let head = *HEAD.get_or_init(|| {
-            match std::env::var("PAGEWISE_DELTA_HEAD_KIB").map(|v| v.parse::<usize>()) {
-                Ok(Ok(kib)) if kib > 0 => kib << 10,
-                Ok(_) => usize::MAX,
-                Err(_) => DELTA_HEAD_BYTES,
-            }
-        });
         // Pages of at most the head (or the alignment) are read whole.
-        let head = head.max(self.buf_align).min(self.ps);
+        let head = DELTA_HEAD_BYTES.max(self.buf_align).min(self.ps);
         assert!(head == self.ps || head.is_multiple_of(self.buf_align));
         head
     }

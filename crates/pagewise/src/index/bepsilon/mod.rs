@@ -6,6 +6,7 @@
 
 pub mod buffer;
 pub mod check;
+pub mod counters;
 pub mod filter;
 pub mod format;
 pub mod heap;
@@ -18,7 +19,6 @@ pub mod pivots;
 pub mod place;
 pub mod read;
 pub mod segment;
-pub mod trace;
 pub mod write;
 pub mod writeback;
 

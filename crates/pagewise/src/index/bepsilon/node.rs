@@ -353,7 +353,7 @@ impl Node {
     pub fn with_part(&self, i: usize, p: Part) -> Node {
         let mut n = self.clone();
         let marked = n.uses.len() == n.parts.len() && n.dir.len() == n.parts.len();
-        if marked && (n.is_leaf() || shed_buffers()) {
+        if marked {
             for j in 0..n.parts.len() {
                 if j != i && n.parts[j].is_some() && !n.uses.is_marked(j) {
                     n.parts[j] = None;
@@ -369,17 +369,9 @@ impl Node {
 }
 
 /// Extra CLOCK passes an unreferenced B-epsilon node image survives
-/// (`NodeImage::keep_passes`; `PAGEWISE_BEPSILON_SHELL_PASSES` overrides it for
-/// comparisons, 0 being the plain second chance of the B+tree's pages).
+/// (`NodeImage::keep_passes`; 0 would be the plain second chance of the
+/// B+tree's pages).
 pub const SHELL_KEEP_PASSES: u8 = 2;
-
-/// Whether the cache's CLOCK hand sheds internal nodes' unused buffers
-/// (default on; `PAGEWISE_BEPSILON_SHED_BUFFERS=off` keeps them with their node,
-/// the behaviour before session 6, for back-to-back comparisons).
-fn shed_buffers() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPSILON_SHED_BUFFERS").as_deref() != Ok("off"))
-}
 
 impl NodeImage for Node {
     fn charge_bytes(&self) -> usize {
@@ -397,9 +389,6 @@ impl NodeImage for Node {
     fn shed(&self) -> Option<Image> {
         if self.dir.len() != self.parts.len() {
             return None; // not a stored node: nothing could be read back
-        }
-        if !self.is_leaf() && !shed_buffers() {
-            return None; // PAGEWISE_BEPSILON_SHED_BUFFERS=off: buffers go with their node
         }
         let mut drop: Vec<usize> = Vec::new();
         for (i, p) in self.parts.iter().enumerate() {
@@ -425,13 +414,7 @@ impl NodeImage for Node {
     /// needs (and a leaf shell is small next to its basements), so shells
     /// outlive the partitions shed around them: [`SHELL_KEEP_PASSES`].
     fn keep_passes(&self) -> u8 {
-        static PASSES: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-        *PASSES.get_or_init(|| {
-            std::env::var("PAGEWISE_BEPSILON_SHELL_PASSES")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(SHELL_KEEP_PASSES)
-        })
+        SHELL_KEEP_PASSES
     }
 
     fn encode_page(&self, _page: &mut [u8]) -> PageFill {

@@ -46,7 +46,6 @@ impl Index {
     /// checkpoint), then, under the state write lock, become clean cached
     /// images and the descriptors point at the new roots.
     pub fn place_extents(&self, gen: u64) -> Result<()> {
-        super::trace::placing(true);
         let work = self.collect_dirty();
         let mut placed: Vec<(u64, Extent, Arc<Node>)> = Vec::new();
         let mut exts = PidMap::default();
@@ -76,8 +75,6 @@ impl Index {
             };
             m.root = Some(Child::Clean(ext));
         }
-        super::trace::report(gen);
-        super::trace::placing(false);
         Ok(())
     }
 
@@ -168,7 +165,6 @@ impl Index {
                 let ext = Extent::new(first, bytes.len() as u64, pager.ps);
                 assert_eq!(ext.count_pages, count);
                 pager.write_extent(&ext, Kind::BEpsilon, &bytes, gen)?;
-                super::trace::node_written(r.node.height, bytes.len());
                 let mut clean = r.node.clone();
                 (clean.dir, clean.segs, clean.comp) = (shell.dir, shell.segs, shell.comp);
                 exts.insert(r.id, ext);

@@ -6,10 +6,10 @@
 //! are applied to what the basement holds, without dirtying anything. A get
 //! skips a buffer that is not in memory when its key filter rules the key
 //! out (docs/design.md, buffer key filters). Reads are counted by height
-//! (`trace::ReadCounters`).
+//! (`counters::ReadCounters`).
 
+use super::counters::{level_of, READ_LEVELS};
 use super::node::{Node, Part, Pending};
-use super::trace::{level_of, READ_LEVELS};
 use super::write::resolve;
 use super::{format, Child, Meta};
 use crate::error::{Error, Result};
@@ -127,7 +127,7 @@ impl View<'_> {
 /// A clean buffer never changes, so its filter holds every key it has
 /// messages for, loaded or not.
 fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
-    if n.is_leaf() || !filters_on() {
+    if n.is_leaf() {
         return false;
     }
     let f = n.dir.get(i).and_then(|d| d.filter.as_ref());
@@ -332,33 +332,14 @@ impl Probed {
 /// would evict for it; an unfull one keeps it for later gets; a full shard
 /// that has just evicted has room for a moment, and a load then decodes a
 /// partition that is soon evicted again), unless it is a basement probed
-/// lately ([`Probed`]: hot). `PAGEWISE_BEPSILON_PROBE=off` always loads (before
-/// session 6); `PAGEWISE_BEPSILON_LEAF_PROBE=off` loads basements (before
-/// session 12).
+/// lately ([`Probed`]: hot).
 fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
-    static ON: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
-    let (on, leaf_on) = *ON.get_or_init(|| {
-        let off = |var| std::env::var(var).as_deref() == Ok("off");
-        (
-            !off("PAGEWISE_BEPSILON_PROBE"),
-            !off("PAGEWISE_BEPSILON_LEAF_PROBE"),
-        )
-    });
-    let on = on && (leaf_on || !n.is_leaf());
     let d = &n.dir[i];
     let charge = n.part_bytes[i] + 12 * d.entries as usize; // arena, offsets, heads
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
-    let full = on && d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare);
+    let full = d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare);
     full && !(n.is_leaf() && v.ix.bepsilon_probed.again(ext.first_page, i))
-}
-
-/// Whether gets consult buffer filters (default on;
-/// `PAGEWISE_BEPSILON_FILTERS=off` ignores them, for back-to-back comparisons
-/// in one binary: docs/benchmarks.md, "Reads at a small cache (session 6)").
-fn filters_on() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var("PAGEWISE_BEPSILON_FILTERS").as_deref() != Ok("off"))
 }
 
 fn corrupt(pager: &Pager, ext: &Extent, what: String) -> Error {

@@ -29,36 +29,23 @@ pub struct Segment {
 }
 
 /// Target raw bytes of a segment for a tree of `basement_bytes`: a point
-/// read reads about one basement or one segment. `PAGEWISE_BEPS_SEGMENT_KIB`
-/// overrides it for sweeps (0: never cut, the format-4 layout, for
-/// back-to-back comparisons in one binary; docs/benchmarks.md, "Buffer
-/// segments (session 10)").
+/// read reads about one basement or one segment (docs/benchmarks.md,
+/// "B-epsilon tree", segments).
 pub fn target_bytes(basement_bytes: u32) -> usize {
-    static KIB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let env = *KIB.get_or_init(|| {
-        let v = std::env::var("PAGEWISE_BEPS_SEGMENT_KIB").ok()?;
-        v.parse::<usize>().ok().map(|k| k << 10)
-    });
-    env.unwrap_or(basement_bytes as usize)
+    basement_bytes as usize
 }
 
 /// Basement segments per basement: a point read of an uncached basement
-/// reads about a quarter of it (docs/benchmarks.md, "Basement segments
-/// (session 12)").
+/// reads about a quarter of it (docs/benchmarks.md, "B-epsilon tree",
+/// segments).
 pub const SEGMENTS_PER_BASEMENT: u32 = 4;
 
 /// Target raw bytes of a basement's segment for a tree of
 /// `basement_bytes` in a file of `page_size` pages: a quarter basement, and
 /// at least a page (a smaller segment saves no read, and its entry in the
-/// shell costs cache). `PAGEWISE_BEPS_LEAF_SEGMENT_KIB` overrides it for
-/// sweeps (0: never cut, the format-5 leaf layout).
+/// shell costs cache).
 pub fn leaf_target_bytes(basement_bytes: u32, page_size: usize) -> usize {
-    static KIB: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    let env = *KIB.get_or_init(|| {
-        let v = std::env::var("PAGEWISE_BEPS_LEAF_SEGMENT_KIB").ok()?;
-        v.parse::<usize>().ok().map(|k| k << 10)
-    });
-    env.unwrap_or(((basement_bytes / SEGMENTS_PER_BASEMENT) as usize).max(page_size))
+    ((basement_bytes / SEGMENTS_PER_BASEMENT) as usize).max(page_size)
 }
 
 /// Where `buf` is cut: each segment's first key and raw bytes (stored bytes

@@ -264,10 +264,8 @@ impl Writer<'_> {
         }
         let id = self.make_dirty(parent.children[c])?;
         parent.children[c] = Child::Dirty(id);
-        let moved_bytes = parent.part_bytes[c];
         let msgs = parent.take_buf(c);
         let mut child = self.take(id);
-        super::trace::flushed(child.height, moved_bytes, child.bytes());
         if child.height + 1 != parent.height {
             self.put(id, child);
             return Err(self.corrupt_level(parent.height));
@@ -473,25 +471,14 @@ pub const HEAP_FACTOR: usize = 3;
 /// A dirty child's buffer counts this many times its bytes when choosing
 /// which buffer to flush: the child is written once at the next checkpoint
 /// however many flushes it takes, while flushing into a clean child costs a
-/// whole node read and write. `PAGEWISE_BEPSILON_DIRTY_WEIGHT` overrides it
-/// (for sweeps; docs/benchmarks.md, "Writes (session 5)").
+/// whole node read and write.
 pub const DIRTY_CHILD_WEIGHT: usize = 16;
-
-fn dirty_weight() -> usize {
-    static W: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *W.get_or_init(|| {
-        std::env::var("PAGEWISE_BEPSILON_DIRTY_WEIGHT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(DIRTY_CHILD_WEIGHT)
-    })
-}
 
 /// The buffer of internal node `n` to flush: the heaviest, a dirty child's
 /// bytes weighted by [`DIRTY_CHILD_WEIGHT`]; None when every buffer is empty.
 pub fn flush_choice(n: &Node) -> Option<usize> {
     assert!(!n.is_leaf() && n.children.len() == n.part_bytes.len());
-    let w = dirty_weight();
+    let w = DIRTY_CHILD_WEIGHT;
     let score = |i: usize| match n.children[i] {
         Child::Dirty(_) => n.part_bytes[i] * w,
         Child::Clean(_) => n.part_bytes[i],
