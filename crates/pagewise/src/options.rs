@@ -114,7 +114,7 @@ impl Default for Options {
             dirty_percent: DIRTY_PERCENT_DEFAULT,
             durability: Durability::Sync,
             direct_io: true,
-            read_ahead: crate::index::btree::readahead::DEFAULT_PAGES,
+            read_ahead: READ_AHEAD_DEFAULT_PAGES,
             wal_limit: WAL_LIMIT_DEFAULT,
             sparse_log: false,
             delta_flush: None,
@@ -167,16 +167,18 @@ impl DeltaFlush {
     }
 }
 
-/// Checks `Options::append_fill`.
 /// The default [`Options::wal_limit`]: 256 MiB.
 pub const WAL_LIMIT_DEFAULT: u64 = 256 << 20;
 
-/// The default [`Options::dirty_percent`]: 75 (80 in sessions 9-11). At 80
-/// a 5M-row iiBench of B-epsilon trees held 274-280 MiB at its peak under
-/// a 256 MiB cache (glibc's partly used pages beside the charged bytes); at
-/// 75, 266-267 MiB, for fill WA 2.88 against 2.81 (docs/benchmarks.md,
-/// "The dirty budget: three quarters of the cache (session 12)").
+/// The default [`Options::dirty_percent`]: 75. At 80 a 5M-row iiBench of
+/// B-epsilon trees held 274-280 MiB at its peak under a 256 MiB cache
+/// (glibc's partly used pages beside the charged bytes); at 75, 266-267
+/// MiB, for fill WA 2.88 against 2.81 (docs/benchmarks.md, "Memory").
 pub const DIRTY_PERCENT_DEFAULT: u8 = 75;
+
+/// The default [`Options::read_ahead`]: at most 32 sibling leaves read with
+/// one an iterator misses.
+pub const READ_AHEAD_DEFAULT_PAGES: usize = 32;
 
 pub(crate) fn validate_dirty_percent(percent: u8) -> Result<()> {
     if (10..=90).contains(&percent) {
@@ -187,6 +189,7 @@ pub(crate) fn validate_dirty_percent(percent: u8) -> Result<()> {
     )))
 }
 
+/// Checks `Options::append_fill`.
 pub(crate) fn validate_append_fill(fraction: f64) -> Result<()> {
     if (0.5..=1.0).contains(&fraction) {
         return Ok(());

@@ -1,9 +1,9 @@
 //! Named trees: the public handle. Every call checks that the Db is open,
 //! then goes to the index layer (reads) or to group commit (writes).
 
-use crate::db::Inner;
-use crate::error::Result;
-use crate::index::Cursor;
+use crate::db::{check_tree_name, Db, Inner};
+use crate::error::{Error, Result};
+use crate::index::{Cursor, TreeKind};
 use crate::log::Op;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -13,6 +13,42 @@ use std::sync::Arc;
 pub struct Tree {
     inner: Arc<Inner>,
     name: Arc<str>,
+}
+
+impl Db {
+    /// A handle on the B+tree `name`; a B+tree of that name is created by
+    /// its first write. Use [`Db::tree_with`] for another kind.
+    pub fn tree(&self, name: &str) -> Result<Tree> {
+        check_tree_name(name)?;
+        self.inner.check_open()?;
+        Ok(Tree::new(self.inner.clone(), Arc::from(name)))
+    }
+
+    /// A handle on tree `name` of `kind`, created now (durably, like a
+    /// commit) if it does not exist; `Error::TreeKind` if it exists with
+    /// another kind.
+    pub fn tree_with(&self, name: &str, kind: TreeKind) -> Result<Tree> {
+        let t = self.tree(name)?;
+        kind.validate()?;
+        let found = self.tree_kind(name);
+        match found {
+            Some(k) if k.code() == kind.code() => Ok(t),
+            Some(k) => Err(Error::TreeKind {
+                name: name.to_string(),
+                found: k,
+                wanted: kind,
+            }),
+            None => {
+                let op = Op::CreateTree {
+                    tree: Arc::from(name),
+                    kind: kind.code(),
+                    params: kind.params(),
+                };
+                self.inner.commit(vec![op])?;
+                Ok(t)
+            }
+        }
+    }
 }
 
 impl AsRef<str> for Tree {

@@ -7,9 +7,7 @@ use crate::error::{Error, Result};
 use crate::index::{self, TreeKind, Trees};
 use crate::log::{self, Op};
 use crate::options::Durability;
-use crate::store::alloc::Alloc;
 use crate::store::extent::Extent;
-use crate::store::Epoch;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -80,7 +78,7 @@ impl Inner {
                     break;
                 }
                 (_, Some(d)) => d.kind(),
-                (Op::Remove { .. }, None) => TreeKind::BTree,
+                (Op::Remove { .. }, None) => TreeKind::default(),
             };
             check_tree_name(op.tree())?;
             total_bytes += self.check_op(op, kind, ps)?;
@@ -138,13 +136,10 @@ impl Inner {
         Ok(total_bytes)
     }
 
-    /// An upsert needs a B-epsilon tree and a registered merge operator.
+    /// An upsert needs a tree kind that takes them and a registered merge
+    /// operator.
     fn check_upsert(&self, tree: &str, kind: TreeKind) -> Result<()> {
-        if !matches!(kind, TreeKind::BEpsilon(_)) {
-            return Err(Error::Unsupported {
-                what: format!("upsert on {} tree {tree:?}: only B-epsilon trees take upserts (create it with Db::tree_with)", kind.name()),
-            });
-        }
+        kind.check_upsert(tree)?;
         if self.ix.merge.is_none() {
             return Err(Error::Unsupported {
                 what: format!("upsert on tree {tree:?}: no merge operator is registered (Options::merge_operator)"),
@@ -239,84 +234,30 @@ impl Inner {
     /// (never referenced by the durable checkpoint, so writing them early
     /// is safe). One entry per op.
     fn place_values(&self, ops: &[Op]) -> Result<Vec<Option<Extent>>> {
-        let ps = self.ix.store.page_size();
-        let big = |op: &Op| match op {
-            Op::Put { key, value, .. } => {
-                !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len())
-            }
-            _ => false,
-        };
-        // The common case, every value inline: no extent, no lookup of kinds.
-        if !ops.iter().any(big) {
-            return Ok(vec![None; ops.len()]);
-        }
-        let inline = self.ix.bepsilon_trees(ops);
+        let out_of_line = self.ix.out_of_line(ops);
         ops.iter()
-            .map(|op| match op {
-                Op::Put {
-                    tree, key, value, ..
-                } if !inline.contains(tree)
-                    && !index::fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
-                {
-                    self.ix.store.write_value_extent(value).map(Some)
-                }
+            .zip(out_of_line)
+            .map(|(op, out)| match op {
+                Op::Put { value, .. } if out => self.ix.store.write_value_extent(value).map(Some),
                 _ => Ok(None),
             })
             .collect()
     }
 
-    /// Applies one batch under the state write lock and the allocator; the
-    /// cache gives clean images up for the dirty set every
-    /// [`RESERVE_EVERY_OPS`] ops and at the end.
+    /// Applies one batch under the state write lock and the allocator
+    /// ([`crate::index::Index::apply_batch`]); then the cache gives clean
+    /// images up for what the dirty set holds.
     fn apply_placed(&self, ops: &[Op], placed: Vec<Option<Extent>>) -> Result<()> {
         assert_eq!(ops.len(), placed.len());
         let mut st = self.ix.store.state.write();
         let mut al = self.ix.store.alloc.lock();
-        let mut r = Ok(());
-        // Keyed ops on B-epsilon trees wait and go in per tree (trees are
-        // independent and a batch is applied whole under the lock).
-        let mut bepsilon: Vec<&Op> = Vec::new();
-        for (k, (op, ext)) in ops.iter().zip(placed).enumerate() {
-            if self.ix.is_bepsilon_keyed(&st.trees, op) {
-                bepsilon.push(op);
-                continue;
-            }
-            r = self.ix.apply(&mut st, &mut al, op, ext);
-            if r.is_err() {
-                break;
-            }
-            if k % RESERVE_EVERY_OPS == RESERVE_EVERY_OPS - 1 {
-                // A large batch: clean images give up memory as it grows,
-                // not only after it (eviction does no I/O).
-                st.dirty.recharge();
-                self.ix.store.cache.reserve(st.dirty.bytes() as usize);
-            }
-        }
-        if r.is_ok() {
-            r = self.apply_bepsilon_runs(&mut st, &mut al, bepsilon);
-        }
+        let r = self.ix.apply_batch(&mut st, &mut al, ops, placed);
         st.dirty.recharge();
         let dirty_bytes = st.dirty.bytes();
         drop((st, al));
-        // Clean images give up what the dirty set now holds.
         self.ix.store.cache.reserve(dirty_bytes as usize);
         crate::store::trim::release_at_dirty_step(dirty_bytes, self.dirty_limit_bytes);
         r
-    }
-
-    /// Applies `ops` (keyed ops on B-epsilon trees, in batch order) one
-    /// tree at a time, each tree's ops in their order.
-    fn apply_bepsilon_runs(
-        &self,
-        st: &mut Epoch<Trees>,
-        al: &mut Alloc,
-        mut ops: Vec<&Op>,
-    ) -> Result<()> {
-        ops.sort_by(|a, b| a.tree().cmp(b.tree())); // stable
-        for run in ops.chunk_by(|a, b| a.tree() == b.tree()) {
-            self.ix.apply_bepsilon_run(st, al, run[0].tree(), run)?;
-        }
-        Ok(())
     }
 
     /// Places and applies a replayed batch.
@@ -341,19 +282,9 @@ fn kind_of(trees: &Trees, created: &[(Arc<str>, TreeKind)], op: &Op) -> Result<T
                 wanted: TreeKind::from_code(*kind).unwrap_or(found),
             })
         }
-        (Op::CreateTree { kind, params, .. }, _) => {
-            let k = TreeKind::from_code(*kind).ok_or_else(|| Error::Unsupported {
-                what: format!("tree kind {kind}"),
-            })?;
-            match k {
-                TreeKind::BEpsilon(_) => crate::index::bepsilon::BEpsilonOptions::decode(params)
-                    .map(TreeKind::BEpsilon)
-                    .map_err(Error::Options),
-                k => Ok(k),
-            }
-        }
+        (Op::CreateTree { kind, params, .. }, _) => TreeKind::decode(*kind, params),
         (_, Some(k)) => Ok(k),
-        (_, None) => Ok(TreeKind::BTree),
+        (_, None) => Ok(TreeKind::default()),
     }
 }
 
@@ -382,13 +313,6 @@ fn validate(op: &Op, kind: TreeKind, page_size: usize) -> Result<()> {
     }
     Ok(())
 }
-
-/// Ops of one batch between two reservations of the dirty set's memory in
-/// the cache: a batch of 1,000 random inserts on 16 KiB pages dirties about
-/// 26 MB, which without them sat beside a full cache until the batch ended
-/// (session 9: the bench's memory cgroup killed such fills with a 48 MiB
-/// cache).
-const RESERVE_EVERY_OPS: usize = 64;
 
 /// The share of the dirty budget, in percent, that the dirty set may still
 /// hold after a leaf write-back without a checkpoint following. Chosen by

@@ -13,10 +13,9 @@ pub use files::{lock_path, wal_path};
 use crate::batch::Batch;
 use crate::error::{Error, Result};
 use crate::index::{Index, TreeKind};
-use crate::log::{Op, Wal};
+use crate::log::Wal;
 use crate::options::{Durability, Options};
 use crate::store::extent::Extent;
-use crate::tree::Tree;
 use pagewise_io::{IoStats, LockGuard};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
@@ -76,7 +75,7 @@ pub struct Inner {
 /// An open database. Cheap to clone; all clones share one instance.
 ///
 /// Lifetime: [`Db::close`] checkpoints, releases the file lock and closes
-/// every clone and every [`Tree`] and iterator made from it: their calls
+/// every clone and every [`crate::Tree`] and iterator made from it: their calls
 /// return [`Error::Closed`] from then on, and the path can be opened again
 /// at once. Dropping the last handle without `close` checkpoints too.
 #[derive(Clone)]
@@ -104,40 +103,6 @@ impl Db {
             Self::open(path, opts)
         } else {
             Self::create(path, opts)
-        }
-    }
-
-    /// A handle on the B+tree `name`; a B+tree of that name is created by
-    /// its first write. Use [`Db::tree_with`] for another kind.
-    pub fn tree(&self, name: &str) -> Result<Tree> {
-        check_tree_name(name)?;
-        self.inner.check_open()?;
-        Ok(Tree::new(self.inner.clone(), Arc::from(name)))
-    }
-
-    /// A handle on tree `name` of `kind`, created now (durably, like a
-    /// commit) if it does not exist; `Error::TreeKind` if it exists with
-    /// another kind.
-    pub fn tree_with(&self, name: &str, kind: TreeKind) -> Result<Tree> {
-        let t = self.tree(name)?;
-        kind.validate()?;
-        let found = self.tree_kind(name);
-        match found {
-            Some(k) if k.code() == kind.code() => Ok(t),
-            Some(k) => Err(Error::TreeKind {
-                name: name.to_string(),
-                found: k,
-                wanted: kind,
-            }),
-            None => {
-                let op = Op::CreateTree {
-                    tree: Arc::from(name),
-                    kind: kind.code(),
-                    params: kind.params(),
-                };
-                self.inner.commit(vec![op])?;
-                Ok(t)
-            }
         }
     }
 
@@ -180,9 +145,10 @@ impl Db {
         self.inner.ix.store.page_size()
     }
 
-    /// Longest key a B+tree accepts at this page size.
+    /// Longest key a tree of the default kind (a B+tree) accepts at this
+    /// page size.
     pub fn max_key_len(&self) -> usize {
-        crate::index::max_key_bytes(TreeKind::BTree, self.page_size())
+        crate::index::max_key_bytes(TreeKind::default(), self.page_size())
     }
 
     pub fn path(&self) -> &Path {

@@ -308,15 +308,7 @@ fn start(
         read_only: opts.read_only,
         wal_limit_bytes: opts.wal_limit.max(64 * 1024),
         dirty_limit_bytes: dirty_budget as u64,
-        ix: Index {
-            store,
-            counters: Default::default(),
-            read_ahead_pages: opts.read_ahead,
-            delta: opts.delta_flush,
-            append_fill: opts.append_fill,
-            merge: opts.merge_operator.clone(),
-            bepsilon_probed: crate::index::bepsilon::read::Probed::new(opts.cache_bytes),
-        },
+        ix: Index::new(store, opts),
         commit: Mutex::new(CommitState {
             wal,
             gen: sb.gen,

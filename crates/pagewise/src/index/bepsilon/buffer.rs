@@ -14,9 +14,8 @@
 //! nodes", memory charge).
 
 use super::heap::{self, alloc_bytes};
-use super::leaf::Change;
-use super::node::{Base, Pending, MSG_FIXED_BYTES};
 use super::packed::head_of;
+use super::pending::{Base, Change, Pending, MSG_FIXED_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64};
 use std::ops::Range;
 

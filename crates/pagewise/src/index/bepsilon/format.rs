@@ -648,8 +648,8 @@ mod tests {
         n.part_bytes = vec![0; 4];
         for i in [0usize, 1, 3] {
             for j in 0..(40 * (i + 1)) {
-                let p = crate::index::bepsilon::node::Pending {
-                    base: Some(crate::index::bepsilon::node::Base::Put(
+                let p = crate::index::bepsilon::pending::Pending {
+                    base: Some(crate::index::bepsilon::pending::Base::Put(
                         j as u64 + 1,
                         vec![i as u8; 12],
                     )),
@@ -830,7 +830,7 @@ mod tests {
         let mut n = internal_node();
         for i in [0usize, 1, 3] {
             for j in (0..(40 * (i + 1))).step_by(3) {
-                let p = crate::index::bepsilon::node::Pending {
+                let p = crate::index::bepsilon::pending::Pending {
                     base: None,
                     ops: vec![(1000 + j as u64, vec![7; 5]), (2000 + j as u64, vec![8; 9])],
                 };

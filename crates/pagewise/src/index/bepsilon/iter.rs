@@ -4,9 +4,9 @@
 //! is held between steps (not a snapshot, like B+tree iterators).
 
 use super::node::Part;
+use super::pending::resolve;
 use super::pivots::Pivots;
 use super::read::{read, Step, View};
-use super::write::resolve;
 use crate::error::Result;
 use crate::index::Index;
 use std::collections::{BTreeMap, VecDeque};

@@ -4,47 +4,12 @@
 //! pass that copies the untouched runs of entries as they are. Basements
 //! then split at their byte midpoint and join small neighbours.
 
-#[cfg(test)]
-use super::node::Base;
-use super::node::{Node, Part, Pending};
+use super::node::{Node, Part};
 use super::packed::Packed;
+use super::pending::{Change, Resolve};
 use crate::error::Result;
 use std::borrow::Cow;
 use std::sync::Arc;
-
-/// Resolves one key's messages against its value before them.
-pub type Resolve<'r> = dyn FnMut(&[u8], Option<&[u8]>, &Pending) -> Result<Option<Vec<u8>>> + 'r;
-
-/// One key's buffered messages as a leaf applies them: a lone put or
-/// delete (the value borrowed from its buffer: nothing to resolve, nothing
-/// allocated), or messages with upserts, resolved against the value before.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change<'a> {
-    Put(&'a [u8]),
-    Delete,
-    Merge(Pending),
-}
-
-impl<'a> Change<'a> {
-    /// `p` as a change: lone puts and deletes borrowed, the rest cloned.
-    #[cfg(test)]
-    pub fn of(p: &'a Pending) -> Change<'a> {
-        match (&p.base, p.ops.is_empty()) {
-            (Some(Base::Put(_, v)), true) => Change::Put(v),
-            (Some(Base::Delete(_)), true) => Change::Delete,
-            _ => Change::Merge(p.clone()),
-        }
-    }
-
-    /// Bytes it adds to a basement at most, but for the key.
-    fn bytes(&self) -> usize {
-        match self {
-            Change::Put(v) => v.len(),
-            Change::Delete => 0,
-            Change::Merge(p) => p.bytes(0),
-        }
-    }
-}
 
 /// The basement of `p`.
 fn packed(p: &Part) -> &Packed {
@@ -128,6 +93,7 @@ impl Node {
     /// change in entries (-1, 0 or 1).
     #[cfg(test)]
     pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
+        use super::pending::{Base, Pending};
         let p = Pending {
             base: Some(match value {
                 Some(v) => Base::Put(0, v),
@@ -135,12 +101,13 @@ impl Node {
             }),
             ops: Vec::new(),
         };
-        let mut set = |_: &[u8], _: Option<&[u8]>, p: &Pending| -> Result<Option<Vec<u8>>> {
-            Ok(match &p.base {
-                Some(Base::Put(_, v)) => Some(v.clone()),
-                _ => None,
-            })
-        };
+        let mut set =
+            |_: &[u8], _: Option<&[u8]>, p: &super::pending::Pending| -> Result<Option<Vec<u8>>> {
+                Ok(match &p.base {
+                    Some(Base::Put(_, v)) => Some(v.clone()),
+                    _ => None,
+                })
+            };
         self.apply_sorted(&[(key, Change::of(&p))], &mut set)
             .expect("setting a value resolves")
     }
@@ -216,7 +183,7 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::bepsilon::node::Base;
+    use crate::index::bepsilon::pending::{Base, Pending};
     use std::collections::BTreeMap;
 
     /// Batches of puts, deletes and appends against a map model, with

@@ -7,6 +7,7 @@
 pub mod buffer;
 pub mod check;
 pub mod counters;
+pub mod directory;
 pub mod filter;
 pub mod format;
 pub mod heap;
@@ -15,6 +16,7 @@ pub mod leaf;
 pub mod node;
 pub mod ordered;
 pub mod packed;
+pub mod pending;
 pub mod pivots;
 pub mod place;
 pub mod read;

@@ -4,6 +4,7 @@
 
 pub use super::buffer::Buffer;
 use super::buffer::Message;
+pub use super::directory::DirEntry;
 use super::heap::{alloc_bytes, arc_bytes};
 use super::packed::Packed;
 use super::pivots::Pivots;
@@ -16,50 +17,6 @@ use std::sync::Arc;
 /// Node header bytes (docs/design.md, "B-epsilon nodes").
 pub const HEADER_BYTES: usize = 64;
 pub const DIR_ENTRY_BYTES: usize = 24;
-/// Fixed bytes of a message entry (a basement entry's are 6: packed.rs).
-pub const MSG_FIXED_BYTES: usize = 15;
-
-/// A put or delete with its sequence number.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Base {
-    Put(u64, Vec<u8>),
-    Delete(u64),
-}
-
-/// The buffered messages of one key, collapsed: the newest put or delete,
-/// then the upsert operands that came after it, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Pending {
-    pub base: Option<Base>,
-    pub ops: Vec<(u64, Vec<u8>)>,
-}
-
-impl Pending {
-    /// Serialized bytes of its messages for a key of `key_len` bytes.
-    pub fn bytes(&self, key_len: usize) -> usize {
-        let base = match &self.base {
-            Some(Base::Put(_, v)) => MSG_FIXED_BYTES + key_len + v.len(),
-            Some(Base::Delete(_)) => MSG_FIXED_BYTES + key_len,
-            None => 0,
-        };
-        base + self
-            .ops
-            .iter()
-            .map(|o| MSG_FIXED_BYTES + key_len + o.1.len())
-            .sum::<usize>()
-    }
-
-    /// Folds `newer` (later messages of the same key) into self.
-    #[cfg(test)]
-    pub fn absorb(&mut self, newer: Pending) {
-        if newer.base.is_some() {
-            *self = newer;
-        } else {
-            self.ops.extend(newer.ops);
-        }
-    }
-}
-
 /// One partition: an internal node's buffer for one child, or a basement.
 #[derive(Debug, Clone)]
 pub enum Part {
@@ -93,19 +50,6 @@ impl Part {
             Part::Packed(p) => p.heap_bytes(),
         }
     }
-}
-
-/// Where a partition lies in a stored node (docs/design.md, partition
-/// directory), and the key filter of a stored buffer (None: the node has no
-/// filters, or the partition is a basement).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DirEntry {
-    pub offset: u32,
-    pub comp_bytes: u32,
-    pub raw_bytes: u32,
-    pub crc: u32,
-    pub entries: u32,
-    pub filter: Option<super::filter::Filter>,
 }
 
 #[derive(Debug, Clone)]
@@ -290,7 +234,7 @@ impl Node {
 
     /// Buffers the messages of `p` for `key` in partition `i`.
     #[cfg(test)]
-    pub fn buf_add_pending(&mut self, i: usize, key: Vec<u8>, p: Pending) {
+    pub fn buf_add_pending(&mut self, i: usize, key: Vec<u8>, p: super::pending::Pending) {
         let Part::Buf(buf) = self.part_mut(i) else {
             panic!("internal node partition is not a buffer")
         };
@@ -426,6 +370,7 @@ impl NodeImage for Node {
 mod tests {
     use super::*;
     use crate::index::bepsilon::heap::counting::live;
+    use crate::index::bepsilon::pending::{Base, Pending};
     use crate::index::bepsilon::PROVISIONAL_BIT;
     use crate::store::image::downcast;
 

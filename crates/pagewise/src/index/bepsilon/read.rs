@@ -9,8 +9,8 @@
 //! (`counters::ReadCounters`).
 
 use super::counters::{level_of, READ_LEVELS};
-use super::node::{Node, Part, Pending};
-use super::write::resolve;
+use super::node::{Node, Part};
+use super::pending::{resolve, Pending};
 use super::{format, Child, Meta};
 use crate::error::{Error, Result};
 use crate::index::{Index, Trees};

@@ -6,7 +6,7 @@
 //! and 44): docs/design.md, "B-epsilon nodes", segments.
 
 use super::buffer::Buffer;
-use super::node::DirEntry;
+use super::directory::DirEntry;
 use super::packed::Packed;
 use super::MAX_KEY_BYTES;
 use crate::store::page::{get_u16, get_u32, put_u16, put_u32};

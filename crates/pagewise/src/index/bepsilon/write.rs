@@ -5,8 +5,8 @@
 //! provisional ids, charged by their heap bytes (heap.rs).
 
 use super::buffer::{Kind as MsgKind, Message};
-use super::leaf::Change;
-use super::node::{no_dir, Base, Buffer, Node, Part, Pending};
+use super::node::{no_dir, Buffer, Node, Part};
+use super::pending::{resolve, Change, Pending};
 use super::pivots::Pivots;
 use super::{format, provisional_id, BEpsilonOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
@@ -35,32 +35,6 @@ pub struct Writer<'a> {
     pub alloc: &'a mut Alloc,
     pub merge: Option<&'a dyn MergeOperator>,
     pub tree: &'a str,
-}
-
-/// The value of `key` after `p`, given the value before it. Errors when `p`
-/// holds operands and no merge operator is registered.
-pub fn resolve(
-    merge: Option<&dyn MergeOperator>,
-    tree: &str,
-    key: &[u8],
-    existing: Option<Vec<u8>>,
-    p: &Pending,
-) -> Result<Option<Vec<u8>>> {
-    let base = match &p.base {
-        Some(Base::Put(_, v)) => Some(v.clone()),
-        Some(Base::Delete(_)) => None,
-        None => existing,
-    };
-    if p.ops.is_empty() {
-        return Ok(base);
-    }
-    let Some(op) = merge else {
-        return Err(Error::NoMergeOperator {
-            tree: tree.to_string(),
-        });
-    };
-    let operands: Vec<&[u8]> = p.ops.iter().map(|o| o.1.as_slice()).collect();
-    Ok(Some(op.full_merge(key, base.as_deref(), &operands)))
 }
 
 impl Msg<'_> {

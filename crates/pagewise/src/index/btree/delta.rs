@@ -2,12 +2,9 @@
 //! holds them (docs/design.md, "Delta blocks for B+tree pages": the block
 //! table, the net change set per key, the branch-as-map convention).
 
-use super::node::{Node, OVF_REF};
-use crate::store::extent::Extent;
-use crate::store::image::{DeltaPages, Image};
+use crate::store::extent::{Extent, EXTENT_REF_BYTES as OVF_REF};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, HDR};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Bytes of the delta block's fixed part after the page header.
 pub const DELTA_HDR: usize = 24;
@@ -298,39 +295,6 @@ fn valid_overflow(change: ChangeRef<'_>, page_size: usize) -> bool {
         } => Extent::decode(val, page_size).is_some(),
         _ => true,
     }
-}
-
-/// Rebuilds a node from its base page and delta block (the store verified
-/// both pages' checksums and ids): checks the base crc, merges the base's
-/// entries with the records, and checks the result's entry count and size.
-pub fn apply_delta(d: &DeltaPages) -> Result<Image, String> {
-    let changes = Changes::decode(d.payload, d.page_size)?;
-    let crc = d.base_payload_crc;
-    debug_assert_eq!(crc, crc32c::crc32c(d.base_payload));
-    if crc != changes.base_crc {
-        return Err(format!(
-            "the base's payload crc32c is {crc:#010x}, the delta expects {:#010x} \
-             (a stale delta or a reused base page)",
-            changes.base_crc
-        ));
-    }
-    let mut node = Node::decode_with(
-        d.base_payload,
-        d.base_kind,
-        d.base_count,
-        d.page_size,
-        &changes,
-    )
-    .map_err(|e| format!("base page and delta: {e}"))?;
-    if node.len() != d.count {
-        return Err(format!(
-            "{} entries after replay, the delta says {}",
-            node.len(),
-            d.count
-        ));
-    }
-    node.set_changes(Some(changes));
-    Ok(Arc::new(node))
 }
 
 #[cfg(test)]

@@ -3,9 +3,10 @@
 
 use super::delta::{Change, ChangeRef, Changes};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
-use crate::store::image::{NodeImage, PageFill};
+use crate::store::image::{DeltaPages, Image, NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
 use crate::store::read::{NodeRef, BASE_UNNAMED};
+use std::sync::Arc;
 
 pub const LEAF_ENT: usize = 6;
 /// Branch entry bytes beside the separator, and before the first separator:
@@ -914,6 +915,39 @@ pub fn shortest_separator(left: &[u8], right: &[u8]) -> Vec<u8> {
     debug_assert!(left < right);
     let common = left.iter().zip(right).take_while(|(a, b)| a == b).count();
     right[..(common + 1).min(right.len())].to_vec()
+}
+
+/// Rebuilds a node from its base page and delta block (the store verified
+/// both pages' checksums and ids): checks the base crc, merges the base's
+/// entries with the records, and checks the result's entry count and size.
+pub fn apply_delta(d: &DeltaPages) -> Result<Image, String> {
+    let changes = Changes::decode(d.payload, d.page_size)?;
+    let crc = d.base_payload_crc;
+    debug_assert_eq!(crc, crc32c::crc32c(d.base_payload));
+    if crc != changes.base_crc {
+        return Err(format!(
+            "the base's payload crc32c is {crc:#010x}, the delta expects {:#010x} \
+             (a stale delta or a reused base page)",
+            changes.base_crc
+        ));
+    }
+    let mut node = Node::decode_with(
+        d.base_payload,
+        d.base_kind,
+        d.base_count,
+        d.page_size,
+        &changes,
+    )
+    .map_err(|e| format!("base page and delta: {e}"))?;
+    if node.len() != d.count {
+        return Err(format!(
+            "{} entries after replay, the delta says {}",
+            node.len(),
+            d.count
+        ));
+    }
+    node.set_changes(Some(changes));
+    Ok(Arc::new(node))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //!
 //! The window adapts like OS read-ahead: nothing on the first leaf (a short
 //! range that stays in one leaf pays nothing), then 2 siblings, doubling with
-//! each batch up to `Options::read_ahead` (default [`DEFAULT_PAGES`]) and
+//! each batch up to `Options::read_ahead` (default [`crate::options::READ_AHEAD_DEFAULT_PAGES`]) and
 //! 1/16 of the cache. It doubles per batch
 //! rather than per leaf: the leaves in between come from the previous batch,
 //! and growing per leaf would let a scan that ends soon read far past its end.
@@ -19,8 +19,6 @@ use crate::index::Index;
 use crate::store::read::NodeRef;
 use std::sync::atomic::Ordering;
 
-/// Default bound on the siblings read with one leaf.
-pub const DEFAULT_PAGES: usize = 32;
 /// Siblings read with the second leaf an iterator visits.
 const FIRST_PAGES: usize = 2;
 
