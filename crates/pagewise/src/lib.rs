@@ -37,12 +37,15 @@ pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
 pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
-pub use options::{DeltaFlush, Durability, MergeOperator, Options, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use options::{
+    DeltaFlush, Durability, MergeOperator, Options, DIRTY_PERCENT_DEFAULT, MAX_PAGE_SIZE,
+    MIN_PAGE_SIZE, READ_AHEAD_DEFAULT_PAGES, WAL_LIMIT_DEFAULT,
+};
 pub use stats::{LevelReads, Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
 pub use tree::{Iter, Tree};
 
 /// Longest key a B+tree accepts with `page_size` pages.
 pub fn max_key_len(page_size: usize) -> usize {
-    index::max_key_bytes(TreeKind::BTree, page_size)
+    index::max_key_bytes(TreeKind::default(), page_size)
 }

@@ -35,8 +35,7 @@ pub struct Options {
     /// every changed node however little changed, so write amplification
     /// falls, while fewer clean images stay cached during writes.
     /// [`DIRTY_PERCENT_DEFAULT`], chosen by measurement (docs/benchmarks.md,
-    /// "The dirty budget: most of the cache (session 9)", "... three
-    /// quarters of the cache (session 12)").
+    /// "Memory").
     pub dirty_percent: u8,
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).
@@ -50,7 +49,7 @@ pub struct Options {
     /// keeps about this length until a clean close punches it out. Larger
     /// means fewer checkpoints, each rewriting every changed node whole:
     /// [`WAL_LIMIT_DEFAULT`], chosen by measurement (docs/benchmarks.md,
-    /// "Leaf write-back (session 11)").
+    /// "B-epsilon tree").
     pub wal_limit: u64,
     /// Sparse redo log: every log flush starts in a fresh 4 KiB block and
     /// zero-pads it instead of rewriting the partly filled last block, so a
@@ -63,7 +62,7 @@ pub struct Options {
     /// B+tree pages"). None (the default): every changed node is written whole.
     /// Costs: a read that misses such a node reads two pages, one after the
     /// other, and the file grows by up to a page per node with a delta
-    /// (docs/benchmarks.md, "Delta-flushed B+tree pages (issue 11)").
+    /// (docs/benchmarks.md, "Delta-flushed pages").
     pub delta_flush: Option<DeltaFlush>,
     /// Fraction of a B+tree page that an append at a tree's right edge (a
     /// load in key order) leaves in the full page it splits, like a B-tree
@@ -138,8 +137,7 @@ pub struct DeltaFlush {
 }
 
 impl Default for DeltaFlush {
-    /// Chosen by measurement: docs/benchmarks.md, "Delta-flushed B+tree
-    /// pages (issue 11)".
+    /// Chosen by measurement: docs/benchmarks.md, "Delta-flushed pages".
     fn default() -> Self {
         Self {
             threshold_bytes: 2048,

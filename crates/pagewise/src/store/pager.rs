@@ -58,7 +58,7 @@ const DELTA_HEAD_BYTES: usize = 4096;
 /// Most buffer bytes a queue keeps in flight (one I/O may exceed it alone).
 /// Checkpoint runs are up to [`MAX_RUN_BYTES`]: 32 of them in flight held
 /// 32 MiB outside the cache budget, which got a 1M-row B+tree fill with a
-/// 48 MiB cache OOM-killed under the bench's memory cap (session 9).
+/// 48 MiB cache OOM-killed under the bench's memory cap.
 const WINDOW_BYTES: usize = 4 << 20;
 
 pub struct Pager {

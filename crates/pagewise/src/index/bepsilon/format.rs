@@ -27,7 +27,7 @@ const TYPE_LEAF: u8 = 2;
 /// Memory: the output plus one partition's raw and compressed bytes at a
 /// time (each partition is appended as soon as it is compressed), so a
 /// placing thread holds about one node's bytes, not three
-/// (docs/benchmarks.md, "Memory of the packed fill (session 8)").
+/// (docs/benchmarks.md, "Memory").
 pub fn encode(node: &Node, comp: Compression, level: u8, segment_bytes: usize) -> Vec<u8> {
     assert!(node.all_loaded() && node.parts.len() <= u16::MAX as usize);
     let filters = build_filters(node);
@@ -791,7 +791,7 @@ mod tests {
 
     /// Encoding holds its output and one partition's raw and compressed
     /// bytes at a time, not every partition's twice besides (it held three
-    /// node sizes per placing thread before session 8's memory fix).
+    /// node sizes per placing thread when partitions were encoded whole).
     #[test]
     fn encode_holds_about_one_node_of_bytes() {
         use crate::index::bepsilon::heap::counting::{live, peak, reset_peak};

@@ -36,7 +36,7 @@ pub const fn arc_bytes<T>() -> usize {
 /// basement's) take capacities of these classes: sized exactly, each would
 /// ask for a little more than the chunk it frees, which glibc's malloc
 /// cannot reuse, and the freed chunks pile up as fragments beside the dirty
-/// set (docs/benchmarks.md, "Leaf write-back (session 11)", memory). With
+/// set (docs/benchmarks.md, "Memory"). With
 /// classes a rebuild mostly frees the size the next one asks for. Each
 /// class is at least an eighth above the one below.
 pub fn size_class(count: usize) -> usize {

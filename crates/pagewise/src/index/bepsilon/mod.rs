@@ -107,21 +107,20 @@ impl Default for BEpsilonOptions {
     /// median latency, 16 KiB with fewer shell bytes, 32 and 64 KiB lose.
     /// Fully cached 5M-row trees read about 1.6x faster with 64 KiB
     /// basements (one unpaired run): a trade not settled yet
-    /// (docs/benchmarks.md, "Reads at a small cache (session 6)").
+    /// (docs/benchmarks.md, "B-epsilon tree").
     /// Leaves of 512 KiB under 1 MiB internal nodes: a flush moves about as
     /// many bytes into a leaf half the size, so a leaf is rewritten about
     /// half as often per byte it holds. At 5M rows the fill's device WA fell
     /// from 6.05 to 5.04 (leaves 3.46 to 1.99, height 1 1.27 to 1.65) for
     /// about 7% more reads per get at a 5% cache; 256 KiB leaves reach 4.78
     /// but read about 25% more per get (more height-1 nodes, fewer cached)
-    /// (docs/benchmarks.md, "Leaf size and write amplification (session 8)").
-    /// Fanout 8 (16 before session 10): each buffer is twice as large, so a
+    /// (docs/benchmarks.md, "B-epsilon tree").
+    /// Fanout 8 rather than 16: each buffer is twice as large, so a
     /// flush moves twice the bytes per child written; at 5M rows the fill's
     /// device WA fell from 4.05 to 3.60 and its rate rose by about a tenth,
     /// with point reads within the runs' spread. Fanout 4 reaches 3.40 but
     /// serves cached gets about 25% slower and holds more memory in the
-    /// fill (docs/benchmarks.md, "Fanout and write amplification (session
-    /// 10)").
+    /// fill (docs/benchmarks.md, "B-epsilon tree").
     fn default() -> Self {
         Self {
             node_bytes: 1 << 20,

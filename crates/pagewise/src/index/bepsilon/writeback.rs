@@ -107,7 +107,7 @@ fn leaf_parents(work: &[super::place::Work]) -> PidMap<u64> {
 /// everything its parent buffered for it), and its basements, about a
 /// leaf's bytes of heap, would otherwise sit in the cache until evicted,
 /// where the allocator keeps their memory as fragments beside the growing
-/// internal buffers (docs/benchmarks.md, "Leaf write-back (session 11)").
+/// internal buffers (docs/benchmarks.md, "Memory").
 fn shell_only(leaf: Arc<Node>) -> Image {
     assert!(leaf.is_leaf() && leaf.dir.len() == leaf.parts.len());
     let mut n = Arc::try_unwrap(leaf).unwrap_or_else(|a| (*a).clone());
