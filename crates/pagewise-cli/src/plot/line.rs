@@ -108,11 +108,6 @@ impl LineChart {
         self
     }
 
-    pub fn series(mut self, s: Series) -> Self {
-        self.series.push(s);
-        self
-    }
-
     pub fn add(&mut self, s: Series) -> &mut Self {
         self.series.push(s);
         self

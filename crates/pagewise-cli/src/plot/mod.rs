@@ -12,15 +12,12 @@
 //!
 //! ```ignore
 //! use crate::plot::{Axis, LineChart, Series};
-//! let chart = LineChart::new("Random read", Axis::bytes("block size"), Axis::log("IOPS", "ops/s"))
-//!     .subtitle("vda, O_DIRECT, QD1")
-//!     .series(Series::measured("measured", pts).color(0))
-//!     .series(Series::fitted("T = S + B/W", fit).color(0));
+//! let mut chart = LineChart::new("Random read", Axis::bytes("block size"), Axis::log("IOPS", "ops/s"))
+//!     .subtitle("vda, O_DIRECT, QD1");
+//! chart.add(Series::measured("measured", pts).color(0));
+//! chart.add(Series::fitted("T = S + B/W", fit).color(0));
 //! plot::save(&dir.join("iops.svg"), &chart.to_svg())?;
 //! ```
-
-// A shared toolkit: not every subcommand uses every builder.
-#![allow(dead_code, unused_imports)]
 
 mod axis;
 mod bars;
@@ -28,11 +25,10 @@ mod heatmap;
 mod line;
 mod svg;
 
-pub use axis::{format_bytes, format_decimal, nice_step, Axis, Layout, Scale, TickStyle};
+pub use axis::{format_bytes, Axis};
 pub use bars::BarChart;
 pub use heatmap::HeatMap;
-pub use line::{LineChart, Series, Style};
-pub use svg::{viridis, PALETTE};
+pub use line::{LineChart, Series};
 
 use std::path::Path;
 
@@ -89,16 +85,17 @@ mod samples {
                 .map(|(i, (x, y))| (x, y * (1.0 + k * ((i * 7 % 5) as f64 - 2.0) / 100.0)))
                 .collect()
         };
-        let chart = LineChart::new(
+        let mut chart = LineChart::new(
             "Random I/O: IOPS vs block size",
             Axis::bytes("block size"),
             Axis::log("IOPS", "ops/s"),
         )
-        .subtitle("vda (virtio, ext4), O_DIRECT, io_uring, 1 thread")
-        .series(Series::measured("randread QD1", noisy(model(90.0, 900.0), 2.0)).color(0))
-        .series(Series::fitted("fit T = 90 µs + B / 900 MB/s", model(90.0, 900.0)).color(0))
-        .series(Series::measured("randread QD32", noisy(model(12.0, 1500.0), 3.0)).color(1))
-        .series(Series::measured("randwrite QD1", noisy(model(150.0, 600.0), 4.0)).color(2));
+        .subtitle("vda (virtio, ext4), O_DIRECT, io_uring, 1 thread");
+        chart
+            .add(Series::measured("randread QD1", noisy(model(90.0, 900.0), 2.0)).color(0))
+            .add(Series::fitted("fit T = 90 µs + B / 900 MB/s", model(90.0, 900.0)).color(0))
+            .add(Series::measured("randread QD32", noisy(model(12.0, 1500.0), 3.0)).color(1))
+            .add(Series::measured("randwrite QD1", noisy(model(150.0, 600.0), 4.0)).color(2));
         assert_svg(&chart.to_svg(), "Random I/O: IOPS vs block size");
         let aligns: Vec<u64> = (1..=8).map(|k| k * 512).collect();
         let sizes: Vec<u64> = (1..=8).map(|k| k * 512).collect();
