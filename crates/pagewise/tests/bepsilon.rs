@@ -462,7 +462,7 @@ fn partial_eviction_keeps_shells_and_reads_one_basement_per_get() {
     assert!(reads <= 1.0, "{reads:.2} reads per get");
     // Basement bytes: about one 1 KiB basement per get. Root buffers are
     // probed (read whole, not cached) by the gets whose key one holds:
-    // since buffers are packed (session 8) the root is flushed by its
+    // since buffers are packed the root is flushed by its
     // serialized bytes alone and holds four times the messages it did as
     // maps (its sequential fill in one 40 KiB buffer; a probe of it in 4%
     // of gets, 2.6 KiB per get in all, where it was under 1.5 KiB).
@@ -730,8 +730,8 @@ fn basement_reads(db: &Db) -> u64 {
 /// A get whose key an internal buffer holds a put for has its value there
 /// (nothing below is newer), so it reads no basement: under a cache too
 /// small for the basements, the gets of overwritten keys that read a buffer
-/// read no basement after it (before session 9 each read one more: the
-/// leaf's stale value, then overridden), and find the overwrite.
+/// read no basement after it (not one more for the leaf's stale value,
+/// which the buffer's put overrides), and find the overwrite.
 #[test]
 fn a_buffered_put_decides_the_get_without_the_leaf() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,6 +1,5 @@
 //! A checkpoint returns the heap glibc keeps freed to the OS (docs/design.md,
-//! "Memory charge"; docs/benchmarks.md, "Memory of the packed fill (session
-//! 8)"): the memory the cache evicted and the dirty set replaced is not
+//! "Memory charge"; docs/benchmarks.md, "Memory": the packed fill): the memory the cache evicted and the dirty set replaced is not
 //! charged, so it must not stay resident. One test in this binary, so no
 //! other test's allocations move the RSS.
 
