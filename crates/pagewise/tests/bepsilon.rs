@@ -534,9 +534,8 @@ fn overwritten_tree(path: &std::path::Path) -> Db {
 /// Buffer key filters: under a cache too small for the internal buffers, a
 /// get of a key no buffer holds reads no buffer (but for the filters'
 /// false positives), while a get of a key a buffer holds reads it and
-/// finds the buffered value. Without filters (`PAGEWISE_BEPSILON_FILTERS=off`)
-/// the absent-key gets read about one buffer each: measured 0.99 per get,
-/// against 0.018 with filters.
+/// finds the buffered value. Without filters the absent-key gets read about
+/// one buffer each: measured 0.99 per get, against 0.018 with filters.
 #[test]
 fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -689,7 +688,7 @@ fn a_get_reads_one_segment_of_a_cold_basement() {
     assert!(one_probe >= 1000, "{one_probe} gets probed one basement");
     // A segment holds at least 1 KiB and under one 55-byte entry more, so
     // it spans at most 4 pages of 480 payload bytes (a whole basement read
-    // up to 7: PAGEWISE_BEPSILON_LEAF_SEGMENT_KIB=0 fails here).
+    // up to 7: reading whole basements fails here).
     assert!(most_bytes <= 4 * 512, "{most_bytes} bytes in one probe");
     // A hot key under the same full cache: its basement is probed once,
     // loaded at its second miss, and then read from the cache.
