@@ -116,7 +116,11 @@ fn pagewise_settings_reach_the_engine_options() {
         assert_eq!(s["bepsilon_fanout"], 5);
         assert_eq!(s["delta_threshold_bytes"], 1024);
         assert_eq!(s["wal_limit_bytes"], 4 << 20);
-        assert_eq!(r["engine_stats"]["options"]["wal_limit"], 4 << 20, "{r}");
+        assert_eq!(
+            r["engine_stats"]["options"]["wal_limit_bytes"],
+            4 << 20,
+            "{r}"
+        );
     }
     let stats = |engine: &str| {
         let r = results.iter().find(|r| r["engine"] == engine).unwrap();

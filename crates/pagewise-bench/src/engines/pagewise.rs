@@ -97,7 +97,7 @@ fn open_kind(
         None => opts,
     };
     let options = serde_json::json!({
-        "wal_limit": opts.wal_limit,
+        "wal_limit_bytes": opts.wal_limit,
         "delta_flush": delta.map(|d| serde_json::json!({
             "threshold_bytes": d.threshold_bytes,
             "block_bytes": d.block_bytes,
