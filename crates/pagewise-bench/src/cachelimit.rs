@@ -68,7 +68,7 @@ pub enum CapScope {
     #[default]
     All,
     /// Only phases whose `cache=` option is smaller than the Db (the 5%-cache
-    /// reads): the behaviour of every table before session 3.
+    /// reads), as the peer tables measured before fills were capped too.
     SmallCache,
 }
 

@@ -1,7 +1,8 @@
 //! The one adapter trait every measured engine implements, and the settings
 //! that make engines comparable (written into every result line).
 
-use crate::Result;
+use crate::{BenchError, Result};
+use pagewise::{BEpsilonOptions, DeltaFlush, TreeKind};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -15,8 +16,12 @@ pub enum SyncPolicy {
     EveryBatch,
 }
 
-/// Settings applied the same way to every engine.
+/// Settings applied the same way to every engine, then pagewise's own
+/// (`None`: the engine's default; other engines ignore them). Each is a flag
+/// of `pagewise bench run`; results written before a field existed read it
+/// as its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Settings {
     /// Engine-managed cache in bytes (buffer pool, block cache, page cache size).
     pub cache_bytes: u64,
@@ -28,6 +33,20 @@ pub struct Settings {
     pub direct_io: bool,
     /// Page size for engines that let you choose (pagewise, sqlite).
     pub page_size: Option<usize>,
+    /// pagewise-bepsilon: target bytes of an internal node (`--bepsilon-node`);
+    /// leaves follow it unless `bepsilon_leaf_bytes` is set.
+    pub bepsilon_node_bytes: Option<u32>,
+    /// pagewise-bepsilon: target bytes of a leaf (`--bepsilon-leaf`).
+    pub bepsilon_leaf_bytes: Option<u32>,
+    /// pagewise-bepsilon: target bytes of a leaf basement (`--bepsilon-basement`).
+    pub bepsilon_basement_bytes: Option<u32>,
+    /// pagewise-bepsilon: most children of an internal node (`--bepsilon-fanout`).
+    pub bepsilon_fanout: Option<u16>,
+    /// pagewise-delta: change bytes a page may carry as delta blocks before
+    /// it is written whole again (`--delta-threshold`).
+    pub delta_threshold_bytes: Option<usize>,
+    /// pagewise engines: log bytes that start a checkpoint (`--wal-limit`).
+    pub wal_limit_bytes: Option<u64>,
 }
 
 impl Default for Settings {
@@ -38,7 +57,109 @@ impl Default for Settings {
             sync: SyncPolicy::Off,
             direct_io: false,
             page_size: None,
+            bepsilon_node_bytes: None,
+            bepsilon_leaf_bytes: None,
+            bepsilon_basement_bytes: None,
+            bepsilon_fanout: None,
+            delta_threshold_bytes: None,
+            wal_limit_bytes: None,
         }
+    }
+}
+
+/// The smallest log limit the engine honours (it raises smaller ones).
+pub const WAL_LIMIT_MIN_BYTES: u64 = 64 << 10;
+
+impl Settings {
+    /// pagewise-bepsilon's tree options: the engine's defaults with these
+    /// settings applied, checked by the engine's own validation.
+    pub fn bepsilon_options(&self) -> Result<BEpsilonOptions> {
+        let mut o = BEpsilonOptions::default();
+        if let Some(n) = self.bepsilon_node_bytes {
+            o = o.node_bytes(n);
+        }
+        if let Some(n) = self.bepsilon_leaf_bytes {
+            o = o.leaf_bytes(n);
+        }
+        if let Some(n) = self.bepsilon_basement_bytes {
+            o = o.basement_bytes(n);
+        }
+        if let Some(n) = self.bepsilon_fanout {
+            o = o.fanout(n);
+        }
+        TreeKind::BEpsilon(o)
+            .validate()
+            .map_err(|e| BenchError::Settings {
+                flags: self.bepsilon_flags(),
+                what: e.to_string(),
+            })?;
+        Ok(o)
+    }
+
+    /// The B-epsilon settings given, as the flags that set them.
+    fn bepsilon_flags(&self) -> String {
+        let given = [
+            ("--bepsilon-node", self.bepsilon_node_bytes.map(u64::from)),
+            ("--bepsilon-leaf", self.bepsilon_leaf_bytes.map(u64::from)),
+            (
+                "--bepsilon-basement",
+                self.bepsilon_basement_bytes.map(u64::from),
+            ),
+            ("--bepsilon-fanout", self.bepsilon_fanout.map(u64::from)),
+        ];
+        let set: Vec<String> = given
+            .iter()
+            .filter_map(|(flag, v)| v.map(|v| format!("{flag} {v}")))
+            .collect();
+        if set.is_empty() {
+            "the B-epsilon defaults".into()
+        } else {
+            set.join(" ")
+        }
+    }
+
+    /// pagewise-delta's delta flushes: the engine's defaults with the
+    /// threshold applied (at least 1 byte).
+    pub fn delta_flush(&self) -> Result<DeltaFlush> {
+        let d = DeltaFlush::default();
+        match self.delta_threshold_bytes {
+            None => Ok(d),
+            Some(0) => Err(BenchError::Settings {
+                flags: "--delta-threshold 0".into(),
+                what: format!(
+                    "the threshold must be at least 1 byte (the default is {} bytes)",
+                    d.threshold_bytes
+                ),
+            }),
+            Some(t) => Ok(DeltaFlush {
+                threshold_bytes: t,
+                ..d
+            }),
+        }
+    }
+
+    /// The log limit for pagewise engines, if set (at least
+    /// [`WAL_LIMIT_MIN_BYTES`]).
+    pub fn wal_limit(&self) -> Result<Option<u64>> {
+        match self.wal_limit_bytes {
+            Some(n) if n < WAL_LIMIT_MIN_BYTES => Err(BenchError::Settings {
+                flags: format!("--wal-limit {n}"),
+                what: format!(
+                    "the log limit must be at least {} KiB (e.g. 64k, 256m)",
+                    WAL_LIMIT_MIN_BYTES >> 10
+                ),
+            }),
+            n => Ok(n),
+        }
+    }
+
+    /// Checks every pagewise setting, so a bad one is refused before a run
+    /// starts rather than when its engine opens.
+    pub fn validate(&self) -> Result<()> {
+        self.bepsilon_options()?;
+        self.delta_flush()?;
+        self.wal_limit()?;
+        Ok(())
     }
 }
 
@@ -191,7 +312,6 @@ pub fn open_engine(
     tables: &[&str],
 ) -> Result<Box<dyn Engine>> {
     use crate::engines;
-    use crate::BenchError;
     std::fs::create_dir_all(dir).map_err(|e| BenchError::os("create run directory", dir, e))?;
     match name {
         "pagewise" => engines::pagewise::open(dir, settings, tables),
@@ -213,5 +333,76 @@ pub fn open_engine(
         "rocksdb" => engines::rocksdb::open(dir, settings, tables),
         other if ENGINES.contains(&other) => Err(BenchError::NotCompiled(other.into())),
         other => Err(BenchError::UnknownEngine(other.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_of_older_results_read_as_the_defaults() {
+        let old = r#"{"cache_bytes":1048576,"compression":false,"sync":"off","direct_io":true,"page_size":null}"#;
+        let s: Settings = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            s,
+            Settings {
+                cache_bytes: 1 << 20,
+                direct_io: true,
+                ..Settings::default()
+            }
+        );
+    }
+
+    #[test]
+    fn bepsilon_settings_go_through_the_engine_validation() {
+        let s = Settings {
+            bepsilon_node_bytes: Some(64 << 10),
+            bepsilon_basement_bytes: Some(4 << 10),
+            ..Settings::default()
+        };
+        let o = s.bepsilon_options().unwrap();
+        assert_eq!((o.node_bytes, o.leaf_target_bytes()), (64 << 10, 64 << 10));
+        assert_eq!(o.basement_bytes, 4 << 10);
+        let bad = Settings {
+            bepsilon_fanout: Some(2),
+            ..s
+        };
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("--bepsilon-node 65536 --bepsilon-basement 4096 --bepsilon-fanout 2: "),
+            "{e}"
+        );
+        assert!(e.contains("fanout 2 must be between 3 and 1024"), "{e}");
+    }
+
+    #[test]
+    fn delta_threshold_and_wal_limit_are_checked() {
+        let zero = Settings {
+            delta_threshold_bytes: Some(0),
+            ..Settings::default()
+        };
+        assert!(zero
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at least 1 byte"));
+        let small = Settings {
+            wal_limit_bytes: Some(WAL_LIMIT_MIN_BYTES - 1),
+            ..Settings::default()
+        };
+        assert!(small
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("at least 64 KiB"));
+        let fine = Settings {
+            delta_threshold_bytes: Some(512),
+            wal_limit_bytes: Some(WAL_LIMIT_MIN_BYTES),
+            ..Settings::default()
+        };
+        assert_eq!(fine.delta_flush().unwrap().threshold_bytes, 512);
+        assert_eq!(fine.wal_limit().unwrap(), Some(WAL_LIMIT_MIN_BYTES));
+        Settings::default().validate().unwrap();
     }
 }

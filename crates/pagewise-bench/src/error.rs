@@ -11,6 +11,8 @@ pub enum BenchError {
         "unknown engine {0:?}: expected one of pagewise, redb, lmdb, sqlite, rocksdb, btreemap"
     )]
     UnknownEngine(String),
+    #[error("{flags}: {what}")]
+    Settings { flags: String, what: String },
     #[error("bad workload spec {spec:?}: {what}")]
     BadSpec { spec: String, what: String },
     #[error("{what} ({path}): {source}")]

@@ -72,12 +72,6 @@ impl Kind {
             Self::Ycsb(y) => format!("ycsb-{}", format!("{y:?}").to_lowercase()),
         }
     }
-
-    /// Loads (fillseq, fillrandom, iibench) start from the key count's worth of
-    /// writes; everything else runs on what earlier phases loaded.
-    pub fn is_load(&self) -> bool {
-        matches!(self, Self::FillSeq | Self::FillRandom | Self::IiBench)
-    }
 }
 
 /// Cache for one phase: absolute bytes or a share of the Db's size on disk.

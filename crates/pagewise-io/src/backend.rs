@@ -80,13 +80,6 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     fn engine(&self) -> &'static str {
         "sync"
     }
-    /// The descriptor data moves through when reads and writes go straight
-    /// to it, so [`crate::SharedRing`] may submit to it directly. Wrappers
-    /// that act on the data (accounting, fault injection, compression,
-    /// simulation) keep the default `None`: bypassing them would be wrong.
-    fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
-        None
-    }
 }
 
 /// Checks the direct-I/O alignment rules for one transfer.
@@ -233,9 +226,6 @@ macro_rules! forward_backend {
             }
             fn engine(&self) -> &'static str {
                 (**self).engine()
-            }
-            fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
-                (**self).raw_fd()
             }
         }
     };

@@ -230,11 +230,6 @@ impl Backend for FileBackend {
     fn path(&self) -> &Path {
         &self.path
     }
-
-    fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
-        use std::os::unix::io::AsRawFd;
-        Some(self.file.as_raw_fd())
-    }
 }
 
 /// `fallocate(PUNCH_HOLE | KEEP_SIZE)` on `fd`; a file system that cannot

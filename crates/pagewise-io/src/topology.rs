@@ -256,16 +256,11 @@ fn unescape_octal(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// True when the block device at `device_path`, any partition of it, its
-/// parent disk, or any device stacked on it (dm, md: sysfs `holders`) is
-/// mounted or used as swap. The probe refuses to write to such a device.
-pub fn is_mounted(device_path: &Path) -> Result<bool> {
-    Ok(in_use(device_path)?.is_some())
-}
-
-/// What makes writing `device_path` unsafe, as a phrase for messages
-/// ("mounted at /", "used as swap"), or None when nothing does. Covers the
-/// same related devices as [`is_mounted`].
+/// What makes writing the block device at `device_path` unsafe, as a phrase
+/// for messages ("mounted at /", "used as swap"), or None when nothing does:
+/// the device, any partition of it, its parent disk, or any device stacked
+/// on it (dm, md: sysfs `holders`) mounted or used as swap. The probe
+/// refuses to write to such a device.
 pub fn in_use(device_path: &Path) -> Result<Option<String>> {
     let meta = std::fs::metadata(device_path).map_err(|source| IoError::Open {
         path: device_path.to_path_buf(),
@@ -274,7 +269,8 @@ pub fn in_use(device_path: &Path) -> Result<Option<String>> {
     if !meta.file_type().is_block_device() {
         return Err(IoError::Invalid {
             path: device_path.to_path_buf(),
-            what: "is not a block device; is_mounted asks about devices only".into(),
+            what: "is not a block device; only block devices are checked for mounts and swap"
+                .into(),
         });
     }
     let rdev = meta.rdev();
@@ -428,10 +424,10 @@ mod tests {
         let t = Topology::for_path(vda).unwrap();
         assert_eq!(t.device.as_deref(), Some("vda"));
         assert_eq!(t.fs_type, None, "a device node is not in a filesystem");
-        assert!(is_mounted(vda).unwrap(), "/ is on vda");
+        assert!(in_use(vda).unwrap().is_some(), "/ is on vda");
         let unused = Path::new("/dev/loop7");
         if unused.exists() && num_loop_size(unused) == Some(0) {
-            assert!(!is_mounted(unused).unwrap());
+            assert_eq!(in_use(unused).unwrap(), None);
         }
     }
 
@@ -444,7 +440,7 @@ mod tests {
     fn errors_not_panics() {
         assert!(Topology::for_path(Path::new("/nonexistent/x")).is_err());
         assert!(matches!(
-            is_mounted(Path::new("/etc/hostname")),
+            in_use(Path::new("/etc/hostname")),
             Err(IoError::Invalid { .. }) | Err(IoError::Open { .. })
         ));
         // /proc has no block device: everything device-related is None.

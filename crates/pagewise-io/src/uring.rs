@@ -128,11 +128,6 @@ impl UringBackend {
             idle.push((depth, ring));
         }
     }
-
-    /// The underlying synchronous backend (for `fell_back()` and friends).
-    pub fn file_backend(&self) -> &FileBackend {
-        &self.file
-    }
 }
 
 /// Creates and drops a tiny ring to learn whether io_uring works here.
@@ -167,9 +162,6 @@ impl Backend for UringBackend {
     }
     fn engine(&self) -> &'static str {
         "uring"
-    }
-    fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
-        self.file.raw_fd()
     }
 }
 

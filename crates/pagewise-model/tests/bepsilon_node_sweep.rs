@@ -1,9 +1,10 @@
-//! The corrected B-epsilon model against the session-7 node-size sweep
-//! (docs/benchmarks.md, "Node-size sweep at 5M against the advisor (session
-//! 7)"; raw results docs/bench/bepsilon-node-sweep/node-*.jsonl, loaded here).
+//! The corrected B-epsilon model against the node-size sweep at 5M rows
+//! (docs/benchmarks.md, "B-epsilon tree": the node-size sweep against the
+//! advisor; raw results docs/bench/bepsilon-node-sweep/node-*.jsonl, loaded
+//! here).
 //!
-//! Drive: the QD1 random read and write IOPS of the session's `tune` probe
-//! (`/var/tmp/tune7/realc/probe-results.json`, 18:01 UTC), copied below; the
+//! Drive: the QD1 random read and write IOPS of the `tune` probe run beside
+//! the sweep (`/var/tmp/tune7/realc/probe-results.json`, 18:01 UTC), copied below; the
 //! advisor on it reproduces the sweep table's predictions. Dataset: 5M rows
 //! of 16 B keys and 100 B values, fill ln 2, the fill's 256 MiB cache for
 //! inserts and the 5%-cache phase's own cache for gets; 16 KiB basements,
@@ -14,7 +15,7 @@ use pagewise_model::advise::{
     BEpsilonSample, BEpsilonShape, Dataset, Device, PartitionReads,
 };
 
-/// The session-7 engine read whole partitions (no segments before format 5).
+/// The swept engine read whole partitions (no segments before format 5).
 const WHOLE: PartitionReads = PartitionReads::Whole;
 use pagewise_model::fit::{fit_all, ModelReport};
 use pagewise_model::{Measurement, OpKind, Pattern};
@@ -44,7 +45,7 @@ const WRITES: [(u64, f64); 9] = [
 ];
 const NODES_KIB: [u64; 4] = [64, 256, 1024, 4096];
 /// CPU per cached get at 5M, 1 MiB nodes (the sweep ran no cached phase):
-/// 4.0 µs in the merged session-7 run (docs/bench/bepsilon-node-sweep/final-5m.jsonl,
+/// 4.0 µs in the merged engine's 5M run (docs/bench/bepsilon-node-sweep/final-5m.jsonl,
 /// "readrandom:cache=4G").
 const CACHED_GET_S: f64 = 4.0e-6;
 /// The sweep table's I/O-only predictions (256 MiB cache).
@@ -212,8 +213,8 @@ fn check_after(n: u64, e: &[f64; 6]) {
     assert!(e[4] > 2.5, "{n} KiB gets/s, I/O-only: {e:?}");
 }
 
-/// The merged engine's 5M run of session 7 (docs/benchmarks.md, "The merged
-/// engine at 5M rows, one binary, one run (session 7)"; load 2.8 -> 1.6,
+/// The merged engine's 5M run after the sweep (docs/benchmarks.md, "B-epsilon
+/// tree": the merged engine at 5M rows, one binary, one run; load 2.8 -> 1.6,
 /// quieter than the sweep): 1 MiB nodes, 16 KiB basements, fanout 16, its
 /// 5%-cache gets predicted with the costs fitted on the sweep (out of
 /// sample for this run but for `c_get`, which is its cached phase).

@@ -1,5 +1,6 @@
 //! A deterministic fill-then-get workload for instruction counts
-//! (docs/benchmarks.md, "The engine's seam", session 5): the bench's
+//! (docs/benchmarks.md, "Engine against peers (5M rows)": the engine's
+//! seam, measured in instructions): the bench's
 //! fillrandom shape (random 16-byte keys, 100-byte values, batches of 1,000,
 //! buffered log, direct I/O, 64 MiB cache), then a reopen with a 2 GiB cache,
 //! a full scan to warm it, and `GETS` random point gets.

@@ -4,11 +4,12 @@
 //! B+tree until the log since the last checkpoint holds `FILL_PCT` percent
 //! of `wal_limit`, syncs, and exits without closing (what a crash after the
 //! last sync leaves). The parent then times `Db::open`, which replays that
-//! log (docs/benchmarks.md, "Leaf write-back (session 11)").
+//! log (docs/benchmarks.md, "B-epsilon tree": recovery time with leaf
+//! write-back).
 //!
 //! ```sh
-//! recovery_time DIR bepsilon|btree [FILL_PCT]      # prints one JSON line
-//! RECOVERY_DROP_CACHES=1 recovery_time ...      # log read cold (root)
+//! recovery_time DIR bepsilon|btree [FILL_PCT]          # prints one JSON line
+//! recovery_time DIR bepsilon|btree FILL_PCT --cold     # log read cold (root)
 //! ```
 
 use pagewise::{BEpsilonOptions, Batch, Db, Durability, Options, TreeKind};
@@ -70,7 +71,7 @@ fn load(path: &Path, kind: TreeKind, fill_pct: u64) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: recovery_time DIR bepsilon|btree [FILL_PCT]";
+    let usage = "usage: recovery_time DIR bepsilon|btree [FILL_PCT [--cold]]";
     let (dir, kind_name) = (
         Path::new(args.get(1).expect(usage)),
         args.get(2).expect(usage),
@@ -88,7 +89,7 @@ fn main() {
         .expect("run the loading child");
     assert!(out.status.success(), "the loading child failed: {out:?}");
     let loaded = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if std::env::var_os("RECOVERY_DROP_CACHES").is_some() {
+    if args.get(4).map(String::as_str) == Some("--cold") {
         // Cold: the log is read from the drive, as after a power cut (root only).
         std::fs::write("/proc/sys/vm/drop_caches", "3").expect("drop the page cache (needs root)");
     }

@@ -462,7 +462,7 @@ fn partial_eviction_keeps_shells_and_reads_one_basement_per_get() {
     assert!(reads <= 1.0, "{reads:.2} reads per get");
     // Basement bytes: about one 1 KiB basement per get. Root buffers are
     // probed (read whole, not cached) by the gets whose key one holds:
-    // since buffers are packed (session 8) the root is flushed by its
+    // since buffers are packed the root is flushed by its
     // serialized bytes alone and holds four times the messages it did as
     // maps (its sequential fill in one 40 KiB buffer; a probe of it in 4%
     // of gets, 2.6 KiB per get in all, where it was under 1.5 KiB).
@@ -534,9 +534,8 @@ fn overwritten_tree(path: &std::path::Path) -> Db {
 /// Buffer key filters: under a cache too small for the internal buffers, a
 /// get of a key no buffer holds reads no buffer (but for the filters'
 /// false positives), while a get of a key a buffer holds reads it and
-/// finds the buffered value. Without filters (`PAGEWISE_BEPSILON_FILTERS=off`)
-/// the absent-key gets read about one buffer each: measured 0.99 per get,
-/// against 0.018 with filters.
+/// finds the buffered value. Without filters the absent-key gets read about
+/// one buffer each: measured 0.99 per get, against 0.018 with filters.
 #[test]
 fn buffer_filters_skip_buffers_that_cannot_hold_the_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -689,7 +688,7 @@ fn a_get_reads_one_segment_of_a_cold_basement() {
     assert!(one_probe >= 1000, "{one_probe} gets probed one basement");
     // A segment holds at least 1 KiB and under one 55-byte entry more, so
     // it spans at most 4 pages of 480 payload bytes (a whole basement read
-    // up to 7: PAGEWISE_BEPSILON_LEAF_SEGMENT_KIB=0 fails here).
+    // up to 7: reading whole basements fails here).
     assert!(most_bytes <= 4 * 512, "{most_bytes} bytes in one probe");
     // A hot key under the same full cache: its basement is probed once,
     // loaded at its second miss, and then read from the cache.
@@ -730,8 +729,8 @@ fn basement_reads(db: &Db) -> u64 {
 /// A get whose key an internal buffer holds a put for has its value there
 /// (nothing below is newer), so it reads no basement: under a cache too
 /// small for the basements, the gets of overwritten keys that read a buffer
-/// read no basement after it (before session 9 each read one more: the
-/// leaf's stale value, then overridden), and find the overwrite.
+/// read no basement after it (not one more for the leaf's stale value,
+/// which the buffer's put overrides), and find the overwrite.
 #[test]
 fn a_buffered_put_decides_the_get_without_the_leaf() {
     let dir = tempfile::tempdir().unwrap();

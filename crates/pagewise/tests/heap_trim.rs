@@ -1,6 +1,5 @@
 //! A checkpoint returns the heap glibc keeps freed to the OS (docs/design.md,
-//! "Memory charge"; docs/benchmarks.md, "Memory of the packed fill (session
-//! 8)"): the memory the cache evicted and the dirty set replaced is not
+//! "Memory charge"; docs/benchmarks.md, "Memory": the packed fill): the memory the cache evicted and the dirty set replaced is not
 //! charged, so it must not stay resident. One test in this binary, so no
 //! other test's allocations move the RSS.
 
@@ -43,8 +42,8 @@ fn a_checkpoint_returns_freed_heap_pages() {
     db.checkpoint().unwrap();
     let after_bytes = rss_bytes();
     assert!(kept.iter().all(|v| v[0] & 1 == 1));
-    // Without the trim (PAGEWISE_MALLOC_TRIM=off) the holes stay resident:
-    // before and after were equal, 70.8 MB.
+    // Without the trim the holes stay resident: before and after were
+    // equal, 70.8 MB.
     assert!(
         after_bytes + (32 << 20) <= before_bytes,
         "RSS {before_bytes} before the checkpoint, {after_bytes} after"

@@ -135,7 +135,7 @@ fn long_then_short_run(close: bool) {
     let m = std::fs::metadata(&wal).unwrap();
     assert_eq!(m.len(), long_bytes, "the log keeps its length");
     // A second, empty close checkpoint leaves no run a fallback replays,
-    // so even the short run is punched (before session 9 it was kept).
+    // so even the short run is punched (a run a fallback could replay is kept).
     assert!(
         m.blocks() * 512 <= 4096,
         "{} bytes of the log still allocated",

@@ -2,10 +2,9 @@
 //! file and directory lives in a backing directory on the real drive; writes
 //! are applied there and then metered (see `meter`).
 //!
-//! Where bytes are counted (docs/benchmarks.md, "Emulated compressing
-//! drive"): the mount is made with FUSE writeback caching, so the kernel
-//! keeps written pages in its page cache above the mount and writes them
-//! back later, coalescing rewrites exactly as it does above a block device
+//! Where bytes are counted (docs/benchmarks.md, "Compressing drives"): the
+//! mount is made with FUSE writeback caching, so the kernel keeps written
+//! pages in its page cache above the mount and writes them back later, coalescing rewrites exactly as it does above a block device
 //! (ext4 on the loop device). What reaches `write` is then what a drive would
 //! receive, and the backing file is written with O_DIRECT, so the loop device
 //! under the backing filesystem sees the same bytes again, with no second

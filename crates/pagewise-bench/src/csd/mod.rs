@@ -5,7 +5,7 @@
 //!
 //! Each mount is served by a process of its own ([`server`]: the current
 //! executable re-run with the hidden subcommand `csd-serve`, or the program
-//! set by [`set_server_program`] / `PAGEWISE_CSD_SERVER`), so the engine
+//! set by [`set_server_program`]), so the engine
 //! under test can never deadlock against the server (LMDB's munmap did, with
 //! the server in the bench process). Dropping a [`CsdMount`] unmounts it; a
 //! bench killed outright leaves the server to detach the mount when its
@@ -36,8 +36,7 @@ pub fn set_server_program(program: &Path) {
     *SERVER_PROGRAM.lock().unwrap_or_else(|e| e.into_inner()) = Some(program.to_path_buf());
 }
 
-/// The server program: [`set_server_program`], else `PAGEWISE_CSD_SERVER`,
-/// else the running executable.
+/// The server program: [`set_server_program`], else the running executable.
 fn server_program() -> Result<PathBuf> {
     if let Some(p) = SERVER_PROGRAM
         .lock()
@@ -45,9 +44,6 @@ fn server_program() -> Result<PathBuf> {
         .clone()
     {
         return Ok(p);
-    }
-    if let Some(p) = std::env::var_os("PAGEWISE_CSD_SERVER") {
-        return Ok(PathBuf::from(p));
     }
     std::env::current_exe()
         .map_err(|e| BenchError::os("find the running executable", "/proc/self/exe", e))

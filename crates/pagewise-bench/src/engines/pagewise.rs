@@ -9,24 +9,25 @@
 //! [`DRIVE_SAMPLE_ONE_IN`] and scales (results say `sample_one_in`; exact
 //! zero-block and block counts are kept).
 //!
-//! `pagewise-bepsilon` is the same Db with every table a B-epsilon tree (default
-//! options; `PAGEWISE_BEPSILON_NODE_KIB`, `PAGEWISE_BEPSILON_LEAF_KIB`,
-//! `PAGEWISE_BEPSILON_BASEMENT_KIB` and `PAGEWISE_BEPSILON_FANOUT` override the node,
-//! leaf and basement sizes and the fanout for sweeps; with the node size set
-//! and not the leaf size, leaves are node-sized). Its engine stats add the page
-//! reads of the phase and the B-epsilon reads by height (`bepsilon_reads`).
+//! `pagewise-bepsilon` is the same Db with every table a B-epsilon tree (the
+//! engine's default options, or the node, leaf and basement sizes and the
+//! fanout of [`Settings`]: `--bepsilon-node`, `--bepsilon-leaf`,
+//! `--bepsilon-basement`, `--bepsilon-fanout`; with the node size set and not
+//! the leaf size, leaves are node-sized). Its engine stats add the page reads
+//! of the phase and the B-epsilon reads by height (`bepsilon_reads`).
 //!
 //! `pagewise-delta` is the B+tree Db with `Options::delta_flush` on (the
-//! documented defaults; `PAGEWISE_DELTA_THRESHOLD` overrides the threshold in
-//! bytes for sweeps): a changed page is flushed as a delta block beside its
-//! base until its changes outgrow the threshold (docs/design.md, "Delta
-//! blocks for B+tree pages").
+//! documented defaults; `--delta-threshold` sets the threshold): a changed
+//! page is flushed as a delta block beside its base until its changes outgrow
+//! the threshold (docs/design.md, "Delta blocks for B+tree pages").
+//!
+//! `--wal-limit` sets every pagewise engine's `Options::wal_limit`. The
+//! engine stats record the options chosen (`options`) and each tree's kind
+//! with its parameters (`trees`).
 
 use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
 use crate::{BenchError, Result};
-use pagewise::{
-    BEpsilonOptions, Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Tree, TreeKind,
-};
+use pagewise::{Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Tree, TreeKind};
 use pagewise_io::{CompressingFs, CompressionMeter, RealFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -43,6 +44,8 @@ pub struct PagewiseEngine {
     trees: Vec<Tree>,
     names: Vec<String>,
     drive: Arc<CompressingFs<RealFs>>,
+    /// The Db options the settings chose, for the engine stats.
+    options: serde_json::Value,
 }
 
 fn err(e: impl std::fmt::Display) -> BenchError {
@@ -55,42 +58,18 @@ pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>
 
 /// B+trees whose changed pages are flushed as delta blocks.
 pub fn open_delta(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
-    let d = DeltaFlush::default();
-    let threshold_bytes = std::env::var("PAGEWISE_DELTA_THRESHOLD")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(d.threshold_bytes);
-    let delta = DeltaFlush {
-        threshold_bytes,
-        ..d
-    };
-    open_kind(dir, s, tables, TreeKind::BTree, Some(delta))
+    open_kind(dir, s, tables, TreeKind::BTree, Some(s.delta_flush()?))
 }
 
 /// Every table a B-epsilon tree.
 pub fn open_bepsilon(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
-    let kib = |var: &str, default: u32| {
-        std::env::var(var)
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .map_or(default, |k| k << 10)
-    };
-    let d = BEpsilonOptions::default();
-    let mut o = d.basement_bytes(kib("PAGEWISE_BEPSILON_BASEMENT_KIB", d.basement_bytes));
-    if std::env::var_os("PAGEWISE_BEPSILON_NODE_KIB").is_some() {
-        // Leaves follow the node bytes unless PAGEWISE_BEPSILON_LEAF_KIB sets them.
-        o = o.node_bytes(kib("PAGEWISE_BEPSILON_NODE_KIB", d.node_bytes));
-    }
-    if std::env::var_os("PAGEWISE_BEPSILON_LEAF_KIB").is_some() {
-        o = o.leaf_bytes(kib("PAGEWISE_BEPSILON_LEAF_KIB", o.leaf_target_bytes()));
-    }
-    if let Some(f) = std::env::var("PAGEWISE_BEPSILON_FANOUT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        o = o.fanout(f);
-    }
-    open_kind(dir, s, tables, TreeKind::BEpsilon(o), None)
+    open_kind(
+        dir,
+        s,
+        tables,
+        TreeKind::BEpsilon(s.bepsilon_options()?),
+        None,
+    )
 }
 
 fn open_kind(
@@ -113,13 +92,17 @@ fn open_kind(
         .merge_operator(Arc::new(CounterAdd))
         .delta_flush(delta)
         .fs(drive.clone());
-    let opts = match std::env::var("PAGEWISE_WAL_LIMIT_MIB")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        Some(mib) => opts.wal_limit(mib << 20),
+    let opts = match s.wal_limit()? {
+        Some(n) => opts.wal_limit(n),
         None => opts,
     };
+    let options = serde_json::json!({
+        "wal_limit_bytes": opts.wal_limit,
+        "delta_flush": delta.map(|d| serde_json::json!({
+            "threshold_bytes": d.threshold_bytes,
+            "block_bytes": d.block_bytes,
+        })),
+    });
     let db = Db::open_or_create(dir.join("bench.pw"), opts).map_err(err)?;
     let trees = tables
         .iter()
@@ -137,6 +120,7 @@ fn open_kind(
         trees,
         names: tables.iter().map(|t| t.to_string()).collect(),
         drive,
+        options,
     }))
 }
 
@@ -246,6 +230,8 @@ impl Engine for PagewiseEngine {
             "delta_carries": stats.delta_carries,
             "delta_consolidations": stats.delta_consolidations,
             "delta_apart": stats.delta_apart,
+            "node_read_rounds": stats.node_read_rounds,
+            "options": this.options,
             "trees": stats.trees,
             "compressing_drive": this.drive.stats(),
             "compressing_drive_sample_one_in": DRIVE_SAMPLE_ONE_IN,

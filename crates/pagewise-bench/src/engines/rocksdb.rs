@@ -9,7 +9,8 @@
 //! the next phase starts on a settled tree. Without the wait, the 5M-key
 //! fill's compactions ran on in the next phase (a cached readrandom), whose
 //! gets then missed the warmed block cache on every freshly compacted file
-//! (docs/benchmarks.md, "RocksDB's cached readrandom at 5M keys").
+//! (docs/benchmarks.md, "Engine against peers (5M rows)": RocksDB's cached
+//! readrandom).
 
 use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
 use crate::{BenchError, Result};

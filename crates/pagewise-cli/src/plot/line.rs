@@ -108,11 +108,6 @@ impl LineChart {
         self
     }
 
-    pub fn series(mut self, s: Series) -> Self {
-        self.series.push(s);
-        self
-    }
-
     pub fn add(&mut self, s: Series) -> &mut Self {
         self.series.push(s);
         self
@@ -332,17 +327,18 @@ mod tests {
     use super::*;
 
     fn chart() -> LineChart {
-        LineChart::new(
+        let mut c = LineChart::new(
             "IOPS vs block size",
             Axis::bytes("block size"),
             Axis::log("IOPS", "ops/s"),
         )
-        .subtitle("vda, direct, QD1")
-        .series(Series::measured(
+        .subtitle("vda, direct, QD1");
+        c.add(Series::measured(
             "randread",
             vec![(512.0, 9000.0), (4096.0, 8000.0), (65536.0, 3000.0)],
         ))
-        .series(Series::fitted("model", vec![(512.0, 9100.0), (65536.0, 2900.0)]).color(0))
+        .add(Series::fitted("model", vec![(512.0, 9100.0), (65536.0, 2900.0)]).color(0));
+        c
     }
 
     #[test]
@@ -374,12 +370,12 @@ mod tests {
 
     #[test]
     fn hostile_names_are_escaped_and_bad_points_dropped() {
-        let svg = LineChart::new("<t>", Axis::linear("x", ""), Axis::log("y", ""))
-            .series(Series::markers(
-                "a&b",
-                vec![(1.0, 0.0), (2.0, -3.0), (3.0, f64::NAN), (4.0, 5.0)],
-            ))
-            .to_svg();
+        let mut c = LineChart::new("<t>", Axis::linear("x", ""), Axis::log("y", ""));
+        c.add(Series::markers(
+            "a&b",
+            vec![(1.0, 0.0), (2.0, -3.0), (3.0, f64::NAN), (4.0, 5.0)],
+        ));
+        let svg = c.to_svg();
         assert!(svg.contains("&lt;t&gt;") && svg.contains("a&amp;b"));
         // Only (4, 5) is drawable on a log y axis, plus the legend marker.
         assert_eq!(svg.matches("<circle").count(), 2);

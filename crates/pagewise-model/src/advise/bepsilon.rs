@@ -8,9 +8,10 @@
 //! child's share of the parent's buffer, node x fill / fanout bytes of
 //! messages (key + value + 15 B each), one level down, so an insert costs
 //! uncached levels / messages per flush amortised node reads and writes
-//! (Brodal and Fagerberg 2003; Bender et al., ";login:" 2015). Until session
-//! 6 a flush was counted in internal entries (key + pointer), which
-//! overstated the messages a flush moves by (key + value + 15) / (key + 8).
+//! (Brodal and Fagerberg 2003; Bender et al., ";login:" 2015). A flush is
+//! counted in messages, not in internal entries (key + pointer): counting
+//! entries overstated the messages a flush moves by (key + value + 15) /
+//! (key + 8).
 
 use super::btree::{caching, levels};
 use super::{Dataset, Device, Row};

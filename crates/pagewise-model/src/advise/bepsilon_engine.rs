@@ -1,9 +1,8 @@
-//! The B-epsilon prediction with the engine's costs (session 8).
+//! The B-epsilon prediction with the engine's costs.
 //!
 //! [`predict_bepsilon`] counts device I/O only: one basement read per uncached
 //! level for a get, a child read and write per flush for an insert. The
-//! session-7 node-size sweep (docs/benchmarks.md, "Node-size sweep at 5M
-//! against the advisor") measured inserts at 0.22-0.36x that prediction
+//! node-size sweep at 5M rows (docs/benchmarks.md, "B-epsilon tree") measured inserts at 0.22-0.36x that prediction
 //! (11-13.5 µs of CPU per insert) and 1.10-1.73 reads per get (shells and
 //! buffers miss too) at 78-186 µs of CPU per get. The corrected times, with
 //! the engine's constants mirroring the B+tree's correction (`correct.rs`:
@@ -52,7 +51,7 @@
 //! `segment::leaf_target_bytes` and `target_bytes`): a range of `s` bytes at
 //! a random offset spans `1 + s / P` pages of P bytes on average, so a miss
 //! reads `P + min(s, whole)` bytes, `s = max(B / 4, P)` for a basement and `s = B`
-//! for a buffer (docs/benchmarks.md, "Basement segments (session 12)").
+//! for a buffer (docs/benchmarks.md, "B-epsilon tree": basement segments).
 //!
 //! Which of them the cache holds: the engine's CLOCK cache is taken as LRU
 //! under independent uniform references (Che, Tung and Wang 2002): an object
@@ -96,7 +95,7 @@ pub const BUFFER_SEGMENT_BASEMENTS: f64 = 1.0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PartitionReads {
     /// Whole: buffers before format 5, basements before format 6 (the
-    /// engine the session-7 sweep measured).
+    /// engine the node-size sweep measured).
     Whole,
     /// One segment of each: buffers from format 5, basements from format 6
     /// (this build).
@@ -421,9 +420,9 @@ pub fn fit_bepsilon_costs(samples: &[BEpsilonSample]) -> BEpsilonCosts {
         .collect();
     let (x0, x1) = match line_fit_rising(residuals.iter().copied()) {
         // Sizes whose KiB per read lie close together give a steep line that
-        // makes a small read cost less than nothing (tune, session 13: -50.9
-        // µs + 5.74 µs per KiB, predicting a 64 KiB node's gets 10x too
-        // fast): like a falling line, it becomes the mean.
+        // makes a small read cost less than nothing (one `tune` run fitted
+        // -50.9 µs + 5.74 µs per KiB, predicting a 64 KiB node's gets 10x
+        // too fast): like a falling line, it becomes the mean.
         (x0, _) if x0 < 0.0 => line_fit_rising(residuals.iter().map(|p| (0.0, p.1))),
         line => line,
     };

@@ -300,6 +300,35 @@ pub fn html(entries: &[Entry]) -> String {
     s
 }
 
+/// The pagewise settings a run set (the engine's defaults otherwise), one
+/// per line of the settings cell.
+fn pagewise_settings(st: &pagewise_bench::Settings) -> String {
+    let bytes = |n: u64| crate::plot::format_bytes(n as f64);
+    [
+        (
+            "B-eps node",
+            st.bepsilon_node_bytes.map(|n| bytes(n.into())),
+        ),
+        (
+            "B-eps leaf",
+            st.bepsilon_leaf_bytes.map(|n| bytes(n.into())),
+        ),
+        (
+            "B-eps basement",
+            st.bepsilon_basement_bytes.map(|n| bytes(n.into())),
+        ),
+        ("B-eps fanout", st.bepsilon_fanout.map(|n| n.to_string())),
+        (
+            "delta threshold",
+            st.delta_threshold_bytes.map(|n| format!("{n} B")),
+        ),
+        ("WAL limit", st.wal_limit_bytes.map(mib)),
+    ]
+    .into_iter()
+    .filter_map(|(what, v)| v.map(|v| format!("<br>{what} {}", esc(&v))))
+    .collect()
+}
+
 fn comparison_table(s: &mut String, entries: &[Entry]) {
     s.push_str("<h2>Comparison</h2><table><tr><th>workload</th><th>engine</th><th>ops/s</th><th>p50</th><th>p99</th><th>p99.9</th><th>CPU s</th><th>peak RSS</th><th>user written</th><th>device written</th><th>WA device</th><th>syscall written</th><th>WA syscall</th><th>WA compressed drive</th><th>WA CSD zlib</th><th>WA CSD lz4</th><th>life plain (y)</th><th>life CSD (y)</th><th>Db size</th><th>space amp</th><th>memory cap</th><th>settings</th><th>notes</th></tr>");
     for (spec, rs) in by_spec(entries) {
@@ -307,7 +336,7 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
             let st = &r.settings;
             let _ = write!(
                 s,
-                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td style=\"white-space:nowrap\">cache {}<br>sync {:?}<br>direct {}<br>compr. {}</td><td class=note>{}{}</td></tr>",
+                "<tr><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td><td style=\"white-space:nowrap\">cache {}<br>sync {:?}<br>direct {}<br>compr. {}{}</td><td class=note>{}{}</td></tr>",
                 esc(&spec),
                 esc(&r.engine_version),
                 esc(&r.engine),
@@ -334,6 +363,7 @@ fn comparison_table(s: &mut String, entries: &[Entry]) {
                 st.sync,
                 st.direct_io,
                 st.compression,
+                pagewise_settings(st),
                 esc(&r.notes.join("; ")),
                 match pagewise_detail(r) {
                     d if d.is_empty() => String::new(),

@@ -73,6 +73,29 @@ pub struct Args {
     /// Page size for engines that take one (pagewise, sqlite), e.g. 8K.
     #[arg(long, value_parser = size)]
     pub page_size: Option<u64>,
+    /// pagewise-bepsilon: target bytes of an internal node, 256 to 64M
+    /// (default 1M); leaves follow it unless --bepsilon-leaf is given.
+    #[arg(long, value_parser = size_u32, value_name = "SIZE")]
+    pub bepsilon_node: Option<u32>,
+    /// pagewise-bepsilon: target bytes of a leaf, 256 to 64M (default 512K,
+    /// or the node size when --bepsilon-node is given).
+    #[arg(long, value_parser = size_u32, value_name = "SIZE")]
+    pub bepsilon_leaf: Option<u32>,
+    /// pagewise-bepsilon: target bytes of a leaf basement, 64 to half the
+    /// leaf size (default 16K).
+    #[arg(long, value_parser = size_u32, value_name = "SIZE")]
+    pub bepsilon_basement: Option<u32>,
+    /// pagewise-bepsilon: most children of an internal node, 3 to 1024 (default 8).
+    #[arg(long, value_name = "N")]
+    pub bepsilon_fanout: Option<u16>,
+    /// pagewise-delta: change bytes a page may carry as delta blocks before
+    /// it is written whole again, at least 1 (default 2K).
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub delta_threshold: Option<u64>,
+    /// pagewise engines: log bytes that start a checkpoint, at least 64K
+    /// (default 256M).
+    #[arg(long, value_parser = size, value_name = "SIZE")]
+    pub wal_limit: Option<u64>,
     /// Work directory: loop images and mount points (or plain run directories).
     #[arg(long, default_value = "/var/tmp/pagewise-bench")]
     pub dir: PathBuf,
@@ -92,7 +115,7 @@ pub struct Args {
     /// iiBench included, at the engine's cache + slack, so an engine living in
     /// the OS page cache gets no more memory than one with its own buffer
     /// pool; needs a memory cgroup, i.e. root) or small-cache (only phases
-    /// whose cache= is smaller than the Db, as before session 3).
+    /// whose cache= is smaller than the Db, e.g. the 5%-cache reads).
     #[arg(long, default_value = "all")]
     pub cap_phases: CapScope,
     /// Put each engine's Db on an emulated compressing drive: a FUSE mount
@@ -115,6 +138,10 @@ fn count(s: &str) -> Result<u64, String> {
 }
 fn size(s: &str) -> Result<u64, String> {
     parse_size(s).ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 64M, 1G)"))
+}
+fn size_u32(s: &str) -> Result<u32, String> {
+    let n = size(s)?;
+    u32::try_from(n).map_err(|_| format!("{s:?} is too large: at most 4G - 1 bytes (e.g. 64K, 1M)"))
 }
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration(s).ok_or_else(|| format!("{s:?} is not a duration (e.g. 30s, 2m)"))
@@ -169,6 +196,51 @@ fn params(a: &Args) -> Params {
     }
 }
 
+/// The engines' settings from the flags, checked before anything runs.
+fn settings(a: &Args) -> anyhow::Result<Settings> {
+    let settings = Settings {
+        cache_bytes: a.cache,
+        compression: a.compression,
+        sync: a.sync,
+        direct_io: a.direct,
+        page_size: a.page_size.map(|p| p as usize),
+        bepsilon_node_bytes: a.bepsilon_node,
+        bepsilon_leaf_bytes: a.bepsilon_leaf,
+        bepsilon_basement_bytes: a.bepsilon_basement,
+        bepsilon_fanout: a.bepsilon_fanout,
+        delta_threshold_bytes: a.delta_threshold.map(|t| t as usize),
+        wal_limit_bytes: a.wal_limit,
+    };
+    settings.validate()?;
+    Ok(settings)
+}
+
+/// Notes flags that none of the chosen engines reads.
+fn note_unused_flags(a: &Args, engines: &[String]) {
+    let has = |names: &[&str]| engines.iter().any(|e| names.contains(&e.as_str()));
+    let bepsilon = a.bepsilon_node.is_some()
+        || a.bepsilon_leaf.is_some()
+        || a.bepsilon_basement.is_some()
+        || a.bepsilon_fanout.is_some();
+    if bepsilon && !has(&["pagewise-bepsilon", "pagewise-beps"]) {
+        eprintln!(
+            "note: --bepsilon-* apply to pagewise-bepsilon only, which this run does not include"
+        );
+    }
+    if a.delta_threshold.is_some() && !has(&["pagewise-delta"]) {
+        eprintln!("note: --delta-threshold applies to pagewise-delta only, which this run does not include");
+    }
+    let pagewise = [
+        "pagewise",
+        "pagewise-bepsilon",
+        "pagewise-beps",
+        "pagewise-delta",
+    ];
+    if a.wal_limit.is_some() && !has(&pagewise) {
+        eprintln!("note: --wal-limit applies to the pagewise engines only, which this run does not include");
+    }
+}
+
 fn engines(a: &Args) -> anyhow::Result<Vec<String>> {
     let compiled = compiled_engines();
     let mut out = Vec::new();
@@ -200,13 +272,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if specs.is_empty() {
         bail!("no workloads given: use e.g. -w fillrandom -w readrandom");
     }
-    let settings = Settings {
-        cache_bytes: a.cache,
-        compression: a.compression,
-        sync: a.sync,
-        direct_io: a.direct,
-        page_size: a.page_size.map(|p| p as usize),
-    };
+    let settings = settings(&a)?;
     let measure = if a.no_loop {
         Measure::Plain { dir: a.dir.clone() }
     } else {
@@ -242,7 +308,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         println!("{}", header());
     }
     let mut failed = Vec::new();
-    for engine in engines(&a)? {
+    let engines = engines(&a)?;
+    note_unused_flags(&a, &engines);
+    for engine in engines {
         let bar = ProgressBar::with_draw_target(
             None,
             if show {
