@@ -16,7 +16,36 @@ use crate::store::pager::CountedFile;
 use pagewise_io::{AlignedBuf, Backend};
 
 /// Header of a record written by this build (magic `PWL2`).
-pub const REC_HDR: usize = 40;
+pub const REC_HDR: usize = rec::SYNCED_LSN.end();
+
+/// A log record's header fields (docs/design.md, "Write-ahead log").
+#[allow(dead_code)] // every row of its table is named, read or not
+pub mod rec {
+    use crate::store::layout::Field;
+    pub const MAGIC: Field = Field::new(0, 4);
+    pub const CRC: Field = Field::new(4, 4);
+    pub const EPOCH: Field = Field::new(8, 8);
+    pub const LSN: Field = Field::new(16, 8);
+    pub const LEN: Field = Field::new(24, 4);
+    pub const DB_ID: Field = Field::new(28, 4);
+    pub const SYNCED_LSN: Field = Field::new(32, 8);
+}
+
+/// The log record header's table in docs/design.md.
+#[cfg(test)]
+pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Write-ahead log",
+    index: 0,
+    rows: &[
+        ("magic", rec::MAGIC),
+        ("crc32c", rec::CRC),
+        ("epoch", rec::EPOCH),
+        ("LSN", rec::LSN),
+        ("payload length", rec::LEN),
+        ("database id", rec::DB_ID),
+        ("synced LSN", rec::SYNCED_LSN),
+    ],
+};
 const MAGIC: u32 = 0x324C_5750;
 /// Format-1 records (magic `PWAL`): the same without the synced LSN.
 const MAGIC_V1: u32 = 0x4C41_5750;
@@ -89,15 +118,15 @@ impl Wal {
         }
         let at = self.buf_len;
         let rec = &mut self.buf[at..need];
-        put_u32(rec, 0, MAGIC);
-        put_u64(rec, 8, self.epoch);
-        put_u64(rec, 16, lsn);
-        put_u32(rec, 24, payload.len() as u32);
-        put_u32(rec, 28, self.db_id);
-        put_u64(rec, 32, self.synced_lsn);
+        put_u32(rec, rec::MAGIC.at, MAGIC);
+        put_u64(rec, rec::EPOCH.at, self.epoch);
+        put_u64(rec, rec::LSN.at, lsn);
+        put_u32(rec, rec::LEN.at, payload.len() as u32);
+        put_u32(rec, rec::DB_ID.at, self.db_id);
+        put_u64(rec, rec::SYNCED_LSN.at, self.synced_lsn);
         rec[REC_HDR..].copy_from_slice(payload);
         let crc = crc32c::crc32c(&rec[8..]);
-        put_u32(rec, 4, crc);
+        put_u32(rec, rec::CRC.at, crc);
         self.buf_len = need;
         self.bytes += (REC_HDR + payload.len()) as u64;
         assert!(lsn > self.last_lsn || self.last_lsn == 0, "LSNs increase");
@@ -221,10 +250,10 @@ pub fn first_epoch(file: &dyn Backend, db_id: u32) -> Result<Option<u64>> {
     }
     let mut head = AlignedBuf::new(align, align.max(4096));
     file.read_at(&mut head, 0)?;
-    let len = get_u32(&head, 24) as u64;
-    let magic = get_u32(&head, 0);
+    let len = get_u32(&head, rec::LEN.at) as u64;
+    let magic = get_u32(&head, rec::MAGIC.at);
     if (magic != MAGIC && magic != MAGIC_V1)
-        || get_u32(&head, 28) != db_id
+        || get_u32(&head, rec::DB_ID.at) != db_id
         || REC_HDR as u64 + len > size
     {
         return Ok(None);
@@ -232,8 +261,8 @@ pub fn first_epoch(file: &dyn Backend, db_id: u32) -> Result<Option<u64>> {
     let whole = (REC_HDR as u64 + len).next_multiple_of(align as u64) as usize;
     let mut buf = AlignedBuf::new(whole, align.max(4096));
     file.read_at(&mut buf, 0)?;
-    let epoch = get_u64(&buf, 8);
-    let lsn = get_u64(&buf, 16);
+    let epoch = get_u64(&buf, rec::EPOCH.at);
+    let lsn = get_u64(&buf, rec::LSN.at);
     Ok(record_at(&buf, 0, epoch, db_id, lsn).map(|_| epoch))
 }
 
@@ -306,8 +335,8 @@ fn durable_after(
     memchr::memmem::find_iter(hay, &magic).find_map(|i| {
         let at = from + 1 + i;
         debug_assert!(at < end && buf[at..at + 4] == magic);
-        let lsn = get_u64(buf, at + 16);
-        let synced = get_u64(buf, at + 32);
+        let lsn = get_u64(buf, at + rec::LSN.at);
+        let synced = get_u64(buf, at + rec::SYNCED_LSN.at);
         (lsn > missing && synced >= missing && record_at(buf, at, epoch, db_id, lsn).is_some())
             .then_some((lsn, synced))
     })
@@ -329,12 +358,12 @@ fn record_at(buf: &[u8], at: usize, epoch: u64, db_id: u32, lsn: u64) -> Option<
         return None;
     }
     let h = &buf[at..at + hdr];
-    let len = get_u32(h, 24) as usize;
-    let whole = get_u64(h, 8) == epoch
-        && get_u32(h, 28) == db_id
-        && get_u64(h, 16) == lsn
+    let len = get_u32(h, rec::LEN.at) as usize;
+    let whole = get_u64(h, rec::EPOCH.at) == epoch
+        && get_u32(h, rec::DB_ID.at) == db_id
+        && get_u64(h, rec::LSN.at) == lsn
         && buf.len() - at - hdr >= len
-        && crc32c::crc32c(&buf[at + 8..at + hdr + len]) == get_u32(h, 4);
+        && crc32c::crc32c(&buf[at + 8..at + hdr + len]) == get_u32(h, rec::CRC.at);
     whole.then_some((hdr, len))
 }
 

@@ -15,7 +15,26 @@ pub struct Extent {
 
 /// Encoded size of an extent reference: `first_page u64 | len_bytes u64`
 /// (the page count follows from the length and the page size).
-pub const EXTENT_REF_BYTES: usize = 16;
+pub const EXTENT_REF_BYTES: usize = extent_ref::LEN_BYTES.end();
+
+/// An extent reference's fields (docs/design.md, "Extent reference").
+#[allow(dead_code)] // every row of its table is named, read or not
+pub mod extent_ref {
+    use crate::store::layout::Field;
+    pub const FIRST_PAGE: Field = Field::new(0, 8);
+    pub const LEN_BYTES: Field = Field::new(8, 8);
+}
+
+/// The extent reference's table in docs/design.md.
+#[cfg(test)]
+pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Extent reference",
+    index: 0,
+    rows: &[
+        ("first page", extent_ref::FIRST_PAGE),
+        ("length in bytes", extent_ref::LEN_BYTES),
+    ],
+};
 
 /// Payload bytes one page of an extent carries.
 pub fn page_payload_bytes(page_size: usize) -> usize {
@@ -48,15 +67,18 @@ impl Extent {
     }
 
     pub fn encode(&self, out: &mut [u8]) {
-        out[..8].copy_from_slice(&self.first_page.to_le_bytes());
-        out[8..16].copy_from_slice(&self.len_bytes.to_le_bytes());
+        out[extent_ref::FIRST_PAGE.at..extent_ref::FIRST_PAGE.end()]
+            .copy_from_slice(&self.first_page.to_le_bytes());
+        out[extent_ref::LEN_BYTES.at..extent_ref::LEN_BYTES.end()]
+            .copy_from_slice(&self.len_bytes.to_le_bytes());
     }
 
     /// Decodes a reference written by [`Extent::encode`]; None if it cannot
     /// point into a database file (page 0 and 1 are superblocks).
     pub fn decode(b: &[u8], page_size: usize) -> Option<Self> {
-        let first_page = u64::from_le_bytes(b[..8].try_into().ok()?);
-        let len_bytes = u64::from_le_bytes(b[8..16].try_into().ok()?);
+        let field = |f: super::layout::Field| b.get(f.at..f.end())?.try_into().ok();
+        let first_page = u64::from_le_bytes(field(extent_ref::FIRST_PAGE)?);
+        let len_bytes = u64::from_le_bytes(field(extent_ref::LEN_BYTES)?);
         if first_page < 2 || len_bytes > u64::MAX / 2 {
             return None;
         }

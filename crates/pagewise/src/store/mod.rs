@@ -12,6 +12,7 @@ pub mod crc;
 pub mod dirty;
 pub mod extent;
 pub mod image;
+pub mod layout;
 pub mod page;
 pub mod pager;
 pub mod read;

@@ -14,7 +14,39 @@
 use crate::error::{Error, Result};
 use std::path::Path;
 
-pub const HDR: usize = 32;
+pub const HDR: usize = hdr::AUX.end();
+
+/// The page header's fields (docs/design.md, "Page header (all pages, 32
+/// bytes)").
+#[allow(dead_code)] // every row of its table is named, read or not
+pub mod hdr {
+    use crate::store::layout::Field;
+    pub const CRC: Field = Field::new(0, 4);
+    pub const KIND: Field = Field::new(4, 1);
+    pub const RESERVED: Field = Field::new(5, 1);
+    pub const COUNT: Field = Field::new(6, 2);
+    pub const PID: Field = Field::new(8, 8);
+    pub const GEN: Field = Field::new(16, 8);
+    pub const USED: Field = Field::new(24, 4);
+    pub const AUX: Field = Field::new(28, 4);
+}
+
+/// The page header's table in docs/design.md.
+#[cfg(test)]
+pub const HEADER_TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Page header (all pages, 32 bytes)",
+    index: 0,
+    rows: &[
+        ("crc32c", hdr::CRC),
+        ("kind", hdr::KIND),
+        ("reserved", hdr::RESERVED),
+        ("entry count", hdr::COUNT),
+        ("page id", hdr::PID),
+        ("checkpoint generation", hdr::GEN),
+        ("payload bytes", hdr::USED),
+        ("aux", hdr::AUX),
+    ],
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -80,18 +112,18 @@ pub fn put_u64(b: &mut [u8], at: usize, v: u64) {
 
 /// Writes the header into `page` and seals it with its checksum.
 pub fn seal(page: &mut [u8], pid: u64, h: Header) {
-    page[4] = h.kind as u8;
-    page[5] = 0;
-    put_u16(page, 6, h.count);
-    put_u64(page, 8, pid);
-    put_u64(page, 16, h.gen);
-    put_u32(page, 24, h.used);
-    put_u32(page, 28, h.aux);
+    page[hdr::KIND.at] = h.kind as u8;
+    page[hdr::RESERVED.at] = 0;
+    put_u16(page, hdr::COUNT.at, h.count);
+    put_u64(page, hdr::PID.at, pid);
+    put_u64(page, hdr::GEN.at, h.gen);
+    put_u32(page, hdr::USED.at, h.used);
+    put_u32(page, hdr::AUX.at, h.aux);
     let end = sealed_len(page.len(), h.kind as u8, h.aux)
         .expect("a delta block's length is a multiple of 512 inside its page");
     assert!(h.used as usize <= end - HDR);
-    let crc = crc32c::crc32c(&page[4..end]);
-    put_u32(page, 0, crc);
+    let crc = crc32c::crc32c(&page[hdr::KIND.at..end]);
+    put_u32(page, hdr::CRC.at, crc);
 }
 
 /// The unit a delta block's sealed length (`aux`) is a multiple of.
@@ -118,7 +150,7 @@ fn sealed_len(page_len: usize, kind: u8, aux: u32) -> Option<usize> {
 /// Checks the checksum, the page id and the kind of a page just read.
 pub fn verify(page: &[u8], pid: u64, want: &[Kind], path: &Path, offset: u64) -> Result<Header> {
     let end = checked_len(page);
-    let computed = crc32c::crc32c(&page[4..end]);
+    let computed = crc32c::crc32c(&page[hdr::KIND.at..end]);
     check(page, pid, want, (path, offset), end, computed)
 }
 
@@ -133,7 +165,7 @@ pub fn verify_base(
 ) -> Result<(Header, u32)> {
     let end = checked_len(page);
     // An unverified length past the end cannot match: checksum error.
-    let used_end = HDR + (get_u32(page, 24) as usize).min(end - HDR);
+    let used_end = HDR + (get_u32(page, hdr::USED.at) as usize).min(end - HDR);
     let payload_crc = crc32c::crc32c(&page[HDR..used_end]);
     let head = crc32c::crc32c(&page[4..HDR]);
     let through_payload = super::crc::combine(head, payload_crc, used_end - HDR);
@@ -147,7 +179,7 @@ pub fn verify_base(
 /// that is impossible cannot match: checksum error.
 fn checked_len(page: &[u8]) -> usize {
     assert!(page.len() >= HDR);
-    sealed_len(page.len(), page[4], get_u32(page, 28)).unwrap_or(page.len())
+    sealed_len(page.len(), page[hdr::KIND.at], get_u32(page, hdr::AUX.at)).unwrap_or(page.len())
 }
 
 /// Checks a page whose checksummed bytes 4..end have crc `computed`.
@@ -159,7 +191,7 @@ fn check(
     end: usize,
     computed: u32,
 ) -> Result<Header> {
-    let stored = get_u32(page, 0);
+    let stored = get_u32(page, hdr::CRC.at);
     if stored != computed {
         return Err(Error::Checksum {
             path: path.to_path_buf(),
@@ -175,7 +207,7 @@ fn check(
         offset,
         what,
     };
-    let found = get_u64(page, 8);
+    let found = get_u64(page, hdr::PID.at);
     if found != pid {
         return Err(corrupt(format!(
             "holds page {found} (a misdirected write or a stale pointer)"
@@ -189,15 +221,15 @@ fn check(
                 page[4]
             ))
         })?;
-    let used = get_u32(page, 24);
+    let used = get_u32(page, hdr::USED.at);
     if used as usize > end - HDR {
         return Err(corrupt(format!("payload length {used} exceeds the page")));
     }
     Ok(Header {
         kind,
-        count: get_u16(page, 6),
-        gen: get_u64(page, 16),
+        count: get_u16(page, hdr::COUNT.at),
+        gen: get_u64(page, hdr::GEN.at),
         used,
-        aux: get_u32(page, 28),
+        aux: get_u32(page, hdr::AUX.at),
     })
 }

@@ -332,7 +332,10 @@ impl Pager {
         if payload.len() < 8 {
             return Err(self.corrupt(pid, format!("delta block of {} bytes", payload.len())));
         }
-        let base = page::get_u64(payload, 0);
+        let base = page::get_u64(
+            payload,
+            crate::index::btree::delta::block::BASE_PID.at - page::HDR,
+        );
         self.check_pid(base)?;
         if base == pid {
             return Err(self.corrupt(pid, "delta block names itself as its base".into()));
@@ -629,7 +632,7 @@ impl Pager {
     /// Whether `page`, a page's first bytes, is all of it or holds a whole
     /// delta block; else the page must be read whole to be verified.
     fn holds_delta_block(&self, page: &[u8]) -> bool {
-        let sealed = page::get_u32(page, 28) as usize;
+        let sealed = page::get_u32(page, page::hdr::AUX.at) as usize;
         page.len() == self.ps || (page[4] == Kind::Delta as u8 && sealed <= page.len())
     }
 
@@ -666,7 +669,10 @@ impl Pager {
             },
             |c, spare| {
                 let (pid, base, delta) = &waiting[c.op.tag as usize];
-                let (count, used) = (page::get_u16(delta, 6), page::get_u32(delta, 24));
+                let (count, used) = (
+                    page::get_u16(delta, page::hdr::COUNT.at),
+                    page::get_u32(delta, page::hdr::USED.at),
+                );
                 let payload = &delta[HDR..HDR + used as usize];
                 let node = match c.result {
                     Ok(()) => self.apply_on_base(*pid, count as usize, payload, *base, &c.op.buf),

@@ -5,6 +5,46 @@ use super::extent::Extent;
 use super::page::{get_u32, get_u64, put_u32, put_u64};
 
 pub const MAGIC: &[u8; 8] = b"PAGEWISE";
+
+/// The superblock's fields after its page header (docs/design.md,
+/// "Superblock (pages 0 and 1)").
+#[allow(dead_code)] // every row of its table is named, read or not
+pub mod sb {
+    use crate::store::layout::Field;
+    pub const HEADER: Field = Field::new(0, crate::store::page::HDR);
+    pub const MAGIC: Field = Field::new(32, 8);
+    pub const VERSION: Field = Field::new(40, 4);
+    pub const PAGE_SIZE: Field = Field::new(44, 4);
+    pub const GEN: Field = Field::new(48, 8);
+    pub const LSN: Field = Field::new(56, 8);
+    pub const COUNT_PAGES: Field = Field::new(64, 8);
+    pub const CATALOG_FIRST: Field = Field::new(72, 8);
+    pub const CATALOG_PAGES: Field = Field::new(80, 4);
+    pub const CATALOG_BYTES: Field = Field::new(84, 4);
+    pub const DB_ID: Field = Field::new(88, 4);
+    pub const FLAGS: Field = Field::new(92, 4);
+}
+
+/// The superblock's table in docs/design.md.
+#[cfg(test)]
+pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Superblock (pages 0 and 1)",
+    index: 0,
+    rows: &[
+        ("page header", sb::HEADER),
+        ("magic", sb::MAGIC),
+        ("format version", sb::VERSION),
+        ("page size", sb::PAGE_SIZE),
+        ("checkpoint generation", sb::GEN),
+        ("LSN", sb::LSN),
+        ("page count", sb::COUNT_PAGES),
+        ("catalog extent: first page", sb::CATALOG_FIRST),
+        ("catalog extent: page count", sb::CATALOG_PAGES),
+        ("catalog extent: bytes", sb::CATALOG_BYTES),
+        ("database id", sb::DB_ID),
+        ("flags", sb::FLAGS),
+    ],
+};
 /// Version 2: catalog entries carry a tree kind and an opaque root
 /// descriptor; version 3: B+tree delta blocks (page kind 6); version 4:
 /// B+tree branches name their children's bases (page kind 8); version 5:
@@ -18,7 +58,7 @@ pub const FORMAT_VERSION: u32 = 8;
 /// Oldest format this build opens.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Payload bytes after the page header (offsets 32..96).
-pub const SUPERBLOCK_USED_BYTES: u32 = 64;
+pub const SUPERBLOCK_USED_BYTES: u32 = (sb::FLAGS.end() - sb::MAGIC.at) as u32;
 /// Flag: a delta block on the page just before its base lies in that page's
 /// last [`crate::store::read::TAIL_BYTES`] (set when a file is created as
 /// version 7 or later; a file upgraded from version 6 or older keeps 0 and
@@ -47,35 +87,35 @@ impl Superblock {
             "only the current format is written"
         );
         assert!(self.count_pages >= 2 && self.page_size as usize == page.len());
-        page[32..40].copy_from_slice(MAGIC);
-        put_u32(page, 40, self.version);
-        put_u32(page, 44, self.page_size);
-        put_u64(page, 48, self.gen);
-        put_u64(page, 56, self.lsn);
-        put_u64(page, 64, self.count_pages);
-        put_u64(page, 72, self.catalog.first_page);
-        put_u32(page, 80, self.catalog.count_pages as u32);
-        put_u32(page, 84, self.catalog.len_bytes as u32);
-        put_u32(page, 88, self.db_id);
-        put_u32(page, 92, self.flags);
+        page[sb::MAGIC.at..sb::MAGIC.end()].copy_from_slice(MAGIC);
+        put_u32(page, sb::VERSION.at, self.version);
+        put_u32(page, sb::PAGE_SIZE.at, self.page_size);
+        put_u64(page, sb::GEN.at, self.gen);
+        put_u64(page, sb::LSN.at, self.lsn);
+        put_u64(page, sb::COUNT_PAGES.at, self.count_pages);
+        put_u64(page, sb::CATALOG_FIRST.at, self.catalog.first_page);
+        put_u32(page, sb::CATALOG_PAGES.at, self.catalog.count_pages as u32);
+        put_u32(page, sb::CATALOG_BYTES.at, self.catalog.len_bytes as u32);
+        put_u32(page, sb::DB_ID.at, self.db_id);
+        put_u32(page, sb::FLAGS.at, self.flags);
     }
 
     /// Reads the fields; the caller has verified the page checksum.
     pub fn decode(page: &[u8]) -> Superblock {
         let sb = Superblock {
-            version: get_u32(page, 40),
-            page_size: get_u32(page, 44),
-            gen: get_u64(page, 48),
-            lsn: get_u64(page, 56),
-            count_pages: get_u64(page, 64),
+            version: get_u32(page, sb::VERSION.at),
+            page_size: get_u32(page, sb::PAGE_SIZE.at),
+            gen: get_u64(page, sb::GEN.at),
+            lsn: get_u64(page, sb::LSN.at),
+            count_pages: get_u64(page, sb::COUNT_PAGES.at),
             catalog: Extent {
-                first_page: get_u64(page, 72),
-                count_pages: get_u32(page, 80) as u64,
-                len_bytes: get_u32(page, 84) as u64,
+                first_page: get_u64(page, sb::CATALOG_FIRST.at),
+                count_pages: get_u32(page, sb::CATALOG_PAGES.at) as u64,
+                len_bytes: get_u32(page, sb::CATALOG_BYTES.at) as u64,
             },
-            db_id: get_u32(page, 88),
-            flags: if get_u32(page, 40) >= 7 {
-                get_u32(page, 92)
+            db_id: get_u32(page, sb::DB_ID.at),
+            flags: if get_u32(page, sb::VERSION.at) >= 7 {
+                get_u32(page, sb::FLAGS.at)
             } else {
                 0
             },
@@ -107,5 +147,8 @@ pub fn sniff(first: &[u8]) -> Option<(u32, u32)> {
     if first.len() < 48 || &first[32..40] != MAGIC {
         return None;
     }
-    Some((get_u32(first, 40), get_u32(first, 44)))
+    Some((
+        get_u32(first, sb::VERSION.at),
+        get_u32(first, sb::PAGE_SIZE.at),
+    ))
 }

@@ -6,6 +6,7 @@
 
 use super::buffer::{read_message, Buffer};
 use super::filter::{self, Filter};
+use super::layout::{dir, header};
 use super::node::{DirEntry, Node, Part, DIR_ENTRY_BYTES, HEADER_BYTES};
 use super::pivots::Pivots;
 use super::segment::{self, Segment};
@@ -46,15 +47,15 @@ pub fn encode(node: &Node, comp: Compression, level: u8, segment_bytes: usize) -
         let at = out.len();
         store_part(&raw, &mut plans[i], (comp, level), &mut out);
         let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
-        put_u32(&mut out, d, at as u32);
+        put_u32(&mut out, d + dir::OFFSET.at, at as u32);
         let stored_bytes = out.len() - at;
-        put_u32(&mut out, d + 4, stored_bytes as u32);
-        put_u32(&mut out, d + 8, raw.len() as u32);
+        put_u32(&mut out, d + dir::STORED_BYTES.at, stored_bytes as u32);
+        put_u32(&mut out, d + dir::RAW_BYTES.at, raw.len() as u32);
         let crc = crc32c::crc32c(&out[at..]);
-        put_u32(&mut out, d + 12, crc);
-        put_u32(&mut out, d + 16, p.entries() as u32);
+        put_u32(&mut out, d + dir::CRC.at, crc);
+        put_u32(&mut out, d + dir::ENTRIES.at, p.entries() as u32);
         let f = filters.get(i).map_or(0, |f| f.bytes().len());
-        put_u32(&mut out, d + 20, f as u32);
+        put_u32(&mut out, d + dir::FILTER_BYTES.at, f as u32);
     }
     encode_header(node, comp, &mut out, shell, (max_seq, raw_total_bytes));
     encode_shell_rest(node, (&filters, &plans), &mut out, shell);
@@ -103,18 +104,18 @@ fn encode_header(
     seq_raw: (u64, u64),
 ) {
     assert!(out.len() >= shell && shell >= HEADER_BYTES);
-    out[..4].copy_from_slice(MAGIC);
-    out[4] = if node.is_leaf() {
+    out[header::MAGIC.at..header::MAGIC.end()].copy_from_slice(MAGIC);
+    out[header::TYPE.at] = if node.is_leaf() {
         TYPE_LEAF
     } else {
         TYPE_INTERNAL
     };
-    out[5] = comp.code();
-    put_u16(out, 6, node.parts.len() as u16);
-    put_u32(out, 8, node.height);
-    put_u32(out, 12, shell as u32);
-    put_u64(out, 16, seq_raw.0);
-    put_u64(out, 24, seq_raw.1);
+    out[header::COMPRESSION.at] = comp.code();
+    put_u16(out, header::PARTS.at, node.parts.len() as u16);
+    put_u32(out, header::HEIGHT.at, node.height);
+    put_u32(out, header::SHELL_BYTES.at, shell as u32);
+    put_u64(out, header::MAX_SEQ.at, seq_raw.0);
+    put_u64(out, header::RAW_BYTES.at, seq_raw.1);
 }
 
 /// Writes the pivots, child references, filters and segment area after the
@@ -144,15 +145,15 @@ fn encode_shell_rest(
         w += f.bytes().len();
     }
     if !filters.is_empty() {
-        out[32] = filter::PROBES;
+        out[header::PROBES.at] = filter::PROBES;
         let crc = crc32c::crc32c(&out[area..w]);
-        put_u32(out, 36, crc);
+        put_u32(out, header::FILTER_CRC.at, crc);
     }
     let seg_bytes = segment::area_bytes(plans);
     if seg_bytes > 0 {
         let crc = segment::encode_area(plans, &mut out[w..w + seg_bytes]);
-        put_u32(out, 40, seg_bytes as u32);
-        put_u32(out, 44, crc);
+        put_u32(out, header::SEGMENT_AREA_BYTES.at, seg_bytes as u32);
+        put_u32(out, header::SEGMENT_AREA_CRC.at, crc);
         w += seg_bytes;
     }
     assert_eq!(w, shell);
@@ -258,15 +259,20 @@ pub fn shell_len(b: &[u8]) -> Result<usize, String> {
     if b.len() < HEADER_BYTES || &b[..4] != MAGIC {
         return Err("not a B-epsilon node (bad magic)".into());
     }
-    Ok(get_u32(b, 12) as usize)
+    Ok(get_u32(b, header::SHELL_BYTES.at) as usize)
 }
 
 /// The shell of a stored node of `len_bytes` (no partition loaded).
 /// Requires: `b` holds at least `shell_len(b)` bytes.
 pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, String> {
     let shell = shell_len(b)?;
-    let (ty, count, height) = (b[4], get_u16(b, 6) as usize, get_u32(b, 8));
-    Compression::from_code(b[5]).ok_or_else(|| format!("unknown compression {}", b[5]))?;
+    let (ty, count, height) = (
+        b[header::TYPE.at],
+        get_u16(b, header::PARTS.at) as usize,
+        get_u32(b, header::HEIGHT.at),
+    );
+    let comp = b[header::COMPRESSION.at];
+    Compression::from_code(comp).ok_or_else(|| format!("unknown compression {comp}"))?;
     let leaf = ty == TYPE_LEAF;
     if !(ty == TYPE_LEAF || ty == TYPE_INTERNAL) || leaf != (height == 0) || height > MAX_HEIGHT {
         return Err(format!("node type {ty} at height {height}"));
@@ -309,7 +315,7 @@ pub fn decode_shell(b: &[u8], len_bytes: u64, page_size: usize) -> Result<Node, 
         part_bytes: dir.iter().map(|d| d.raw_bytes as usize).collect(),
         dir: dir.into(),
         segs: segs.map(Arc::new),
-        comp: b[5],
+        comp: b[header::COMPRESSION.at],
         uses: super::node::UseMarks::default(),
     })
 }
@@ -330,11 +336,11 @@ fn decode_dir(
             return Err("directory overruns the shell".into());
         }
         let e = DirEntry {
-            offset: get_u32(b, d),
-            comp_bytes: get_u32(b, d + 4),
-            raw_bytes: get_u32(b, d + 8),
-            crc: get_u32(b, d + 12),
-            entries: get_u32(b, d + 16),
+            offset: get_u32(b, d + dir::OFFSET.at),
+            comp_bytes: get_u32(b, d + dir::STORED_BYTES.at),
+            raw_bytes: get_u32(b, d + dir::RAW_BYTES.at),
+            crc: get_u32(b, d + dir::CRC.at),
+            entries: get_u32(b, d + dir::ENTRIES.at),
             filter: None,
         };
         if (e.offset as usize) < shell || e.offset as u64 + e.comp_bytes as u64 > len_bytes {
@@ -344,7 +350,7 @@ fn decode_dir(
             ));
         }
         dir.push(e);
-        filter_lens.push(get_u32(b, d + 20));
+        filter_lens.push(get_u32(b, d + dir::FILTER_BYTES.at));
     }
     assert_eq!(dir.len(), filter_lens.len());
     Ok((dir, filter_lens))
@@ -360,7 +366,10 @@ fn decode_filters(
     dir: &mut [DirEntry],
     lens: &[u32],
 ) -> Result<usize, String> {
-    let (probes, stored_crc) = (shell[32], get_u32(shell, 36));
+    let (probes, stored_crc) = (
+        shell[header::PROBES.at],
+        get_u32(shell, header::FILTER_CRC.at),
+    );
     let total: u64 = lens.iter().map(|&l| l as u64).sum();
     if probes == 0 {
         if total != 0 || stored_crc != 0 {
@@ -409,7 +418,10 @@ fn decode_segments(
     at: usize,
     dir: &[DirEntry],
 ) -> Result<(usize, Option<segment::Table>), String> {
-    let (len, crc) = (get_u32(shell, 40) as usize, get_u32(shell, 44));
+    let (len, crc) = (
+        get_u32(shell, header::SEGMENT_AREA_BYTES.at) as usize,
+        get_u32(shell, header::SEGMENT_AREA_CRC.at),
+    );
     if len == 0 {
         return match crc {
             0 => Ok((0, None)),

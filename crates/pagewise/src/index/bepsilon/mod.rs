@@ -12,6 +12,7 @@ pub mod filter;
 pub mod format;
 pub mod heap;
 pub mod iter;
+pub mod layout;
 pub mod leaf;
 pub mod node;
 pub mod ordered;
@@ -26,6 +27,7 @@ pub mod writeback;
 
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64};
+use layout::params;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Longest key of a B-epsilon tree.
@@ -33,9 +35,9 @@ pub const MAX_KEY_BYTES: usize = 8192;
 /// Deepest tree accepted from disk (bounds every descent).
 pub const MAX_HEIGHT: u32 = 64;
 /// Bytes of the catalog parameters.
-pub const PARAMS_BYTES: usize = 12;
+pub const PARAMS_BYTES: usize = params::LEVEL.end();
 /// Catalog parameter bytes with the optional leaf bytes field.
-pub const PARAMS_LEAF_BYTES: usize = PARAMS_BYTES + 4;
+pub const PARAMS_LEAF_BYTES: usize = params::LEAF_BYTES.end();
 /// Bytes of the root descriptor.
 pub const DESC_BYTES: usize = 44;
 /// Provisional ids of dirty nodes have this bit set: never a page id.
@@ -222,13 +224,13 @@ impl BEpsilonOptions {
             return Err(format!("B-epsilon parameters of {} bytes", b.len()));
         }
         let o = Self {
-            node_bytes: get_u32(b, 0),
-            leaf_bytes: (b.len() == PARAMS_LEAF_BYTES).then(|| get_u32(b, PARAMS_BYTES)),
-            basement_bytes: get_u32(b, 4),
-            fanout: get_u16(b, 8),
-            compression: Compression::from_code(b[10])
-                .ok_or_else(|| format!("unknown compression {}", b[10]))?,
-            level: b[11],
+            node_bytes: get_u32(b, params::NODE_BYTES.at),
+            leaf_bytes: (b.len() == PARAMS_LEAF_BYTES).then(|| get_u32(b, params::LEAF_BYTES.at)),
+            basement_bytes: get_u32(b, params::BASEMENT_BYTES.at),
+            fanout: get_u16(b, params::FANOUT.at),
+            compression: Compression::from_code(b[params::COMPRESSION.at])
+                .ok_or_else(|| format!("unknown compression {}", b[params::COMPRESSION.at]))?,
+            level: b[params::LEVEL.at],
         };
         o.validate()?;
         Ok(o)

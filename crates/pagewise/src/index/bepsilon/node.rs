@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Node header bytes (docs/design.md, "B-epsilon nodes").
-pub const HEADER_BYTES: usize = 64;
-pub const DIR_ENTRY_BYTES: usize = 24;
+pub const HEADER_BYTES: usize = super::layout::header::RESERVED_END.end();
+pub const DIR_ENTRY_BYTES: usize = super::layout::dir::FILTER_BYTES.end();
 /// One partition: an internal node's buffer for one child, or a basement.
 #[derive(Debug, Clone)]
 pub enum Part {

@@ -7,6 +7,7 @@
 
 use super::buffer::Buffer;
 use super::directory::DirEntry;
+use super::layout;
 use super::packed::Packed;
 use super::MAX_KEY_BYTES;
 use crate::store::page::{get_u16, get_u32, put_u16, put_u32};
@@ -129,10 +130,14 @@ pub fn encode_area(plans: &[Vec<Segment>], out: &mut [u8]) -> u32 {
         put_u16(out, w, segs.len() as u16);
         w += 2;
         for s in segs {
-            put_u32(out, w, s.stored_bytes);
-            put_u32(out, w + 4, s.raw_bytes);
-            put_u32(out, w + 8, s.crc);
-            put_u16(out, w + 12, s.first_key.len() as u16);
+            put_u32(out, w + layout::segment::STORED_BYTES.at, s.stored_bytes);
+            put_u32(out, w + layout::segment::RAW_BYTES.at, s.raw_bytes);
+            put_u32(out, w + layout::segment::CRC.at, s.crc);
+            put_u16(
+                out,
+                w + layout::segment::KEY_LEN.at,
+                s.first_key.len() as u16,
+            );
             let k = w + ENTRY_FIXED_BYTES;
             out[k..k + s.first_key.len()].copy_from_slice(&s.first_key);
             w = k + s.first_key.len();
@@ -270,16 +275,16 @@ pub fn decode_area(area: &[u8], stored_crc: u32, dir: &[DirEntry]) -> Result<Tab
             let h = area
                 .get(r..r + ENTRY_FIXED_BYTES)
                 .ok_or("segment entries overrun the area")?;
-            let k = get_u16(h, 12) as usize;
+            let k = get_u16(h, layout::segment::KEY_LEN.at) as usize;
             let key = area
                 .get(r + ENTRY_FIXED_BYTES..r + ENTRY_FIXED_BYTES + k)
                 .filter(|_| k <= MAX_KEY_BYTES)
                 .ok_or("segment key overruns the area")?;
             keys.extend_from_slice(key);
             entries.push(Entry {
-                stored_bytes: get_u32(h, 0),
-                raw_bytes: get_u32(h, 4),
-                crc: get_u32(h, 8),
+                stored_bytes: get_u32(h, layout::segment::STORED_BYTES.at),
+                raw_bytes: get_u32(h, layout::segment::RAW_BYTES.at),
+                crc: get_u32(h, layout::segment::CRC.at),
                 key_end: keys.len() as u32,
             });
             r += ENTRY_FIXED_BYTES + k;

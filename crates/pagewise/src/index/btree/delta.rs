@@ -6,8 +6,34 @@ use crate::store::extent::{Extent, EXTENT_REF_BYTES as OVF_REF};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, HDR};
 use std::collections::BTreeMap;
 
+/// The delta block's fields after the page header, as offsets in its page
+/// (docs/design.md, "Delta blocks for B+tree pages").
+#[allow(dead_code)] // every row of its table is named, read or not
+pub mod block {
+    use crate::store::layout::Field;
+    pub const BASE_PID: Field = Field::new(32, 8);
+    pub const BASE_CRC: Field = Field::new(40, 4);
+    pub const COUNT: Field = Field::new(44, 4);
+    pub const RECORD_BYTES: Field = Field::new(48, 4);
+    pub const RESERVED: Field = Field::new(52, 4);
+}
+
+/// The delta block's table in docs/design.md.
+#[cfg(test)]
+pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Delta blocks for B+tree pages",
+    index: 0,
+    rows: &[
+        ("base page id", block::BASE_PID),
+        ("crc32c of the base", block::BASE_CRC),
+        ("record count", block::COUNT),
+        ("record bytes", block::RECORD_BYTES),
+        ("reserved", block::RESERVED),
+    ],
+};
+
 /// Bytes of the delta block's fixed part after the page header.
-pub const DELTA_HDR: usize = 24;
+pub const DELTA_HDR: usize = block::RESERVED.end() - HDR;
 /// Bytes of a record before its key and value.
 pub const REC_HDR: usize = 7;
 const OP_PUT: u8 = 1;
@@ -158,11 +184,11 @@ impl Changes {
     /// payload bytes used.
     pub fn encode(&self, page: &mut [u8]) -> usize {
         let mut at = HDR;
-        put_u64(page, at, self.base_pid);
-        put_u32(page, at + 8, self.base_crc);
-        put_u32(page, at + 12, self.count as u32);
-        put_u32(page, at + 16, self.bytes as u32);
-        put_u32(page, at + 20, 0);
+        put_u64(page, at + block::BASE_PID.at - HDR, self.base_pid);
+        put_u32(page, at + block::BASE_CRC.at - HDR, self.base_crc);
+        put_u32(page, at + block::COUNT.at - HDR, self.count as u32);
+        put_u32(page, at + block::RECORD_BYTES.at - HDR, self.bytes as u32);
+        put_u32(page, at + block::RESERVED.at - HDR, 0);
         at += DELTA_HDR;
         if !self.raw.is_empty() {
             page[at..at + self.raw.len()].copy_from_slice(&self.raw);
@@ -197,13 +223,13 @@ impl Changes {
         if payload.len() < DELTA_HDR {
             return Err(format!("delta block payload of {} bytes", payload.len()));
         }
-        let count = get_u32(payload, 12) as usize;
-        let bytes = get_u32(payload, 16) as usize;
+        let count = get_u32(payload, block::COUNT.at - HDR) as usize;
+        let bytes = get_u32(payload, block::RECORD_BYTES.at - HDR) as usize;
         if DELTA_HDR + bytes != payload.len() {
             let what = format!("{bytes} record bytes in a payload of {}", payload.len());
             return Err(what);
         }
-        let base_pid = get_u64(payload, 0);
+        let base_pid = get_u64(payload, block::BASE_PID.at - HDR);
         if base_pid < 2 {
             return Err(format!("base page {base_pid} is a file header page"));
         }
@@ -222,7 +248,11 @@ impl Changes {
         if at != records.len() {
             return Err(format!("{count} records do not fill {bytes} record bytes"));
         }
-        let mut c = Changes::new(base_pid, get_u32(payload, 8), page_size.min(4096));
+        let mut c = Changes::new(
+            base_pid,
+            get_u32(payload, block::BASE_CRC.at - HDR),
+            page_size.min(4096),
+        );
         (c.raw, c.count, c.bytes) = (records.to_vec(), count, bytes);
         Ok(c)
     }

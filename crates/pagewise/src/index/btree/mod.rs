@@ -34,7 +34,36 @@ pub struct Meta {
 
 /// Encoded size of the root descriptor (the same bytes as a version-1
 /// catalog entry's fixed part).
-pub const DESC_BYTES: usize = 52;
+pub const DESC_BYTES: usize = root::LEAF_BYTES.end();
+
+/// The root descriptor's fields (docs/design.md, "B+tree root descriptor").
+#[allow(dead_code)] // every row of its table is named, read or not
+pub mod root {
+    use crate::store::layout::Field;
+    pub const ROOT: Field = Field::new(0, 8);
+    pub const HEIGHT: Field = Field::new(8, 4);
+    pub const ENTRIES: Field = Field::new(12, 8);
+    pub const LEAF_PAGES: Field = Field::new(20, 8);
+    pub const BRANCH_PAGES: Field = Field::new(28, 8);
+    pub const OVERFLOW_PAGES: Field = Field::new(36, 8);
+    pub const LEAF_BYTES: Field = Field::new(44, 8);
+}
+
+/// The root descriptor's table in docs/design.md.
+#[cfg(test)]
+pub const ROOT_TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "B+tree root descriptor (52 bytes, the catalog entry's root)",
+    index: 0,
+    rows: &[
+        ("root page id", root::ROOT),
+        ("height", root::HEIGHT),
+        ("entries", root::ENTRIES),
+        ("leaf pages", root::LEAF_PAGES),
+        ("branch pages", root::BRANCH_PAGES),
+        ("overflow pages", root::OVERFLOW_PAGES),
+        ("encoded leaf entry bytes", root::LEAF_BYTES),
+    ],
+};
 /// Deepest tree accepted from disk: a descent is bounded by the height, and
 /// no page size makes a real tree this deep (fanout >= 2 gives 2^64 leaves).
 pub const MAX_HEIGHT: u32 = 64;
@@ -64,15 +93,14 @@ impl Meta {
                 b.len()
             ));
         }
-        let v: Vec<u64> = (0..5).map(|i| get_u64(b, 12 + 8 * i)).collect();
         let m = Meta {
-            root: get_u64(b, 0),
-            height: get_u32(b, 8),
-            entries: v[0],
-            leaf_pages: v[1],
-            branch_pages: v[2],
-            overflow_pages: v[3],
-            leaf_bytes: v[4],
+            root: get_u64(b, root::ROOT.at),
+            height: get_u32(b, root::HEIGHT.at),
+            entries: get_u64(b, root::ENTRIES.at),
+            leaf_pages: get_u64(b, root::LEAF_PAGES.at),
+            branch_pages: get_u64(b, root::BRANCH_PAGES.at),
+            overflow_pages: get_u64(b, root::OVERFLOW_PAGES.at),
+            leaf_bytes: get_u64(b, root::LEAF_BYTES.at),
         };
         if (m.root == 0) != (m.height == 0) || m.height > MAX_HEIGHT || m.root == 1 {
             return Err(format!("B+tree root {} with height {}", m.root, m.height));

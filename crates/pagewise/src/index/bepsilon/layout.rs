@@ -1,0 +1,123 @@
+//! Where the B-epsilon tree's on-disk fields lie (docs/design.md,
+//! "B-epsilon nodes": its parameter, header, directory entry and segment
+//! entry tables), named for the encoders and decoders of mod.rs, format.rs
+//! and segment.rs.
+
+#![allow(dead_code)] // every row of a table is named, read or not
+
+use crate::store::layout::Field;
+
+/// A tree's parameters in its catalog entry.
+pub mod params {
+    use super::Field;
+    pub const NODE_BYTES: Field = Field::new(0, 4);
+    pub const BASEMENT_BYTES: Field = Field::new(4, 4);
+    pub const FANOUT: Field = Field::new(8, 2);
+    pub const COMPRESSION: Field = Field::new(10, 1);
+    pub const LEVEL: Field = Field::new(11, 1);
+    pub const LEAF_BYTES: Field = Field::new(12, 4);
+}
+
+/// A node's header, at the start of its shell.
+pub mod header {
+    use super::Field;
+    pub const MAGIC: Field = Field::new(0, 4);
+    pub const TYPE: Field = Field::new(4, 1);
+    pub const COMPRESSION: Field = Field::new(5, 1);
+    pub const PARTS: Field = Field::new(6, 2);
+    pub const HEIGHT: Field = Field::new(8, 4);
+    pub const SHELL_BYTES: Field = Field::new(12, 4);
+    pub const MAX_SEQ: Field = Field::new(16, 8);
+    pub const RAW_BYTES: Field = Field::new(24, 8);
+    pub const PROBES: Field = Field::new(32, 1);
+    pub const RESERVED: Field = Field::new(33, 3);
+    pub const FILTER_CRC: Field = Field::new(36, 4);
+    pub const SEGMENT_AREA_BYTES: Field = Field::new(40, 4);
+    pub const SEGMENT_AREA_CRC: Field = Field::new(44, 4);
+    pub const RESERVED_END: Field = Field::new(48, 16);
+}
+
+/// A partition's directory entry, after the header.
+pub mod dir {
+    use super::Field;
+    pub const OFFSET: Field = Field::new(0, 4);
+    pub const STORED_BYTES: Field = Field::new(4, 4);
+    pub const RAW_BYTES: Field = Field::new(8, 4);
+    pub const CRC: Field = Field::new(12, 4);
+    pub const ENTRIES: Field = Field::new(16, 4);
+    pub const FILTER_BYTES: Field = Field::new(20, 4);
+}
+
+/// A segment entry in the segment area.
+pub mod segment {
+    use super::Field;
+    pub const STORED_BYTES: Field = Field::new(0, 4);
+    pub const RAW_BYTES: Field = Field::new(4, 4);
+    pub const CRC: Field = Field::new(8, 4);
+    pub const KEY_LEN: Field = Field::new(12, 2);
+}
+
+#[cfg(test)]
+use crate::store::layout::Table;
+
+#[cfg(test)]
+pub const PARAMS_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 0,
+    rows: &[
+        ("node bytes", params::NODE_BYTES),
+        ("basement bytes", params::BASEMENT_BYTES),
+        ("fanout", params::FANOUT),
+        ("compression", params::COMPRESSION),
+        ("compression level", params::LEVEL),
+        ("leaf bytes", params::LEAF_BYTES),
+    ],
+};
+
+#[cfg(test)]
+pub const HEADER_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 1,
+    rows: &[
+        ("magic", header::MAGIC),
+        ("node type", header::TYPE),
+        ("compression", header::COMPRESSION),
+        ("partition count", header::PARTS),
+        ("height", header::HEIGHT),
+        ("bytes of header", header::SHELL_BYTES),
+        ("highest message sequence", header::MAX_SEQ),
+        ("uncompressed bytes", header::RAW_BYTES),
+        ("buffer filter probes", header::PROBES),
+        ("reserved", header::RESERVED),
+        ("crc32c of the filter area", header::FILTER_CRC),
+        ("bytes of the segment area", header::SEGMENT_AREA_BYTES),
+        ("crc32c of the segment area", header::SEGMENT_AREA_CRC),
+        ("reserved", header::RESERVED_END),
+    ],
+};
+
+#[cfg(test)]
+pub const DIR_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 2,
+    rows: &[
+        ("offset of the partition", dir::OFFSET),
+        ("compressed bytes", dir::STORED_BYTES),
+        ("uncompressed bytes", dir::RAW_BYTES),
+        ("crc32c", dir::CRC),
+        ("entries", dir::ENTRIES),
+        ("bytes of this partition", dir::FILTER_BYTES),
+    ],
+};
+
+#[cfg(test)]
+pub const SEGMENT_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 4,
+    rows: &[
+        ("stored bytes", segment::STORED_BYTES),
+        ("raw bytes", segment::RAW_BYTES),
+        ("crc32c", segment::CRC),
+        ("first key length", segment::KEY_LEN),
+    ],
+};
