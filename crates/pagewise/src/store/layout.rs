@@ -21,6 +21,11 @@ impl Field {
     pub const fn end(self) -> usize {
         self.at + self.bytes
     }
+
+    /// The field's bytes in `b`, which holds the structure from offset 0.
+    pub fn of(self, b: &[u8]) -> &[u8] {
+        &b[self.at..self.end()]
+    }
 }
 
 /// One offset and size table of docs/design.md: the heading it stands under,
@@ -49,6 +54,7 @@ mod tests {
             &crate::log::record::TABLE,
             &crate::index::btree::delta::TABLE,
             &crate::index::bepsilon::layout::PARAMS_TABLE,
+            &crate::index::bepsilon::layout::ROOT_TABLE,
             &crate::index::bepsilon::layout::HEADER_TABLE,
             &crate::index::bepsilon::layout::DIR_TABLE,
             &crate::index::bepsilon::layout::SEGMENT_TABLE,

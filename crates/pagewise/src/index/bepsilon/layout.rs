@@ -18,6 +18,16 @@ pub mod params {
     pub const LEAF_BYTES: Field = Field::new(12, 4);
 }
 
+/// A tree's root descriptor in its catalog entry.
+pub mod root {
+    use super::Field;
+    pub const EXTENT: Field = Field::new(0, 16);
+    pub const HEIGHT: Field = Field::new(16, 4);
+    pub const ENTRIES: Field = Field::new(20, 8);
+    pub const NODES: Field = Field::new(28, 8);
+    pub const NEXT_SEQ: Field = Field::new(36, 8);
+}
+
 /// A node's header, at the start of its shell.
 pub mod header {
     use super::Field;
@@ -75,9 +85,22 @@ pub const PARAMS_TABLE: Table = Table {
 };
 
 #[cfg(test)]
-pub const HEADER_TABLE: Table = Table {
+pub const ROOT_TABLE: Table = Table {
     heading: "B-epsilon nodes",
     index: 1,
+    rows: &[
+        ("root extent", root::EXTENT),
+        ("height", root::HEIGHT),
+        ("leaf entries", root::ENTRIES),
+        ("node count", root::NODES),
+        ("next sequence number", root::NEXT_SEQ),
+    ],
+};
+
+#[cfg(test)]
+pub const HEADER_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 2,
     rows: &[
         ("magic", header::MAGIC),
         ("node type", header::TYPE),
@@ -99,7 +122,7 @@ pub const HEADER_TABLE: Table = Table {
 #[cfg(test)]
 pub const DIR_TABLE: Table = Table {
     heading: "B-epsilon nodes",
-    index: 2,
+    index: 3,
     rows: &[
         ("offset of the partition", dir::OFFSET),
         ("compressed bytes", dir::STORED_BYTES),
@@ -113,7 +136,7 @@ pub const DIR_TABLE: Table = Table {
 #[cfg(test)]
 pub const SEGMENT_TABLE: Table = Table {
     heading: "B-epsilon nodes",
-    index: 4,
+    index: 5,
     rows: &[
         ("stored bytes", segment::STORED_BYTES),
         ("raw bytes", segment::RAW_BYTES),

@@ -27,7 +27,7 @@ pub mod writeback;
 
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64};
-use layout::params;
+use layout::{params, root};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Longest key of a B-epsilon tree.
@@ -39,7 +39,8 @@ pub const PARAMS_BYTES: usize = params::LEVEL.end();
 /// Catalog parameter bytes with the optional leaf bytes field.
 pub const PARAMS_LEAF_BYTES: usize = params::LEAF_BYTES.end();
 /// Bytes of the root descriptor.
-pub const DESC_BYTES: usize = 44;
+pub const DESC_BYTES: usize = root::NEXT_SEQ.end();
+const _: () = assert!(root::EXTENT.bytes == EXTENT_REF_BYTES);
 /// Provisional ids of dirty nodes have this bit set: never a page id.
 pub const PROVISIONAL_BIT: u64 = 1 << 62;
 
@@ -284,13 +285,13 @@ impl Meta {
         let mut b = vec![0u8; DESC_BYTES];
         match self.root {
             None => {}
-            Some(Child::Clean(e)) => e.encode(&mut b[..EXTENT_REF_BYTES]),
+            Some(Child::Clean(e)) => e.encode(&mut b[root::EXTENT.at..root::EXTENT.end()]),
             Some(Child::Dirty(id)) => panic!("root {id:#x} encoded before it was placed"),
         }
-        b[16..20].copy_from_slice(&self.height.to_le_bytes());
-        b[20..28].copy_from_slice(&self.entries.to_le_bytes());
-        b[28..36].copy_from_slice(&self.nodes.to_le_bytes());
-        b[36..44].copy_from_slice(&self.next_seq.to_le_bytes());
+        b[root::HEIGHT.at..root::HEIGHT.end()].copy_from_slice(&self.height.to_le_bytes());
+        b[root::ENTRIES.at..root::ENTRIES.end()].copy_from_slice(&self.entries.to_le_bytes());
+        b[root::NODES.at..root::NODES.end()].copy_from_slice(&self.nodes.to_le_bytes());
+        b[root::NEXT_SEQ.at..root::NEXT_SEQ.end()].copy_from_slice(&self.next_seq.to_le_bytes());
         b
     }
 
@@ -299,20 +300,20 @@ impl Meta {
         if b.len() != DESC_BYTES {
             return Err(format!("B-epsilon descriptor of {} bytes", b.len()));
         }
-        let root = if b[..EXTENT_REF_BYTES].iter().all(|&x| x == 0) {
+        let root = if root::EXTENT.of(b).iter().all(|&x| x == 0) {
             None
         } else {
-            let e = Extent::decode(&b[..EXTENT_REF_BYTES], page_size)
+            let e = Extent::decode(root::EXTENT.of(b), page_size)
                 .ok_or("B-epsilon root extent out of range")?;
             Some(Child::Clean(e))
         };
         let m = Self {
             opts,
             root,
-            height: get_u32(b, 16),
-            entries: get_u64(b, 20),
-            nodes: get_u64(b, 28),
-            next_seq: get_u64(b, 36),
+            height: get_u32(b, root::HEIGHT.at),
+            entries: get_u64(b, root::ENTRIES.at),
+            nodes: get_u64(b, root::NODES.at),
+            next_seq: get_u64(b, root::NEXT_SEQ.at),
         };
         if m.height > MAX_HEIGHT || (m.root.is_none() && (m.nodes != 0 || m.entries != 0)) {
             return Err(format!("B-epsilon descriptor {m:?} is inconsistent"));
