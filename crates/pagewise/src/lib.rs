@@ -24,6 +24,7 @@ mod batch;
 mod check;
 mod db;
 mod error;
+mod events;
 mod index;
 mod log;
 mod options;
@@ -35,6 +36,7 @@ pub use batch::Batch;
 pub use check::CheckReport;
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
+pub use events::{Event, EventListener};
 pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
 pub use options::{

@@ -1,4 +1,5 @@
 use crate::error::{Error, Result};
+use crate::events::EventListener;
 use pagewise_io::{Fs, RealFs};
 use std::sync::Arc;
 
@@ -82,6 +83,10 @@ pub struct Options {
     /// register the same operator every time a Db holding upserts is opened
     /// (docs/design.md, "B-epsilon nodes", merge operator).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Told of checkpoints, leaf write-backs and B-epsilon buffer flushes as
+    /// they happen ([`crate::Event`]; contract on [`crate::EventListener`]).
+    /// None (the default): nothing is told. Not stored in the file.
+    pub event_listener: Option<Arc<dyn EventListener>>,
 }
 
 /// Combines upsert operands with a key's value, like RocksDB's merge
@@ -121,6 +126,7 @@ impl Default for Options {
             read_only: false,
             fs: Arc::new(RealFs),
             merge_operator: None,
+            event_listener: None,
         }
     }
 }
@@ -253,6 +259,11 @@ impl Options {
     }
     pub fn merge_operator(mut self, op: Arc<dyn MergeOperator>) -> Self {
         self.merge_operator = Some(op);
+        self
+    }
+
+    pub fn event_listener(mut self, l: Arc<dyn EventListener>) -> Self {
+        self.event_listener = Some(l);
         self
     }
 

@@ -2,6 +2,7 @@
 
 use super::{CommitState, Inner};
 use crate::error::Result;
+use crate::events::{self, Event};
 use crate::store::catalog::Catalog;
 use crate::store::extent::Extent;
 use crate::store::page::Kind;
@@ -82,6 +83,8 @@ impl Inner {
         let store = &self.ix.store;
         let ps = store.page_size();
         let gen = cs.gen + 1;
+        let t0 = std::time::Instant::now();
+        self.tell_checkpoint_begin(cs, gen);
         // Glibc's free pages go back before the placement's buffers come.
         crate::store::trim::release_free_heap(self.dirty_limit_bytes);
         // Variable-size nodes first: they leave the dirty set for extents.
@@ -128,7 +131,32 @@ impl Inner {
                                 // The replaced dirty parts and the images evicted for the placed ones.
         crate::store::trim::release_free_heap(self.dirty_limit_bytes);
         self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+        let (generation, elapsed_us) = (gen, events::elapsed_us(t0));
+        let end = Event::CheckpointEnd {
+            generation,
+            elapsed_us,
+        };
+        events::tell(self.ix.events.as_deref(), end);
         Ok(())
+    }
+
+    /// Tells the event listener that checkpoint `gen` begins.
+    fn tell_checkpoint_begin(&self, cs: &mut CommitState, gen: u64) {
+        let Some(listener) = self.ix.events.as_deref() else {
+            return;
+        };
+        let now = self
+            .ix
+            .counters
+            .delta_consolidations
+            .load(Ordering::Relaxed);
+        let consolidations = now - cs.consolidations_at_ckpt;
+        cs.consolidations_at_ckpt = now;
+        listener.on_event(&Event::CheckpointBegin {
+            generation: gen,
+            dirty_bytes: self.dirty_bytes(),
+            consolidations,
+        });
     }
 
     /// Frees the previous catalog (later), allocates the new one's extent

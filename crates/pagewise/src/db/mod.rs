@@ -35,6 +35,9 @@ struct CommitState {
     ckpt_lsn: u64,
     /// The durable checkpoint's catalog (freed by the next checkpoint).
     catalog: Option<Extent>,
+    /// `delta_consolidations` when the last checkpoint began: the next
+    /// one's `Event::CheckpointBegin` reports what came since.
+    consolidations_at_ckpt: u64,
 }
 
 #[derive(Default)]

@@ -315,6 +315,7 @@ fn start(
             lsn: sb.lsn,
             ckpt_lsn: sb.lsn,
             catalog: (sb.catalog.len_bytes > 0).then_some(sb.catalog),
+            consolidations_at_ckpt: 0,
         }),
         queue: Mutex::new(Vec::new()),
         poison: Mutex::new(None),

@@ -236,6 +236,8 @@ pub struct Index {
     pub append_fill: f64,
     /// `Options::merge_operator`: resolves B-epsilon upserts.
     pub merge: Option<Arc<dyn crate::options::MergeOperator>>,
+    /// `Options::event_listener`: told of flushes, write-backs, checkpoints.
+    pub events: Option<Arc<dyn crate::events::EventListener>>,
     /// B-epsilon partitions probed lately: a second miss on one loads it
     /// into a full cache instead of probing it again.
     pub bepsilon_probed: bepsilon::read::Probed,
@@ -291,6 +293,7 @@ impl Index {
             delta: opts.delta_flush,
             append_fill: opts.append_fill,
             merge: opts.merge_operator.clone(),
+            events: opts.event_listener.clone(),
             bepsilon_probed: bepsilon::read::Probed::new(opts.cache_bytes),
         }
     }
@@ -388,6 +391,7 @@ impl Index {
             cache: &self.store.cache,
             alloc,
             merge: self.merge.as_deref(),
+            events: self.events.as_deref(),
             tree,
         };
         w.apply_run(m, &run)

@@ -3,8 +3,8 @@
 //! decides the batches its killed predecessor left in doubt, then loads the
 //! database until killed.
 //!
-//! Protocol on stdout, one line each: `ready US` (open took US µs), `ckpt`
-//! (a checkpoint starts), `ckpt-done US`. Exit status: 3 for a violation
+//! Protocol on stdout, one line each: `ready US` (open took US µs), then
+//! the engine's events as [`Announcer`] prints them. Exit status: 3 for a violation
 //! (the message on stderr starts with `VIOLATION:`), 4 for an engine error,
 //! 0 after `--max-secs` without a kill.
 
@@ -12,7 +12,7 @@ use super::expected::{self, ExpectedLog, Record};
 use super::workers::{self, Counters, FileJournal, Load, Sabotage};
 use super::{verify, Shape, DB_FILE, EXPECTED_FILE};
 use anyhow::{Context, Result};
-use pagewise::Db;
+use pagewise::{Db, Event, EventListener};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -61,6 +61,36 @@ fn die_with_parent() {
     }
 }
 
+/// Prints the engine's events for the parent, one line each, so it can aim
+/// kills inside them: `ckpt-begin GEN CONSOLIDATIONS`, `ckpt-end US`,
+/// `wb-begin`, `wb-end US`, `flush-begin`, `flush-end US`. stdout is line
+/// buffered: each line is written before the engine goes on.
+struct Announcer;
+
+impl EventListener for Announcer {
+    fn on_event(&self, e: &Event) {
+        match *e {
+            Event::CheckpointBegin {
+                generation,
+                consolidations,
+                ..
+            } => say(format_args!("ckpt-begin {generation} {consolidations}")),
+            Event::CheckpointEnd { elapsed_us, .. } => say(format_args!("ckpt-end {elapsed_us}")),
+            Event::WriteBackBegin { .. } => say(format_args!("wb-begin")),
+            Event::WriteBackEnd { elapsed_us, .. } => say(format_args!("wb-end {elapsed_us}")),
+            Event::FlushBegin { .. } => say(format_args!("flush-begin")),
+            Event::FlushEnd { elapsed_us, .. } => say(format_args!("flush-end {elapsed_us}")),
+            _ => {}
+        }
+    }
+}
+
+/// One line on stdout; a parent gone away is no reason to panic.
+fn say(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
 pub fn run(a: Args) -> Result<()> {
     die_with_parent();
     let lay = a.shape.layout()?;
@@ -81,7 +111,8 @@ pub fn run(a: Args) -> Result<()> {
     }
     let mut log = ExpectedLog::open(&exp, end, true)?;
     let t0 = Instant::now();
-    let db = match Db::open_or_create(a.dir.join(DB_FILE), a.shape.options()) {
+    let opts = a.shape.options().event_listener(Arc::new(Announcer));
+    let db = match Db::open_or_create(a.dir.join(DB_FILE), opts) {
         Ok(db) => db,
         Err(e) => violation(&format!("open after a kill failed: {e}")),
     };

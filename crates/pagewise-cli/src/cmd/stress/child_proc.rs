@@ -12,8 +12,98 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     Ready { open_us: u64 },
-    Ckpt,
-    CkptDone { us: u64 },
+    CkptBegin { consolidations: u64 },
+    CkptEnd { us: u64 },
+    WriteBackBegin,
+    WriteBackEnd { us: u64 },
+    FlushBegin,
+    FlushEnd { us: u64 },
+}
+
+/// One line of a child's stdout (`child.rs`, `Announcer`), or None.
+fn parse(line: &str) -> Option<Event> {
+    let mut w = line.split_whitespace();
+    let what = w.next()?;
+    let mut num = || w.next().and_then(|n| n.parse::<u64>().ok());
+    Some(match what {
+        "ready" => Event::Ready { open_us: num()? },
+        "ckpt-begin" => {
+            let _generation = num()?;
+            Event::CkptBegin {
+                consolidations: num()?,
+            }
+        }
+        "ckpt-end" => Event::CkptEnd { us: num()? },
+        "wb-begin" => Event::WriteBackBegin,
+        "wb-end" => Event::WriteBackEnd { us: num()? },
+        "flush-begin" => Event::FlushBegin,
+        "flush-end" => Event::FlushEnd { us: num()? },
+        _ => return None,
+    })
+}
+
+/// A running mean of durations in µs, mergeable.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Mean {
+    sum: f64,
+    count: u64,
+}
+
+impl Mean {
+    pub fn add(&mut self, x: u64) {
+        self.sum += x as f64;
+        self.count += 1;
+    }
+    pub fn merge(&mut self, o: Mean) {
+        self.sum += o.sum;
+        self.count += o.count;
+    }
+    pub fn get(&self, default: f64) -> f64 {
+        if self.count == 0 {
+            default
+        } else {
+            self.sum / self.count as f64
+        }
+    }
+}
+
+/// What a child was doing, from the events it announced: at its death,
+/// where the kill landed (work begun and not announced as ended).
+#[derive(Debug, Default, Clone)]
+pub struct Track {
+    /// Seen `ready`: the open (recovery) had finished.
+    pub ready: bool,
+    /// A checkpoint in progress, with the consolidations it writes.
+    pub checkpoint: Option<u64>,
+    pub write_back: bool,
+    /// B-epsilon flushes in progress (they nest).
+    pub flush_depth: u32,
+    pub checkpoint_us: Mean,
+    pub write_back_us: Mean,
+    pub flush_us: Mean,
+}
+
+impl Track {
+    fn see(&mut self, ev: &Event) {
+        match *ev {
+            Event::Ready { .. } => self.ready = true,
+            Event::CkptBegin { consolidations } => self.checkpoint = Some(consolidations),
+            Event::CkptEnd { us } => {
+                self.checkpoint = None;
+                self.checkpoint_us.add(us);
+            }
+            Event::WriteBackBegin => self.write_back = true,
+            Event::WriteBackEnd { us } => {
+                self.write_back = false;
+                self.write_back_us.add(us);
+            }
+            Event::FlushBegin => self.flush_depth += 1,
+            Event::FlushEnd { us } => {
+                self.flush_depth = self.flush_depth.saturating_sub(1);
+                self.flush_us.add(us);
+            }
+        }
+    }
 }
 
 pub struct ChildProc {
@@ -21,8 +111,8 @@ pub struct ChildProc {
     events: Receiver<Event>,
     pub spawned: Instant,
     stderr_path: PathBuf,
-    /// Seen `ready`: the open (recovery) had finished.
-    pub ready: bool,
+    /// Every event seen so far, folded.
+    pub track: Track,
 }
 
 /// How a child ended.
@@ -53,13 +143,7 @@ impl ChildProc {
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(out).lines() {
                 let Ok(line) = line else { break };
-                let mut w = line.split_whitespace();
-                let ev = match (w.next(), w.next().and_then(|n| n.parse().ok())) {
-                    (Some("ready"), Some(n)) => Event::Ready { open_us: n },
-                    (Some("ckpt"), _) => Event::Ckpt,
-                    (Some("ckpt-done"), Some(n)) => Event::CkptDone { us: n },
-                    _ => continue,
-                };
+                let Some(ev) = parse(&line) else { continue };
                 if tx.send(ev).is_err() {
                     break;
                 }
@@ -70,25 +154,19 @@ impl ChildProc {
             events,
             spawned: Instant::now(),
             stderr_path,
-            ready: false,
+            track: Track::default(),
         })
     }
 
-    /// Waits up to `limit` for an event matching `want`; events seen on the
-    /// way are passed to `seen`. None on timeout or when the child's output ends.
-    pub fn wait_for(
-        &mut self,
-        limit: Duration,
-        want: impl Fn(&Event) -> bool,
-        mut seen: impl FnMut(&Event),
-    ) -> Option<Event> {
+    /// Waits up to `limit` for an event matching `want`. None on timeout or
+    /// when the child's output ends.
+    pub fn wait_for(&mut self, limit: Duration, want: impl Fn(&Event) -> bool) -> Option<Event> {
         let deadline = Instant::now() + limit;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
                 Ok(ev) => {
-                    self.ready |= matches!(ev, Event::Ready { .. });
-                    seen(&ev);
+                    self.track.see(&ev);
                     if want(&ev) {
                         return Some(ev);
                     }
@@ -98,20 +176,18 @@ impl ChildProc {
         }
     }
 
-    /// Events already sent (non-blocking).
-    pub fn drain(&mut self, mut seen: impl FnMut(&Event)) {
-        while let Ok(ev) = self.events.try_recv() {
-            self.ready |= matches!(ev, Event::Ready { .. });
-            seen(&ev);
-        }
-    }
-
-    /// SIGKILL (unless it already exited) and reap.
-    pub fn kill(mut self) -> Result<End> {
+    /// SIGKILL (unless it already exited) and reap; then read what it
+    /// announced before it died, so `track` says where the kill landed.
+    /// Returns how it ended and its track.
+    pub fn kill(mut self) -> Result<(End, Track)> {
         let _ = self.proc.kill();
         let status = self.proc.wait().context("waiting for a stress child")?;
+        // Its stdout is closed now: the reader ends after the last line.
+        while let Ok(ev) = self.events.recv_timeout(Duration::from_secs(5)) {
+            self.track.see(&ev);
+        }
         if status.signal() == Some(libc::SIGKILL) {
-            return Ok(End::Killed);
+            return Ok((End::Killed, self.track));
         }
         let msg = std::fs::read_to_string(&self.stderr_path).unwrap_or_default();
         let what = match status.code() {
@@ -119,9 +195,7 @@ impl ChildProc {
             Some(EXIT_ENGINE_ERROR) => "hit an engine error",
             _ => "exited unexpectedly",
         };
-        Ok(End::Failed(format!(
-            "child {what} ({status}): {}",
-            msg.trim()
-        )))
+        let end = End::Failed(format!("child {what} ({status}): {}", msg.trim()));
+        Ok((end, self.track))
     }
 }

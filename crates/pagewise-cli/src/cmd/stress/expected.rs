@@ -20,11 +20,11 @@
 //! torn Intent means `apply` was never called; a torn Ack leaves the batch in
 //! doubt, which is weaker but true).
 
-use super::value::Op;
+use super::value::{upsert_len, Op, Write};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write as _};
 use std::path::Path;
 
 const INTENT: u8 = 1;
@@ -50,8 +50,13 @@ fn encode(r: &Record) -> Vec<u8> {
             for o in ops {
                 p.push(o.tree);
                 p.extend_from_slice(&o.idx.to_le_bytes());
-                p.push(o.len.is_some() as u8);
-                p.extend_from_slice(&o.len.unwrap_or(0).to_le_bytes());
+                let (code, n) = match o.write {
+                    Write::Remove => (0u8, 0),
+                    Write::Put(len) => (1, len),
+                    Write::Upsert(add) => (2, add),
+                };
+                p.push(code);
+                p.extend_from_slice(&n.to_le_bytes());
             }
         }
         Record::Ack { batch } => {
@@ -82,12 +87,22 @@ fn decode(p: &[u8]) -> Option<Record> {
             }
             let ops = p[10..]
                 .chunks_exact(10)
-                .map(|c| Op {
-                    tree: c[0],
-                    idx: u32::from_le_bytes(c[1..5].try_into().unwrap()),
-                    len: (c[5] == 1).then(|| u32::from_le_bytes(c[6..10].try_into().unwrap())),
+                .map(|c| {
+                    let n = u32::from_le_bytes(c[6..10].try_into().unwrap());
+                    let write = match c[5] {
+                        0 => Write::Remove,
+                        1 => Write::Put(n),
+                        2 => Write::Upsert(n),
+                        _ => return None,
+                    };
+                    let idx = u32::from_le_bytes(c[1..5].try_into().unwrap());
+                    Some(Op {
+                        tree: c[0],
+                        idx,
+                        write,
+                    })
                 })
-                .collect();
+                .collect::<Option<Vec<Op>>>()?;
             Some(Record::Intent { batch, ops })
         }
         ACK if p.len() == 9 => Some(Record::Ack { batch }),
@@ -185,9 +200,13 @@ impl Model {
     pub fn apply(&mut self, batch: u64, ops: &[Op]) {
         for o in ops {
             let t = &mut self.trees[o.tree as usize];
-            match o.len {
-                Some(len) => t.insert(o.idx, (batch, len)),
-                None => t.remove(&o.idx),
+            match o.write {
+                Write::Put(len) => t.insert(o.idx, (batch, len)),
+                Write::Remove => t.remove(&o.idx),
+                Write::Upsert(add) => {
+                    let prev = t.get(&o.idx).map_or(0, |&(_, len)| len);
+                    t.insert(o.idx, (batch, upsert_len(prev, add)))
+                }
             };
         }
     }
@@ -242,12 +261,17 @@ mod tests {
                     Op {
                         tree: 0,
                         idx: 5,
-                        len: Some(30),
+                        write: Write::Put(30),
                     },
                     Op {
                         tree: 2,
                         idx: 9,
-                        len: None,
+                        write: Write::Remove,
+                    },
+                    Op {
+                        tree: 1,
+                        idx: 4,
+                        write: Write::Upsert(77),
                     },
                 ],
             },
@@ -280,7 +304,7 @@ mod tests {
         let put = |idx, len| Op {
             tree: 0,
             idx,
-            len: Some(len),
+            write: Write::Put(len),
         };
         m.feed(Record::Intent {
             batch: 1,
@@ -300,6 +324,21 @@ mod tests {
         })
         .unwrap();
         assert_eq!(m.trees[0][&1], (2, 40));
+        let up = |idx, add| Op {
+            tree: 0,
+            idx,
+            write: Write::Upsert(add),
+        };
+        m.feed(Record::Intent {
+            batch: 3,
+            ops: vec![up(1, 10), up(2, 5)],
+        })
+        .unwrap();
+        m.feed(Record::Ack { batch: 3 }).unwrap();
+        // An upsert adds to the value it finds; on an absent key it starts
+        // from the 24-byte header.
+        assert_eq!(m.trees[0][&1], (3, 50));
+        assert_eq!(m.trees[0][&2], (3, 29));
         assert!(
             m.feed(Record::Ack { batch: 2 }).is_err(),
             "double ack accepted"

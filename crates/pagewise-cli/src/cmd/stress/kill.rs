@@ -2,7 +2,7 @@
 //! checkpoint, or during the next child's recovery), reopen the database in
 //! this process and verify it against the expected-state file.
 
-use super::child_proc::{ChildProc, End, Event};
+use super::child_proc::{ChildProc, End, Event, Mean, Track};
 use super::expected::{self, ExpectedLog, Model, Record};
 use super::value::Layout;
 use super::workers::Sabotage;
@@ -17,18 +17,34 @@ use std::time::{Duration, Instant};
 
 /// How long a child may take to open before it counts as a hang.
 const OPEN_LIMIT: Duration = Duration::from_secs(60);
-/// How long to wait for a child to announce a checkpoint.
-const CKPT_WAIT: Duration = Duration::from_secs(3);
+/// How long to wait for a child to announce the work a kill aims at.
+const AIM_WAIT: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Summary {
     pub seed: u64,
+    pub kinds: String,
     pub kills: u64,
-    pub kills_random: u64,
-    pub kills_in_checkpoint: u64,
+    /// Kills by how they were aimed (`Mode`).
+    pub aimed_random: u64,
+    pub aimed_checkpoint: u64,
+    pub aimed_consolidation: u64,
+    pub aimed_write_back: u64,
+    pub aimed_flush: u64,
     pub kills_in_recovery: u64,
     /// Recovery kills that landed before the child finished opening.
     pub kills_before_ready: u64,
+    /// Kills by where they landed, however aimed: inside work the child
+    /// had announced as begun and not as ended (`child.rs`, `Announcer`).
+    pub kills_in_checkpoint: u64,
+    /// Inside a checkpoint writing nodes consolidated from delta blocks.
+    pub kills_in_consolidation: u64,
+    /// Inside a B-epsilon leaf write-back.
+    pub kills_in_write_back: u64,
+    /// Inside a B-epsilon buffer flush.
+    pub kills_in_flush: u64,
+    /// Children that ran with delta flushes on.
+    pub children_with_delta: u64,
     pub batches_acknowledged: u64,
     pub in_doubt_applied: u64,
     pub in_doubt_absent: u64,
@@ -39,24 +55,6 @@ pub struct Summary {
     pub duration_s: f64,
 }
 
-/// A running mean, for aiming kills at checkpoints and opens.
-#[derive(Default)]
-struct Mean(f64, u64);
-
-impl Mean {
-    fn add(&mut self, x: u64) {
-        self.1 += 1;
-        self.0 += (x as f64 - self.0) / self.1 as f64;
-    }
-    fn get(&self, default: f64) -> f64 {
-        if self.1 == 0 {
-            default
-        } else {
-            self.0
-        }
-    }
-}
-
 struct Run<'a> {
     a: &'a Args,
     lay: Layout,
@@ -64,17 +62,50 @@ struct Run<'a> {
     model: Model,
     /// The expected-state file is verified up to here.
     offset: u64,
-    open_us: Mean,
+    /// This round's children open the Db with delta flushes.
+    delta: bool,
     spawn_to_ready_us: Mean,
+    /// Durations of what the children announced, for aiming.
     ckpt_us: Mean,
+    write_back_us: Mean,
+    flush_us: Mean,
     s: Summary,
 }
 
-#[derive(Clone, Copy)]
+/// How a kill is aimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
+    /// Uniformly 0..`--max-delay-ms` after the child opened.
     Random,
+    /// Inside a checkpoint (the engine's or the child's checkpointer's).
     Checkpoint,
+    /// Inside a checkpoint that writes consolidated delta nodes.
+    Consolidation,
+    /// Inside a B-epsilon leaf write-back.
+    WriteBack,
+    /// Inside a B-epsilon buffer flush.
+    Flush,
+    /// A random kill, then the next child killed while it recovers.
     Recovery,
+}
+
+impl Mode {
+    /// The mode for a draw in 0..100: random 35%, checkpoint 20%,
+    /// consolidation 10%, write-back 10%, flush 8%, recovery 17%; a mode
+    /// the round cannot aim at (no B-epsilon trees, no delta flushes) is a
+    /// checkpoint or random kill instead.
+    fn pick(draw: u32, bepsilon: bool, delta: bool) -> Mode {
+        match draw {
+            0..=34 => Mode::Random,
+            35..=54 => Mode::Checkpoint,
+            55..=64 if delta => Mode::Consolidation,
+            55..=64 => Mode::Checkpoint,
+            65..=74 if bepsilon => Mode::WriteBack,
+            75..=82 if bepsilon => Mode::Flush,
+            65..=82 => Mode::Random,
+            _ => Mode::Recovery,
+        }
+    }
 }
 
 pub fn run(a: &Args, seed: u64) -> Result<()> {
@@ -86,11 +117,14 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
         lay,
         rng: SmallRng::seed_from_u64(seed),
         offset: 0,
-        open_us: Mean::default(),
+        delta: false,
         spawn_to_ready_us: Mean::default(),
         ckpt_us: Mean::default(),
+        write_back_us: Mean::default(),
+        flush_us: Mean::default(),
         s: Summary {
             seed,
+            kinds: a.shape.kinds.clone(),
             ..Default::default()
         },
     };
@@ -104,11 +138,9 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
     let mut last_progress = Instant::now();
     let mut failure = None;
     while t0.elapsed() < limit && r.s.kills < max_kills {
-        let mode = match r.rng.gen_range(0..100) {
-            0..=54 => Mode::Random,
-            55..=79 => Mode::Checkpoint,
-            _ => Mode::Recovery,
-        };
+        r.delta = r.lay.delta_flush(r.rng.gen_bool(0.5));
+        let bepsilon = r.lay.trees.iter().any(|(_, k)| k.upsert);
+        let mode = Mode::pick(r.rng.gen_range(0..100), bepsilon, r.delta);
         let dog = watchdog(seed, r.s.kills);
         let result = r.round(mode).and_then(|()| r.verify());
         drop(dog);
@@ -118,10 +150,11 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
         }
         if last_progress.elapsed() >= Duration::from_secs(5) {
             last_progress = Instant::now();
+            let s = &r.s;
             eprintln!(
-                "stress: {:>5.0}s  kills {:>5} (random {}, checkpoint {}, recovery {})  batches {:>7}  verified {}",
-                t0.elapsed().as_secs_f64(), r.s.kills, r.s.kills_random, r.s.kills_in_checkpoint,
-                r.s.kills_in_recovery, r.model.acked, r.s.verified
+                "stress: {:>5.0}s  kills {:>5} (in checkpoint {}, consolidation {}, write-back {}, flush {}, recovery {})  batches {:>7}  verified {}",
+                t0.elapsed().as_secs_f64(), s.kills, s.kills_in_checkpoint, s.kills_in_consolidation,
+                s.kills_in_write_back, s.kills_in_flush, s.kills_in_recovery, r.model.acked, s.verified
             );
         }
     }
@@ -168,8 +201,19 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
         return Ok(());
     }
     println!("seed                  {}", s.seed);
-    println!("kills                 {} (random {}, in checkpoint {}, in recovery {} of which {} before open finished)",
-        s.kills, s.kills_random, s.kills_in_checkpoint, s.kills_in_recovery, s.kills_before_ready);
+    println!(
+        "kinds                 {} ({} children with delta flushes)",
+        s.kinds, s.children_with_delta
+    );
+    println!(
+        "kills                 {} aimed: random {}, checkpoint {}, consolidation {}, write-back {}, flush {}, recovery {} ({} before open finished)",
+        s.kills, s.aimed_random, s.aimed_checkpoint, s.aimed_consolidation, s.aimed_write_back,
+        s.aimed_flush, s.kills_in_recovery, s.kills_before_ready
+    );
+    println!(
+        "kills landed inside   checkpoint {} (consolidating {}), write-back {}, flush {}",
+        s.kills_in_checkpoint, s.kills_in_consolidation, s.kills_in_write_back, s.kills_in_flush
+    );
     println!("batches acknowledged  {}", s.batches_acknowledged);
     println!(
         "in-doubt batches      {} applied, {} absent",
@@ -186,7 +230,9 @@ fn print_summary(s: &Summary, json: bool) -> Result<()> {
 
 impl Run<'_> {
     fn child_args(&mut self) -> Vec<String> {
-        let mut v = self.a.shape.to_args();
+        let mut shape = self.a.shape.clone();
+        shape.delta_flush = self.delta;
+        let mut v = shape.to_args();
         for (k, x) in [
             ("--scan-from", self.offset),
             ("--next-batch", self.model.next_batch),
@@ -204,20 +250,21 @@ impl Run<'_> {
 
     fn spawn(&mut self) -> Result<ChildProc> {
         let args = self.child_args();
+        self.s.children_with_delta += self.delta as u64;
         ChildProc::spawn(&self.a.dir, &args)
     }
 
     /// Starts a child, waits until it has opened, returns it.
     fn spawn_ready(&mut self) -> Result<ChildProc> {
         let mut c = self.spawn()?;
-        let ev = c.wait_for(OPEN_LIMIT, |e| matches!(e, Event::Ready { .. }), |_| ());
-        if let Some(Event::Ready { open_us }) = ev {
-            self.open_us.add(open_us);
+        if c.wait_for(OPEN_LIMIT, |e| matches!(e, Event::Ready { .. }))
+            .is_some()
+        {
             self.spawn_to_ready_us
                 .add(c.spawned.elapsed().as_micros() as u64);
             return Ok(c);
         }
-        match c.kill()? {
+        match c.kill()?.0 {
             End::Failed(msg) => bail!("{msg}"),
             End::Killed => {
                 bail!("child did not finish opening within {OPEN_LIMIT:?} (a hang in recovery?)")
@@ -225,68 +272,83 @@ impl Run<'_> {
         }
     }
 
-    fn kill(&mut self, c: ChildProc) -> Result<()> {
-        match c.kill()? {
-            End::Killed => {
-                self.s.kills += 1;
-                Ok(())
-            }
-            End::Failed(msg) => bail!("{msg}"),
+    /// Kills `c` and counts where the kill landed.
+    fn kill(&mut self, c: ChildProc) -> Result<Track> {
+        let (end, t) = c.kill()?;
+        if let End::Failed(msg) = end {
+            bail!("{msg}");
         }
+        self.s.kills += 1;
+        self.ckpt_us.merge(t.checkpoint_us);
+        self.write_back_us.merge(t.write_back_us);
+        self.flush_us.merge(t.flush_us);
+        let s = &mut self.s;
+        if let Some(consolidations) = t.checkpoint {
+            s.kills_in_checkpoint += 1;
+            s.kills_in_consolidation += (consolidations > 0) as u64;
+        }
+        s.kills_in_write_back += t.write_back as u64;
+        s.kills_in_flush += (t.flush_depth > 0) as u64;
+        Ok(t)
     }
 
     fn sleep_random(&mut self, max_us: u64) {
         std::thread::sleep(Duration::from_micros(self.rng.gen_range(0..=max_us.max(1))));
     }
 
+    /// Waits for the work `mode` aims at to begin, then sleeps a random part
+    /// of its mean duration. Returns false when it did not begin in time
+    /// (the kill is then a random one).
+    fn aim(&mut self, c: &mut ChildProc, mode: Mode) -> bool {
+        let (got, mean_us) = match mode {
+            Mode::Checkpoint => (
+                c.wait_for(AIM_WAIT, |e| matches!(e, Event::CkptBegin { .. })),
+                1.5 * self.ckpt_us.get(2000.0),
+            ),
+            Mode::Consolidation => (
+                c.wait_for(
+                    AIM_WAIT,
+                    |e| matches!(e, Event::CkptBegin { consolidations } if *consolidations > 0),
+                ),
+                1.5 * self.ckpt_us.get(2000.0),
+            ),
+            Mode::WriteBack => (
+                c.wait_for(AIM_WAIT, |e| *e == Event::WriteBackBegin),
+                1.2 * self.write_back_us.get(2000.0),
+            ),
+            Mode::Flush => (
+                c.wait_for(AIM_WAIT, |e| *e == Event::FlushBegin),
+                1.2 * self.flush_us.get(50.0),
+            ),
+            Mode::Random | Mode::Recovery => (None, 0.0),
+        };
+        self.sleep_random(mean_us as u64);
+        got.is_some()
+    }
+
     fn round(&mut self, mode: Mode) -> Result<()> {
         let mut c = self.spawn_ready()?;
-        let max_delay_us = self.a.max_delay_ms * 1000;
-        match mode {
-            Mode::Random | Mode::Recovery => {
-                self.sleep_random(max_delay_us);
-                self.s.kills_random += 1;
-            }
-            Mode::Checkpoint => {
-                let ckpt_us = &mut self.ckpt_us;
-                let got = c.wait_for(
-                    CKPT_WAIT,
-                    |e| *e == Event::Ckpt,
-                    |e| {
-                        if let Event::CkptDone { us } = e {
-                            ckpt_us.add(*us)
-                        }
-                    },
-                );
-                let mean = self.ckpt_us.get(2000.0);
-                self.sleep_random((1.5 * mean) as u64);
-                if got.is_some() {
-                    self.s.kills_in_checkpoint += 1
-                } else {
-                    self.s.kills_random += 1
-                }
+        let aimed = mode != Mode::Random && mode != Mode::Recovery && self.aim(&mut c, mode);
+        let s = &mut self.s;
+        match (aimed, mode) {
+            (true, Mode::Checkpoint) => s.aimed_checkpoint += 1,
+            (true, Mode::Consolidation) => s.aimed_consolidation += 1,
+            (true, Mode::WriteBack) => s.aimed_write_back += 1,
+            (true, Mode::Flush) => s.aimed_flush += 1,
+            _ => {
+                s.aimed_random += 1;
+                self.sleep_random(self.a.max_delay_ms * 1000);
             }
         }
-        let mut ckpt = Vec::new();
-        c.drain(|e| {
-            if let Event::CkptDone { us } = e {
-                ckpt.push(*us)
-            }
-        });
-        ckpt.into_iter().for_each(|us| self.ckpt_us.add(us));
         self.kill(c)?;
         if let Mode::Recovery = mode {
             // The next child replays the log the kill left; kill it while it does.
             let c = self.spawn()?;
             let aim = (1.2 * self.spawn_to_ready_us.get(20_000.0)) as u64;
             self.sleep_random(aim);
-            let mut c = c;
-            c.drain(|_| ());
-            if !c.ready {
-                self.s.kills_before_ready += 1;
-            }
+            let t = self.kill(c)?;
+            self.s.kills_before_ready += !t.ready as u64;
             self.s.kills_in_recovery += 1;
-            self.kill(c)?;
         }
         Ok(())
     }

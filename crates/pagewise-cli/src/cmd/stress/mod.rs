@@ -13,8 +13,9 @@ mod verify;
 mod workers;
 
 use anyhow::{bail, Result};
-use pagewise::{Durability, Options};
+use pagewise::{DeltaFlush, Durability, Options};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub const DB_FILE: &str = "stress.pw";
@@ -23,8 +24,12 @@ pub const EXPECTED_FILE: &str = "expected.log";
 /// The database and load shape, shared by the parent and its children.
 #[derive(clap::Args, Clone, Debug)]
 pub struct Shape {
-    /// Tree kinds to test, comma-separated (this build: btree).
-    #[arg(long, default_value = "btree")]
+    /// Tree kinds to test, comma-separated, trees of every kind in one Db and
+    /// in the same batches: `btree`, `bepsilon` (with upserts through a merge
+    /// operator) and `delta` (B+trees with delta flushes; the engine sets
+    /// those per Db, so with both `btree` and `delta` each child opens the Db
+    /// with delta flushes on or off at random, seeded).
+    #[arg(long, default_value = "btree,bepsilon,delta")]
     pub kinds: String,
     /// Trees per kind.
     #[arg(long, default_value_t = 3)]
@@ -52,6 +57,9 @@ pub struct Shape {
     /// Bypass O_DIRECT (use the page cache).
     #[arg(long)]
     pub no_direct: bool,
+    /// Open the Db with delta flushes (set per child by the parent).
+    #[arg(long, hide = true)]
+    pub delta_flush: bool,
 }
 
 impl Shape {
@@ -78,13 +86,21 @@ impl Shape {
         ))
     }
 
+    /// The Db's options. Delta flushes: a small threshold, so nodes are
+    /// consolidated often, in blocks of two sectors, so a block can tear.
     pub fn options(&self) -> Options {
+        let delta = DeltaFlush {
+            threshold_bytes: 500,
+            block_bytes: self.page_size.min(1024),
+        };
         Options::default()
             .page_size(self.page_size)
             .cache_bytes(self.cache_kib << 10)
             .wal_limit(self.wal_limit_kib << 10)
             .durability(Durability::Sync)
             .direct_io(!self.no_direct)
+            .delta_flush(self.delta_flush.then_some(delta))
+            .merge_operator(Arc::new(value::StressMerge))
     }
 
     /// The same shape as command-line arguments for a child.
@@ -105,6 +121,9 @@ impl Shape {
         .collect();
         if self.no_direct {
             v.push("--no-direct".into());
+        }
+        if self.delta_flush {
+            v.push("--delta-flush".into());
         }
         v
     }

@@ -129,7 +129,9 @@ impl Sampler {
 pub fn run(a: &Args, seed: u64) -> Result<()> {
     let lay = a.shape.layout()?;
     let limit = a.duration.unwrap_or(Duration::from_secs(60));
-    let opts = a.shape.options();
+    let mut shape = a.shape.clone();
+    shape.delta_flush = lay.delta_flush(true);
+    let opts = shape.options();
     let cache = (a.shape.cache_kib as u64) << 10;
     let dirty = (cache / 4).max(16 * a.shape.page_size as u64);
     let path = a.dir.join(DB_FILE);

@@ -17,22 +17,51 @@ pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Most operations in one batch.
 pub const MAX_OPS: usize = 8;
 
-/// A tree kind under test and what it supports. Only the B+tree exists today;
-/// a B-epsilon kind with `upsert` adds a row here, and `random_batch` then
-/// mixes upserts into batches on its trees.
+/// A tree kind under test, by the engine's name for it. `delta` is the
+/// B+tree in a Db opened with delta flushes (`Options::delta_flush`, a
+/// setting of the Db, not of a tree: see [`Layout::delta`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kind {
     pub name: &'static str,
     /// The engine's kind: trees are created with `Db::tree_with`.
     pub engine: pagewise::TreeKind,
+    /// Batches on its trees mix in upserts (merge operator [`StressMerge`]).
     pub upsert: bool,
+    /// Asks for delta flushes on the Db's B+trees.
+    pub delta: bool,
 }
 
-pub const KINDS: &[Kind] = &[Kind {
-    name: "btree",
-    engine: pagewise::TreeKind::BTree,
-    upsert: false,
-}];
+/// The kinds, in the order a Db's trees are laid out. The B-epsilon trees
+/// are small enough that 2,000 keys make several levels: 16 KiB nodes and
+/// leaves of 2 KiB basements (so basements and buffers are stored as
+/// segments at 4 KiB pages), fanout 6, lz4.
+pub const KINDS: &[Kind] = &[
+    Kind {
+        name: "btree",
+        engine: pagewise::TreeKind::BTree,
+        upsert: false,
+        delta: false,
+    },
+    Kind {
+        name: "bepsilon",
+        engine: pagewise::TreeKind::BEpsilon(pagewise::BEpsilonOptions {
+            node_bytes: 16 << 10,
+            leaf_bytes: None,
+            basement_bytes: 2 << 10,
+            fanout: 6,
+            compression: pagewise::Compression::Lz4,
+            level: 3,
+        }),
+        upsert: true,
+        delta: false,
+    },
+    Kind {
+        name: "delta",
+        engine: pagewise::TreeKind::BTree,
+        upsert: false,
+        delta: true,
+    },
+];
 
 /// Parses a comma-separated list of kind names (e.g. "btree").
 pub fn parse_kinds(list: &str) -> Result<Vec<Kind>, String> {
@@ -79,6 +108,20 @@ impl Layout {
             writers,
             page_size: ps,
         }
+    }
+}
+
+impl Layout {
+    /// Whether a child's Db gets delta flushes: always when `delta` trees
+    /// are listed without plain `btree` ones, as `coin` says when both are
+    /// (the engine sets delta flushes per Db), never without `delta`.
+    pub fn delta_flush(&self, coin: bool) -> bool {
+        let has = |delta: bool| {
+            self.trees
+                .iter()
+                .any(|(_, k)| k.delta == delta && k.engine == pagewise::TreeKind::BTree)
+        };
+        has(true) && (coin || !has(false))
     }
 }
 
@@ -171,12 +214,81 @@ pub fn decode(v: &[u8], tree: u8, idx: u32) -> Result<(u64, u32), String> {
     Ok((batch, v.len() as u32))
 }
 
-/// One write of a batch: a put of `len` bytes, or a remove (`len` None).
+/// One write of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// A value of this many bytes.
+    Put(u32),
+    Remove,
+    /// An upsert operand adding this many bytes ([`upsert_len`]).
+    Upsert(u32),
+}
+
+/// One write of a batch, on key `idx` of tree `tree`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Op {
     pub tree: u8,
     pub idx: u32,
-    pub len: Option<u32>,
+    pub write: Write,
+}
+
+/// Longest value upserts grow a key to (then it wraps around).
+pub const UPSERT_MAX_BYTES: u32 = 4096;
+/// Most bytes one upsert operand adds.
+pub const UPSERT_ADD_MAX: u32 = 200;
+/// Bytes of an operand: `tree u8 | batch u64 | add u32`.
+const OPERAND_BYTES: usize = 13;
+
+/// The length of a key's value after an upsert adding `add` bytes to a
+/// value of `prev` bytes (0: absent): grows, and wraps around past
+/// [`UPSERT_MAX_BYTES`], so every upsert changes the value.
+pub fn upsert_len(prev: u32, add: u32) -> u32 {
+    let next = prev.max(HEADER_BYTES as u32) + add;
+    if next > UPSERT_MAX_BYTES {
+        HEADER_BYTES as u32 + next % 256
+    } else {
+        next
+    }
+}
+
+fn operand(tree: u8, batch: u64, add: u32) -> Vec<u8> {
+    let mut o = Vec::with_capacity(OPERAND_BYTES);
+    o.push(tree);
+    o.extend_from_slice(&batch.to_le_bytes());
+    o.extend_from_slice(&add.to_le_bytes());
+    o
+}
+
+/// The stress test's merge operator: each operand `(tree, batch, add)`
+/// turns the key's value into the genuine value of `batch` whose length is
+/// [`upsert_len`] of the previous one, so an upserted value describes
+/// itself like a put one, and the model knows what it must hold.
+pub struct StressMerge;
+
+impl pagewise::MergeOperator for StressMerge {
+    fn name(&self) -> &str {
+        "stress"
+    }
+
+    fn full_merge(&self, key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
+        let (Some(idx), Some(first)) = (key_index(key), operands.first()) else {
+            return existing.unwrap_or_default().to_vec(); // not ours: a reader rejects it
+        };
+        let tree = first.first().copied().unwrap_or(0);
+        let mut len = existing
+            .and_then(|v| decode(v, tree, idx).ok())
+            .map_or(0, |(_, len)| len);
+        let mut batch = None;
+        for o in operands {
+            if o.len() != OPERAND_BYTES || o[0] != tree {
+                return existing.unwrap_or_default().to_vec();
+            }
+            batch = Some(u64::from_le_bytes(o[1..9].try_into().expect("8 bytes")));
+            let add = u32::from_le_bytes(o[9..13].try_into().expect("4 bytes"));
+            len = upsert_len(len, add.min(UPSERT_ADD_MAX));
+        }
+        value(batch.expect("an operand"), tree, idx, len)
+    }
 }
 
 /// A value length: mostly small, some up to a quarter page, some overflow
@@ -194,9 +306,7 @@ fn value_len(rng: &mut SmallRng, ps: usize) -> u32 {
 
 /// A random batch for writer `w`: 1..=8 writes on distinct keys of its own
 /// partition (keys with `idx % writers == w`), `remove_pct` percent removes.
-/// Upserts join here for trees whose kind has `upsert` (none in this build):
-/// an `Op` variant whose expected value is derived from the key's previous
-/// one, so the model and the verifier need no other change.
+/// On trees whose kind takes upserts, a third of the puts are upserts.
 pub fn random_batch(rng: &mut SmallRng, lay: &Layout, w: u32, remove_pct: u32) -> Vec<Op> {
     assert!(w < lay.writers);
     let per_writer = (lay.keys - w).div_ceil(lay.writers);
@@ -211,8 +321,14 @@ pub fn random_batch(rng: &mut SmallRng, lay: &Layout, w: u32, remove_pct: u32) -
         if ops.iter().any(|o| o.tree == tree && o.idx == idx) {
             continue;
         }
-        let len = (rng.gen_range(0..100) >= remove_pct).then(|| value_len(rng, lay.page_size));
-        ops.push(Op { tree, idx, len });
+        let write = if rng.gen_range(0..100) < remove_pct {
+            Write::Remove
+        } else if lay.trees[tree as usize].1.upsert && rng.gen_range(0..3) == 0 {
+            Write::Upsert(rng.gen_range(1..=UPSERT_ADD_MAX))
+        } else {
+            Write::Put(value_len(rng, lay.page_size))
+        };
+        ops.push(Op { tree, idx, write });
     }
     assert!(!ops.is_empty() && ops.iter().all(|o| o.idx < lay.keys));
     ops
@@ -223,9 +339,10 @@ pub fn engine_batch(lay: &Layout, batch: u64, ops: &[Op]) -> pagewise::Batch {
     let mut b = pagewise::Batch::new();
     for o in ops {
         let name = &lay.trees[o.tree as usize].0;
-        match o.len {
-            Some(len) => b.insert(name, key(o.idx), value(batch, o.tree, o.idx, len)),
-            None => b.remove(name, key(o.idx)),
+        match o.write {
+            Write::Put(len) => b.insert(name, key(o.idx), value(batch, o.tree, o.idx, len)),
+            Write::Remove => b.remove(name, key(o.idx)),
+            Write::Upsert(add) => b.upsert(name, key(o.idx), operand(o.tree, batch, add)),
         }
     }
     b
@@ -251,6 +368,28 @@ mod tests {
     }
 
     #[test]
+    fn upserts_merge_into_the_values_the_model_predicts() {
+        use pagewise::MergeOperator;
+        let (k, m) = (key(7), StressMerge);
+        let v = m.full_merge(&k, None, &[&operand(2, 5, 30)]);
+        assert_eq!(upsert_len(0, 30), 54, "an absent key starts at the header");
+        assert_eq!(decode(&v, 2, 7), Ok((5, 54)));
+        let v2 = m.full_merge(&k, Some(&v), &[&operand(2, 6, 10), &operand(2, 9, 200)]);
+        assert_eq!(decode(&v2, 2, 7), Ok((9, 264)));
+        assert_eq!(
+            upsert_len(4000, 200),
+            24 + 4200 % 256,
+            "wraps past the maximum"
+        );
+        assert_eq!(
+            m.full_merge(&k, Some(&v), &[b"junk"]),
+            v,
+            "a foreign operand"
+        );
+        assert_eq!(m.full_merge(b"other", Some(&v), &[&operand(2, 6, 1)]), v);
+    }
+
+    #[test]
     fn keys_round_trip_and_others_are_rejected() {
         for idx in [0, 1, 12, 13, 999_999] {
             assert_eq!(key_index(&key(idx)), Some(idx));
@@ -269,9 +408,15 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(9);
         for _ in 0..200 {
             let ops = random_batch(&mut rng, &lay, 2, 30);
-            assert!(ops.iter().all(|o| o.idx % 3 == 2 && (o.tree as usize) < 3));
+            assert!(ops
+                .iter()
+                .all(|o| o.idx % 3 == 2 && (o.tree as usize) < lay.trees.len()));
+            // Upserts only on trees whose kind has a merge operator.
+            assert!(ops.iter().all(
+                |o| !matches!(o.write, Write::Upsert(_)) || lay.trees[o.tree as usize].1.upsert
+            ));
         }
-        assert!(parse_kinds("btree,bepsilon").is_err());
-        assert_eq!(parse_kinds("btree").unwrap(), KINDS.to_vec());
+        assert!(parse_kinds("btree,betree").is_err());
+        assert_eq!(parse_kinds("btree,bepsilon,delta").unwrap(), KINDS.to_vec());
     }
 }

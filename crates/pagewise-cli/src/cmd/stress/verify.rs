@@ -2,7 +2,7 @@
 //! batches, comparing every key, and `Db::check`.
 
 use super::expected::Model;
-use super::value::{decode, key, key_index, Layout, Op};
+use super::value::{decode, key, key_index, Layout, Op, Write};
 use pagewise::{Db, Tree};
 
 /// A broken promise: what, and where (tree, key, batch).
@@ -52,21 +52,22 @@ fn read(trees: &[Tree], lay: &Layout, tree: u8, idx: u32) -> Result<Option<(u64,
 
 /// Decides whether in-doubt `batch` was applied, from the keys it wrote.
 /// requires: no later batch touched its keys (its writer stopped with it).
-/// effect: Ok(true) when every put holds the batch's value and every
-/// removed key is absent; Ok(false) when no put holds it (for a batch of
-/// removes only: when some removed key is present); Err when some puts hold
-/// it and others do not — half-applied. Removes are judged fully by the
-/// caller's full comparison, which knows what the keys held before.
+/// effect: Ok(true) when every put and upsert holds the batch's value and
+/// every removed key is absent; Ok(false) when none holds it (for a batch of
+/// removes only: when some removed key is present); Err when some hold it
+/// and others do not — half-applied. Removes, and the length of an upserted
+/// value (which depends on what the key held before), are judged fully by
+/// the caller's full comparison, which knows the history.
 pub fn resolve(trees: &[Tree], lay: &Layout, batch: u64, ops: &[Op]) -> Result<bool, Violation> {
     assert!(!ops.is_empty(), "batch {batch} has no writes");
     let (mut present, mut missing) = (Vec::new(), Vec::new());
-    for o in ops.iter().filter(|o| o.len.is_some()) {
+    for o in ops.iter().filter(|o| o.write != Write::Remove) {
         match read(trees, lay, o.tree, o.idx)? {
             Some((b, len)) if b == batch => {
-                if Some(len) != o.len {
+                if matches!(o.write, Write::Put(want) if want != len) {
                     return Err(format!(
                         "batch {batch}: {}/k{} has length {len}, the intent says {:?}",
-                        lay.trees[o.tree as usize].0, o.idx, o.len
+                        lay.trees[o.tree as usize].0, o.idx, o.write
                     ));
                 }
                 present.push((o.tree, o.idx));
@@ -82,7 +83,7 @@ pub fn resolve(trees: &[Tree], lay: &Layout, batch: u64, ops: &[Op]) -> Result<b
     if !present.is_empty() {
         return Ok(true);
     }
-    let puts = ops.iter().any(|o| o.len.is_some());
+    let puts = ops.iter().any(|o| o.write != Write::Remove);
     if puts {
         return Ok(false);
     }

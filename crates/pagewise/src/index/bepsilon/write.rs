@@ -10,6 +10,7 @@ use super::pending::{resolve, Change, Pending};
 use super::pivots::Pivots;
 use super::{format, provisional_id, BEpsilonOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
+use crate::events::{self, Event, EventListener};
 use crate::options::MergeOperator;
 use crate::store::alloc::Alloc;
 use crate::store::cache::Cache;
@@ -34,6 +35,7 @@ pub struct Writer<'a> {
     pub cache: &'a Cache,
     pub alloc: &'a mut Alloc,
     pub merge: Option<&'a dyn MergeOperator>,
+    pub events: Option<&'a dyn EventListener>,
     pub tree: &'a str,
 }
 
@@ -227,9 +229,20 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// [`Writer::move_down`], told to the event listener.
+    fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
+        let height = parent.height;
+        events::tell(self.events, Event::FlushBegin { height });
+        let t0 = std::time::Instant::now();
+        self.move_down(m, parent, c)?;
+        let elapsed_us = events::elapsed_us(t0);
+        events::tell(self.events, Event::FlushEnd { height, elapsed_us });
+        Ok(())
+    }
+
     /// Moves every message of buffer `c` into child `c` (one batch), then
     /// splits the child or merges it with a sibling as its size requires.
-    fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
+    fn move_down(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
         let has_ops = matches!(parent.parts[c].as_deref(), Some(Part::Buf(b)) if b.has_ops());
         if has_ops && self.merge.is_none() {
             return Err(Error::NoMergeOperator {

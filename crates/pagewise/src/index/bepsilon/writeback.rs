@@ -11,6 +11,7 @@
 use super::node::Node;
 use super::Child;
 use crate::error::Result;
+use crate::events::{self, Event};
 use crate::index::Index;
 use crate::store::cache::PidMap;
 use crate::store::extent::Extent;
@@ -45,6 +46,12 @@ impl Index {
             .into_iter()
             .filter(|(_, id)| parents.contains_key(id))
             .collect();
+        let t0 = std::time::Instant::now();
+        let events = self.events.as_deref();
+        if !leaves.is_empty() {
+            let dirty_bytes = dirty_before_bytes;
+            events::tell(events, Event::WriteBackBegin { dirty_bytes });
+        }
         let mut exts = PidMap::default();
         let mut placed: Vec<(u64, Extent, Arc<Node>)> = Vec::new();
         self.place_level(&work, &leaves, gen, &mut exts, &mut placed)?;
@@ -72,6 +79,10 @@ impl Index {
         }
         let dirty_after_bytes = st.dirty.bytes();
         assert!(dirty_after_bytes <= dirty_before_bytes || leaves.is_empty());
+        if !leaves.is_empty() {
+            let (leaves, elapsed_us) = (leaves.len() as u64, events::elapsed_us(t0));
+            events::tell(events, Event::WriteBackEnd { leaves, elapsed_us });
+        }
         Ok(WriteBack {
             count_leaves: leaves.len(),
             dirty_before_bytes,
