@@ -47,6 +47,9 @@ pub struct Settings {
     pub delta_threshold_bytes: Option<usize>,
     /// pagewise engines: log bytes that start a checkpoint (`--wal-limit`).
     pub wal_limit_bytes: Option<u64>,
+    /// pagewise engines: percent of the cache that changed nodes may hold
+    /// before a checkpoint (`--dirty-percent`).
+    pub dirty_percent: Option<u8>,
 }
 
 impl Default for Settings {
@@ -63,12 +66,20 @@ impl Default for Settings {
             bepsilon_fanout: None,
             delta_threshold_bytes: None,
             wal_limit_bytes: None,
+            dirty_percent: None,
         }
     }
 }
 
-/// The smallest log limit the engine honours (it raises smaller ones).
-pub const WAL_LIMIT_MIN_BYTES: u64 = 64 << 10;
+pub use pagewise::WAL_LIMIT_MIN_BYTES;
+
+/// `opts` checked by the engine's own validation; a refusal names `flags`.
+fn engine_check(opts: pagewise::Options, flags: String) -> Result<()> {
+    opts.validate().map_err(|e| BenchError::Settings {
+        flags,
+        what: e.to_string(),
+    })
+}
 
 impl Settings {
     /// pagewise-bepsilon's tree options: the engine's defaults with these
@@ -141,16 +152,20 @@ impl Settings {
     /// The log limit for pagewise engines, if set (at least
     /// [`WAL_LIMIT_MIN_BYTES`]).
     pub fn wal_limit(&self) -> Result<Option<u64>> {
-        match self.wal_limit_bytes {
-            Some(n) if n < WAL_LIMIT_MIN_BYTES => Err(BenchError::Settings {
-                flags: format!("--wal-limit {n}"),
-                what: format!(
-                    "the log limit must be at least {} KiB (e.g. 64k, 256m)",
-                    WAL_LIMIT_MIN_BYTES >> 10
-                ),
-            }),
-            n => Ok(n),
+        if let Some(n) = self.wal_limit_bytes {
+            let opts = pagewise::Options::default().wal_limit(n);
+            engine_check(opts, format!("--wal-limit {n}"))?;
         }
+        Ok(self.wal_limit_bytes)
+    }
+
+    /// The dirty percent for pagewise engines, if set (10 to 90).
+    pub fn dirty_percent(&self) -> Result<Option<u8>> {
+        if let Some(p) = self.dirty_percent {
+            let opts = pagewise::Options::default().dirty_percent(p);
+            engine_check(opts, format!("--dirty-percent {p}"))?;
+        }
+        Ok(self.dirty_percent)
     }
 
     /// Checks every pagewise setting, so a bad one is refused before a run
@@ -159,6 +174,7 @@ impl Settings {
         self.bepsilon_options()?;
         self.delta_flush()?;
         self.wal_limit()?;
+        self.dirty_percent()?;
         Ok(())
     }
 }
@@ -404,5 +420,12 @@ mod tests {
         assert_eq!(fine.delta_flush().unwrap().threshold_bytes, 512);
         assert_eq!(fine.wal_limit().unwrap(), Some(WAL_LIMIT_MIN_BYTES));
         Settings::default().validate().unwrap();
+        for (p, ok) in [(9, false), (10, true), (90, true), (91, false)] {
+            let s = Settings {
+                dirty_percent: Some(p),
+                ..Settings::default()
+            };
+            assert_eq!(s.validate().is_ok(), ok, "dirty percent {p}");
+        }
     }
 }

@@ -74,6 +74,10 @@ fn bad_pagewise_settings_are_refused_with_the_flag_named() {
         &["--wal-limit", "4k"],
         &["--wal-limit 4096", "at least 64 KiB"],
     );
+    refused(
+        &["--dirty-percent", "95"],
+        &["--dirty-percent 95", "between 10 and 90"],
+    );
     refused(&["--bepsilon-fanout", "many"], &["--bepsilon-fanout"]);
 }
 
@@ -102,6 +106,8 @@ fn pagewise_settings_reach_the_engine_options() {
         "1k",
         "--wal-limit",
         "4m",
+        "--dirty-percent",
+        "60",
     ];
     let o = bench_run(dir.path(), "pagewise-bepsilon,pagewise-delta", &flags);
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -116,11 +122,10 @@ fn pagewise_settings_reach_the_engine_options() {
         assert_eq!(s["bepsilon_fanout"], 5);
         assert_eq!(s["delta_threshold_bytes"], 1024);
         assert_eq!(s["wal_limit_bytes"], 4 << 20);
-        assert_eq!(
-            r["engine_stats"]["options"]["wal_limit_bytes"],
-            4 << 20,
-            "{r}"
-        );
+        assert_eq!(s["dirty_percent"], 60);
+        let options = &r["engine_stats"]["options"];
+        assert_eq!(options["wal_limit_bytes"], 4 << 20, "{r}");
+        assert_eq!(options["dirty_percent"], 60, "{r}");
     }
     let stats = |engine: &str| {
         let r = results.iter().find(|r| r["engine"] == engine).unwrap();

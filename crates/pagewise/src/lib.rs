@@ -41,7 +41,7 @@ pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
 pub use options::{
     DeltaFlush, Durability, MergeOperator, Options, DIRTY_PERCENT_DEFAULT, MAX_PAGE_SIZE,
-    MIN_PAGE_SIZE, READ_AHEAD_DEFAULT_PAGES, WAL_LIMIT_DEFAULT,
+    MIN_PAGE_SIZE, READ_AHEAD_DEFAULT_PAGES, WAL_LIMIT_DEFAULT, WAL_LIMIT_MIN_BYTES,
 };
 pub use stats::{LevelReads, Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;

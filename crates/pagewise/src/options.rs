@@ -46,7 +46,7 @@ pub struct Options {
     /// of the cache's pages); 0 turns iterator read-ahead off.
     pub read_ahead: usize,
     /// Checkpoint when the write-ahead log holds this many bytes (at least
-    /// 64 KiB). Recovery replays at most about this much log; the log file
+    /// [`WAL_LIMIT_MIN_BYTES`], 64 KiB). Recovery replays at most about this much log; the log file
     /// keeps about this length until a clean close punches it out. Larger
     /// means fewer checkpoints, each rewriting every changed node whole:
     /// [`WAL_LIMIT_DEFAULT`], chosen by measurement (docs/benchmarks.md,
@@ -171,6 +171,10 @@ impl DeltaFlush {
     }
 }
 
+/// The least [`Options::wal_limit`]: 64 KiB (below it the log would force a
+/// checkpoint every few commits).
+pub const WAL_LIMIT_MIN_BYTES: u64 = 64 << 10;
+
 /// The default [`Options::wal_limit`]: 256 MiB.
 pub const WAL_LIMIT_DEFAULT: u64 = 256 << 20;
 
@@ -184,7 +188,7 @@ pub const DIRTY_PERCENT_DEFAULT: u8 = 75;
 /// one an iterator misses.
 pub const READ_AHEAD_DEFAULT_PAGES: usize = 32;
 
-pub(crate) fn validate_dirty_percent(percent: u8) -> Result<()> {
+fn validate_dirty_percent(percent: u8) -> Result<()> {
     if (10..=90).contains(&percent) {
         return Ok(());
     }
@@ -194,7 +198,7 @@ pub(crate) fn validate_dirty_percent(percent: u8) -> Result<()> {
 }
 
 /// Checks `Options::append_fill`.
-pub(crate) fn validate_append_fill(fraction: f64) -> Result<()> {
+fn validate_append_fill(fraction: f64) -> Result<()> {
     if (0.5..=1.0).contains(&fraction) {
         return Ok(());
     }
@@ -265,6 +269,23 @@ impl Options {
     pub fn event_listener(mut self, l: Arc<dyn EventListener>) -> Self {
         self.event_listener = Some(l);
         self
+    }
+
+    /// Checks the settings that need no file or device: dirty percent,
+    /// append fill and log limit, each with a message naming its range.
+    /// `Db::create` and `Db::open` call it; they check the page size and
+    /// delta flushes against the file and the device.
+    pub fn validate(&self) -> Result<()> {
+        validate_dirty_percent(self.dirty_percent)?;
+        validate_append_fill(self.append_fill)?;
+        if self.wal_limit < WAL_LIMIT_MIN_BYTES {
+            return Err(Error::Options(format!(
+                "wal limit {} bytes must be at least {} KiB (the log bytes that start a checkpoint)",
+                self.wal_limit,
+                WAL_LIMIT_MIN_BYTES >> 10
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn validate_page_size(ps: usize) -> Result<()> {

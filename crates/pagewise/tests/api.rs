@@ -410,3 +410,23 @@ fn dirty_percent_sets_the_checkpoint_rate() {
         other => panic!("dirty percent 95 accepted: {:?}", other.map(|_| ())),
     }
 }
+
+/// A log limit below the floor is refused by create and open, with the
+/// floor in the message; the floor itself is accepted.
+#[test]
+fn a_log_limit_below_the_floor_is_refused() {
+    use pagewise::WAL_LIMIT_MIN_BYTES;
+    let d = tempfile::tempdir().unwrap();
+    let small = || opts(4096).wal_limit(WAL_LIMIT_MIN_BYTES - 1);
+    match Db::create(d.path().join("small"), small()) {
+        Err(Error::Options(m)) => assert!(m.contains("at least 64 KiB"), "{m}"),
+        other => panic!("a tiny log limit accepted: {:?}", other.map(|_| ())),
+    }
+    let path = d.path().join("db");
+    Db::create(&path, opts(4096).wal_limit(WAL_LIMIT_MIN_BYTES))
+        .unwrap()
+        .close()
+        .unwrap();
+    assert!(matches!(Db::open(&path, small()), Err(Error::Options(_))));
+    assert!(small().validate().is_err() && opts(4096).validate().is_ok());
+}

@@ -81,7 +81,7 @@ fn opts() -> Options {
         .cache_bytes(32 * 1024)
         .durability(Durability::Buffered)
         .direct_io(false)
-        .wal_limit(16 * 1024)
+        .wal_limit(pagewise::WAL_LIMIT_MIN_BYTES)
         .merge_operator(Arc::new(Append))
 }
 

@@ -167,7 +167,7 @@ fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Option
         .cache_bytes(rng_cache(seed, ps))
         .durability(durability)
         .direct_io(true)
-        .wal_limit(16 * 1024)
+        .wal_limit(pagewise::WAL_LIMIT_MIN_BYTES)
         .sparse_log(seed / 5 % 2 == 1)
         .delta_flush(delta_for(seed, ps))
         .merge_operator(Arc::new(Append))

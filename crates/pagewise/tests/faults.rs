@@ -14,7 +14,7 @@ fn opts(fs: Arc<dyn Fs>) -> Options {
         .cache_bytes(8 * 1024)
         .durability(Durability::Sync)
         .direct_io(true)
-        .wal_limit(8 * 1024)
+        .wal_limit(pagewise::WAL_LIMIT_MIN_BYTES)
         .fs(fs)
 }
 

@@ -96,8 +96,13 @@ fn open_kind(
         Some(n) => opts.wal_limit(n),
         None => opts,
     };
+    let opts = match s.dirty_percent()? {
+        Some(p) => opts.dirty_percent(p),
+        None => opts,
+    };
     let options = serde_json::json!({
         "wal_limit_bytes": opts.wal_limit,
+        "dirty_percent": opts.dirty_percent,
         "delta_flush": delta.map(|d| serde_json::json!({
             "threshold_bytes": d.threshold_bytes,
             "block_bytes": d.block_bytes,

@@ -282,8 +282,7 @@ fn start(
     if let Some(d) = &opts.delta_flush {
         d.validate(ps, files.data.alignment())?;
     }
-    crate::options::validate_append_fill(opts.append_fill)?;
-    crate::options::validate_dirty_percent(opts.dirty_percent)?;
+    opts.validate()?;
     let mut pager = Pager::new(files.data, ps, CODEC, io.pages.clone(), io.meta.clone());
     pager.set_flags(sb.flags);
     let wal = Wal::new(
@@ -306,7 +305,7 @@ fn start(
         durability: opts.durability,
         direct,
         read_only: opts.read_only,
-        wal_limit_bytes: opts.wal_limit.max(64 * 1024),
+        wal_limit_bytes: opts.wal_limit,
         dirty_limit_bytes: dirty_budget as u64,
         ix: Index::new(store, opts),
         commit: Mutex::new(CommitState {

@@ -323,6 +323,7 @@ fn pagewise_settings(st: &pagewise_bench::Settings) -> String {
             st.delta_threshold_bytes.map(|n| format!("{n} B")),
         ),
         ("WAL limit", st.wal_limit_bytes.map(mib)),
+        ("dirty percent", st.dirty_percent.map(|p| format!("{p}%"))),
     ]
     .into_iter()
     .filter_map(|(what, v)| v.map(|v| format!("<br>{what} {}", esc(&v))))

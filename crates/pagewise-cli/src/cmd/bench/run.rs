@@ -96,6 +96,10 @@ pub struct Args {
     /// (default 256M).
     #[arg(long, value_parser = size, value_name = "SIZE")]
     pub wal_limit: Option<u64>,
+    /// pagewise engines: percent of the cache that changed nodes may hold
+    /// before a checkpoint, 10 to 90 (default 75).
+    #[arg(long, value_name = "PERCENT")]
+    pub dirty_percent: Option<u8>,
     /// Work directory: loop images and mount points (or plain run directories).
     #[arg(long, default_value = "/var/tmp/pagewise-bench")]
     pub dir: PathBuf,
@@ -210,6 +214,7 @@ fn settings(a: &Args) -> anyhow::Result<Settings> {
         bepsilon_fanout: a.bepsilon_fanout,
         delta_threshold_bytes: a.delta_threshold.map(|t| t as usize),
         wal_limit_bytes: a.wal_limit,
+        dirty_percent: a.dirty_percent,
     };
     settings.validate()?;
     Ok(settings)
@@ -236,8 +241,8 @@ fn note_unused_flags(a: &Args, engines: &[String]) {
         "pagewise-beps",
         "pagewise-delta",
     ];
-    if a.wal_limit.is_some() && !has(&pagewise) {
-        eprintln!("note: --wal-limit applies to the pagewise engines only, which this run does not include");
+    if (a.wal_limit.is_some() || a.dirty_percent.is_some()) && !has(&pagewise) {
+        eprintln!("note: --wal-limit and --dirty-percent apply to the pagewise engines only, which this run does not include");
     }
 }
 

@@ -48,7 +48,7 @@ pub struct Shape {
     /// Page cache in KiB (small, so pages are evicted and re-read).
     #[arg(long, default_value_t = 1024)]
     pub cache_kib: usize,
-    /// Checkpoint when the log reaches this many KiB (the engine's floor is 64).
+    /// Checkpoint when the log reaches this many KiB (at least 64).
     #[arg(long, default_value_t = 256)]
     pub wal_limit_kib: u64,
     /// Percent of writes that are removes.
