@@ -122,8 +122,8 @@ impl View<'_> {
     }
 }
 
-/// Whether the stored key filter of buffer `i` of `n` rules `key` out (a
-/// clean internal node with filters; `PAGEWISE_BEPSILON_FILTERS=off`: never).
+/// Whether the stored key filter of buffer `i` of `n` rules `key` out (only
+/// a clean internal node has filters).
 /// A clean buffer never changes, so its filter holds every key it has
 /// messages for, loaded or not.
 fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
