@@ -26,6 +26,7 @@ mod db;
 mod error;
 mod index;
 mod log;
+mod merge;
 mod options;
 mod stats;
 mod store;
@@ -37,6 +38,7 @@ pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
 pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
+pub use merge::{builtin_merge_operator, AddU64, Append, BUILTIN_MERGE_OPERATORS};
 pub use options::{
     DeltaFlush, Durability, MergeOperator, Options, DIRTY_PERCENT_DEFAULT, MAX_PAGE_SIZE,
     MIN_PAGE_SIZE, READ_AHEAD_DEFAULT_PAGES, WAL_LIMIT_DEFAULT,
