@@ -5,6 +5,7 @@ mod bytes;
 mod db;
 mod errors;
 mod iter;
+mod lab;
 mod options;
 mod tree;
 
@@ -17,6 +18,9 @@ fn _pagewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::Batch>()?;
     m.add_class::<iter::RangeIter>()?;
     errors::register(m)?;
+    m.add_function(wrap_pyfunction!(lab::probe, m)?)?;
+    m.add_function(wrap_pyfunction!(lab::load_probe_results, m)?)?;
+    m.add_function(wrap_pyfunction!(lab::load_tune_results, m)?)?;
     m.add("FORMAT_VERSION", pagewise::FORMAT_VERSION)?;
     m.add("MIN_PAGE_SIZE", pagewise::MIN_PAGE_SIZE)?;
     m.add("MAX_PAGE_SIZE", pagewise::MAX_PAGE_SIZE)?;

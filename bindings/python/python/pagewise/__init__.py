@@ -35,6 +35,9 @@ from ._pagewise import (
     ReadOnlyError,
     Tree,
     __version__,
+    load_probe_results,
+    load_tune_results,
+    probe,
 )
 
 __all__ = [
@@ -57,4 +60,7 @@ __all__ = [
     "ReadOnlyError",
     "Tree",
     "__version__",
+    "load_probe_results",
+    "load_tune_results",
+    "probe",
 ]
