@@ -200,16 +200,19 @@ impl Db {
         py.allow_threads(|| db.close()).map_err(to_py)
     }
 
+    /// True once the Db is closed.
     #[getter]
     fn closed(&self) -> bool {
         self.shared.is_closed()
     }
 
+    /// The database file's path.
     #[getter]
     fn path(&self) -> &Path {
         &self.shared.path
     }
 
+    /// Page size in bytes (fixed at creation).
     #[getter]
     fn page_size(&self) -> PyResult<usize> {
         Ok(self.shared.db()?.page_size())
@@ -221,6 +224,7 @@ impl Db {
         Ok(self.shared.db()?.max_key_len())
     }
 
+    /// True when opened with read_only=True.
     #[getter]
     fn read_only(&self) -> PyResult<bool> {
         Ok(self.shared.db()?.is_read_only())

@@ -56,6 +56,7 @@ fn bound(b: Option<&Bound<'_, PyAny>>, what: &str, included: bool) -> PyResult<B
 
 #[pymethods]
 impl Tree {
+    /// The tree's name.
     #[getter]
     fn name(&self) -> &str {
         self.tree.name()
@@ -215,14 +216,17 @@ impl Tree {
         self.iter(B::Unbounded, B::Unbounded, false, Yield::Keys)
     }
 
+    /// The keys in order; a lazy iterator.
     fn keys(&self) -> PyResult<RangeIter> {
         self.iter(B::Unbounded, B::Unbounded, false, Yield::Keys)
     }
 
+    /// The values in key order; a lazy iterator.
     fn values(&self) -> PyResult<RangeIter> {
         self.iter(B::Unbounded, B::Unbounded, false, Yield::Values)
     }
 
+    /// The (key, value) pairs in key order; a lazy iterator.
     fn items(&self) -> PyResult<RangeIter> {
         self.iter(B::Unbounded, B::Unbounded, false, Yield::Items)
     }
