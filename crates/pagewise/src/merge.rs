@@ -70,10 +70,16 @@ mod tests {
     fn add_u64_adds_and_zero_extends() {
         let op = builtin_merge_operator("add_u64").unwrap();
         let five = 5u64.to_le_bytes();
-        assert_eq!(op.full_merge(b"k", None, &[&five, &[2]]), 7u64.to_le_bytes());
+        assert_eq!(
+            op.full_merge(b"k", None, &[&five, &[2]]),
+            7u64.to_le_bytes()
+        );
         let max = u64::MAX.to_le_bytes();
         assert_eq!(op.full_merge(b"k", Some(&max), &[&[1]]), 0u64.to_le_bytes());
-        assert_eq!(op.full_merge(b"k", Some(&[1, 1]), &[]), 257u64.to_le_bytes());
+        assert_eq!(
+            op.full_merge(b"k", Some(&[1, 1]), &[]),
+            257u64.to_le_bytes()
+        );
     }
 
     #[test]
