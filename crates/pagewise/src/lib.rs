@@ -27,6 +27,7 @@ mod error;
 mod events;
 mod index;
 mod log;
+mod merge;
 mod options;
 mod stats;
 mod store;
@@ -39,6 +40,7 @@ pub use error::{Error, Result};
 pub use events::{Event, EventListener};
 pub use index::bepsilon::{BEpsilonOptions, Compression};
 pub use index::TreeKind;
+pub use merge::{builtin_merge_operator, AddU64, Append, BUILTIN_MERGE_OPERATORS};
 pub use options::{
     DeltaFlush, Durability, MergeOperator, Options, DIRTY_PERCENT_DEFAULT, MAX_PAGE_SIZE,
     MIN_PAGE_SIZE, READ_AHEAD_DEFAULT_PAGES, WAL_LIMIT_DEFAULT, WAL_LIMIT_MIN_BYTES,

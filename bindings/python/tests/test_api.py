@@ -1,0 +1,162 @@
+"""The engine as a Python mapping: reads, writes, iterators, batches, upserts."""
+
+import array
+
+import pytest
+
+import pagewise
+
+
+def test_tree_is_an_ordered_mapping(db):
+    t = db.tree("t")
+    assert len(t) == 0 and t.first() is None and t.last() is None
+    t[b"b"] = b"2"
+    t.insert(b"a", b"1")
+    t[b"c"] = b"3"
+    assert t[b"a"] == b"1" and t.get(b"b") == b"2"
+    assert t.get(b"zz") is None and t.get(b"zz", b"dflt") == b"dflt"
+    assert b"c" in t and b"d" not in t
+    assert len(t) == 3
+    assert list(t) == [b"a", b"b", b"c"]
+    assert list(t.keys()) == [b"a", b"b", b"c"]
+    assert list(t.values()) == [b"1", b"2", b"3"]
+    assert t.first() == (b"a", b"1") and t.last() == (b"c", b"3")
+    del t[b"b"]
+    assert list(t.items()) == [(b"a", b"1"), (b"c", b"3")]
+    with pytest.raises(KeyError):
+        t[b"b"]
+    with pytest.raises(KeyError):
+        del t[b"b"]
+    t.remove(b"b")  # absent: no error
+    t[b"a"] = b"overwritten"
+    assert t[b"a"] == b"overwritten" and len(t) == 2
+
+
+def test_buffer_protocol_keys_and_values(db):
+    t = db.tree("t")
+    t[bytearray(b"k1")] = memoryview(b"v1")
+    t[memoryview(b"k2")] = array.array("B", [118, 50])
+    assert t[b"k1"] == b"v1" and t[bytearray(b"k2")] == b"v2"
+    assert isinstance(t[b"k1"], bytes)
+
+
+def test_range_prefix_and_reverse(db):
+    t = db.tree("t")
+    keys = [b"a", b"ab", b"abc", b"b", b"ba", b"c", b"\xff", b"\xff\xff"]
+    t.update({k: k.upper() for k in keys})
+    assert [k for k, _ in t.range()] == keys
+    assert [k for k, _ in t.range(b"ab", b"ba")] == [b"ab", b"abc", b"b"]
+    assert [k for k, _ in t.range(b"ab", b"ba", reverse=True)] == [b"b", b"abc", b"ab"]
+    assert [k for k, _ in t.range(end=b"b")] == [b"a", b"ab", b"abc"]
+    assert [k for k, _ in t.range(start=b"c")] == [b"c", b"\xff", b"\xff\xff"]
+    assert [k for k, _ in t.prefix(b"a")] == [b"a", b"ab", b"abc"]
+    assert [k for k, _ in t.prefix(b"a", reverse=True)] == [b"abc", b"ab", b"a"]
+    assert [k for k, _ in t.prefix(b"\xff")] == [b"\xff", b"\xff\xff"]
+    assert list(t.prefix(b"zz")) == []
+    assert dict(t.range(b"b", b"c")) == {b"b": b"B", b"ba": b"BA"}
+
+
+def test_iterators_are_lazy_and_see_later_writes(db):
+    t = db.tree("t")
+    t.update((b"%05d" % i, b"v") for i in range(2000))
+    it = t.range()
+    assert next(it) == (b"00000", b"v")
+    # Entries beyond the first chunk are read when reached: a write far
+    # ahead of the iterator shows up.
+    t[b"01999x"] = b"late"
+    rest = [k for k, _ in it]
+    assert len(rest) == 2000 and b"01999x" in rest
+
+
+def test_batch_is_atomic_and_spans_trees(db):
+    a, b = db.tree("a"), db.tree("b")
+    a[b"gone"] = b"x"
+    batch = pagewise.Batch()
+    batch.insert(a, b"k", b"1")
+    batch.insert("b", b"k", b"2")
+    batch.remove(a, b"gone")
+    assert len(batch) == 3 and batch.user_bytes == 1 + 1 + 1 + 1 + 4
+    db.apply(batch)
+    assert len(batch) == 0
+    assert a[b"k"] == b"1" and b[b"k"] == b"2" and b"gone" not in a
+
+
+def test_batch_context_manager_applies_or_drops(db):
+    t = db.tree("t")
+    with db.batch() as b:
+        b.insert(t, b"kept", b"1")
+    assert t[b"kept"] == b"1"
+    with pytest.raises(RuntimeError):
+        with db.batch() as b:
+            b.insert(t, b"dropped", b"1")
+            raise RuntimeError("abort the block")
+    assert b"dropped" not in t
+    with pytest.raises(TypeError, match="db.batch"):
+        with pagewise.Batch() as b:
+            b.insert(t, b"x", b"y")
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4", "zstd"])
+def test_bepsilon_tree_with_upserts(path, compression):
+    with pagewise.Db(path, cache_bytes=4 << 20, merge_operator="add_u64") as db:
+        t = db.tree("counts", kind="bepsilon", compression=compression, node_bytes=64 << 10)
+        assert t.kind == "bepsilon" and db.tree_kind("counts") == "bepsilon"
+        for i in range(300):
+            t.upsert(b"k%d" % (i % 7), (i).to_bytes(8, "little"))
+        with db.batch() as b:
+            b.upsert(t, b"k0", (1000).to_bytes(8, "little"))
+    with pagewise.Db(path, merge_operator="add_u64") as db:
+        t = db.tree("counts")
+        want = {b"k%d" % r: sum(i for i in range(300) if i % 7 == r) for r in range(7)}
+        want[b"k0"] += 1000
+        got = {k: int.from_bytes(v, "little") for k, v in t.items()}
+        assert got == want and len(t) == 7
+
+
+def test_append_merge_operator(path):
+    with pagewise.Db(path, merge_operator="append") as db:
+        t = db.tree("log", kind="bepsilon")
+        for part in [b"a", b"bc", b"d"]:
+            t.upsert(b"k", part)
+        assert t[b"k"] == b"abcd"
+
+
+def test_reopen_keeps_data_and_options(path):
+    with pagewise.Db.create(path, page_size=8192, delta_flush={"threshold_bytes": 1024}) as db:
+        assert db.page_size == 8192 and db.max_key_len > 0
+        db.tree("t").update([(b"%04d" % i, b"x" * 100) for i in range(1000)])
+        db.checkpoint()
+        db.sync()
+    with pagewise.Db.open(path, read_only=True) as db:
+        assert db.read_only and db.page_size == 8192
+        t = db.tree("t")
+        assert len(t) == 1000 and t[b"0999"] == b"x" * 100
+
+
+def test_stats_and_check_are_dicts(db):
+    t = db.tree("t")
+    t.update((b"%04d" % i, b"v") for i in range(500))
+    s = db.stats()
+    assert s["page_size"] == 4096 and s["durability"] == "buffered"
+    assert [tr["name"] for tr in s["trees"]] == ["t"]
+    assert s["trees"][0]["entries"] == 500 and s["commits"] >= 1
+    r = db.check()
+    assert r["problems"] == [] and r["entries"] == 500
+
+
+def test_db_context_manager_closes(path):
+    with pagewise.Db(path) as db:
+        db.tree("t")[b"k"] = b"v"
+        assert not db.closed
+    assert db.closed
+    db.close()  # closing twice does nothing
+    assert "closed" in repr(db)
+    with pagewise.Db(path) as db:  # the lock was released
+        assert db.tree("t")[b"k"] == b"v"
+
+
+def test_module_constants():
+    assert pagewise.MIN_PAGE_SIZE == 512 and pagewise.MAX_PAGE_SIZE == 65536
+    assert set(pagewise.MERGE_OPERATORS) == {"add_u64", "append"}
+    assert "cache_bytes" in pagewise.DB_OPTIONS
+    assert isinstance(pagewise.__version__, str)

@@ -1,0 +1,63 @@
+"""The lab from Python: a probe sweep with progress, and the result files as objects."""
+
+import json
+
+import pytest
+
+import pagewise
+
+
+def test_probe_with_progress_and_reload(tmp_path):
+    seen = []
+    r = pagewise.probe(
+        str(tmp_path),
+        modes=["randread", "seqread"],
+        block_sizes=[4096, 16384],
+        duration_secs=0.05,
+        warmup_secs=0.0,
+        file_size_bytes=8 << 20,
+        engine="sync",
+        min_reps=2,
+        max_reps=2,
+        progress=seen.append,
+    )
+    assert len(r["points"]) == 4
+    assert {p["params"]["bs"] for p in r["points"]} == {4096, 16384}
+    assert all(p["iops"] > 0 for p in r["points"])
+    stages = [s["stage"] for s in seen]
+    assert stages.count("point_done") == 4 and "repetition" in stages
+    assert list(tmp_path.iterdir()) == []  # the test file was removed
+    f = tmp_path / "probe-results.json"
+    f.write_text(json.dumps(r))
+    back = pagewise.load_probe_results(str(f))
+    assert back["schema"] == r["schema"] and back["host"] == r["host"]
+    assert [p["params"] for p in back["points"]] == [p["params"] for p in r["points"]]
+    assert [p["iops"] for p in back["points"]] == pytest.approx([p["iops"] for p in r["points"]])
+
+
+def test_progress_errors_are_raised(tmp_path):
+    def fail(_):
+        raise ValueError("stop")
+
+    with pytest.raises(ValueError, match="stop"):
+        pagewise.probe(str(tmp_path), block_sizes=[4096], duration_secs=0.02, warmup_secs=0.0,
+                       file_size_bytes=4 << 20, engine="sync", min_reps=2, max_reps=2, progress=fail)
+    with pytest.raises(TypeError, match="callable"):
+        pagewise.probe(str(tmp_path), progress=3)
+    with pytest.raises(pagewise.OptionsError, match="mode"):
+        pagewise.probe(str(tmp_path), modes=["sideways"])
+
+
+def test_load_errors_and_tune_summary(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"points": 3}')
+    with pytest.raises(pagewise.Error, match="not probe results"):
+        pagewise.load_probe_results(str(bad))
+    with pytest.raises(pagewise.Error, match="not a tune summary"):
+        pagewise.load_tune_results(str(bad))
+    with pytest.raises(pagewise.Error, match="cannot read"):
+        pagewise.load_probe_results(str(tmp_path / "missing.json"))
+    summary = {"report": "r.html", "results": "probe-results.json", "best_page_size": 8192, "reason": "x"}
+    good = tmp_path / "tune.json"
+    good.write_text(json.dumps(summary))
+    assert pagewise.load_tune_results(str(good)) == summary
