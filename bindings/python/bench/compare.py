@@ -35,11 +35,11 @@ def timed(fn, ops):
 
 
 class Pagewise:
-    name = "pagewise"
+    """A B+tree (kind None) or a B-epsilon tree (kind "bepsilon", the engine's defaults)."""
 
-    def __init__(self, path, cache_bytes, direct_io=True):
+    def __init__(self, path, cache_bytes, direct_io=True, kind=None):
         self.db = pagewise.Db.create(path, cache_bytes=cache_bytes, durability="buffered", direct_io=direct_io)
-        self.t = self.db.tree("t")
+        self.t = self.db.tree("t", kind=kind)
 
     def load(self, keys, values):
         db, t = self.db, self.t
@@ -70,8 +70,6 @@ class Pagewise:
 
 
 class Lmdb:
-    name = "py-lmdb"
-
     def __init__(self, path, cache_bytes):
         import lmdb
 
@@ -107,8 +105,6 @@ class Lmdb:
 
 
 class Rocks:
-    name = "rocksdict"
-
     def __init__(self, path, cache_bytes):
         import rocksdict
 
@@ -147,12 +143,18 @@ def cached(args, keys, values, out):
     rng = random.Random(args.seed + 1)
     probe_keys = [keys[rng.randrange(len(keys))] for _ in range(args.gets)]
     starts = [rng.randbytes(16) for _ in range(args.scans)]
-    for cls in (Pagewise, Lmdb, Rocks):
-        path = os.path.join(args.dir, cls.name)
+    engines = [
+        ("pagewise (B+tree)", lambda p, c: Pagewise(p, c)),
+        ("pagewise (B-epsilon)", lambda p, c: Pagewise(p, c, kind="bepsilon")),
+        ("py-lmdb", Lmdb),
+        ("rocksdict", Rocks),
+    ]
+    for name, make in engines:
+        path = os.path.join(args.dir, name.split()[0] + str(len(out)))
         shutil.rmtree(path, ignore_errors=True)
         os.makedirs(path)
-        e = cls(os.path.join(path, "db"), 1 << 30)
-        row = {"engine": cls.name, "keys": len(keys)}
+        e = make(os.path.join(path, "db"), 1 << 30)
+        row = {"engine": name, "keys": len(keys)}
         row["inserts_per_s"] = timed(lambda: e.load(keys, values), len(keys))
         e.gets(probe_keys[: len(probe_keys) // 10])  # warm
         row["gets_per_s"] = timed(lambda: e.gets(probe_keys), len(probe_keys))
