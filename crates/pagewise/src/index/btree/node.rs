@@ -72,6 +72,10 @@ pub struct Node {
     data: Vec<u8>,
     ents: Vec<Ent>,
     kids: Vec<u64>,
+    /// Branch: per entry, the first 8 bytes of its separator as a
+    /// big-endian integer ([`key_head`]), so a descent compares integers and
+    /// reads a separator only when heads tie. Leaves: empty.
+    heads: Vec<u64>,
     /// Branch: per child, its base as the entry names it (`NodeRef::base`).
     bases: Vec<u64>,
     /// Branch: written as kind 8 (entries name bases), else kind 3.
@@ -92,6 +96,7 @@ impl Node {
             data: Vec::new(),
             ents: Vec::new(),
             kids: Vec::new(),
+            heads: Vec::new(),
             bases: Vec::new(),
             names_bases: false,
             bytes: 0,
@@ -113,6 +118,7 @@ impl Node {
             vl: 0,
             ovf: false,
         });
+        n.heads.push(0);
         n.kids.push(child0);
         n.bytes = BRANCH_BASE;
         n
@@ -135,7 +141,7 @@ impl Node {
     /// Approximate heap footprint, charged against the cache budget.
     pub fn mem_size(&self) -> usize {
         let changes = self.changes.as_ref().map_or(0, |c| c.charge_bytes());
-        let kids = (self.kids.capacity() + self.bases.capacity()) * 8;
+        let kids = (self.kids.capacity() + self.bases.capacity() + self.heads.capacity()) * 8;
         96 + self.data.capacity() + self.ents.capacity() * 20 + kids + changes
     }
 
@@ -289,12 +295,51 @@ impl Node {
 
     /// Branch: the child whose range holds `key`.
     pub fn child_index(&self, key: &[u8]) -> usize {
-        self.ents[1..].partition_point(|e| &self.data[e.k as usize..(e.k + e.kl) as usize] <= key)
+        self.count_below(key, true)
     }
 
     /// Branch: the child holding the largest keys below `key`.
     pub fn child_index_lt(&self, key: &[u8]) -> usize {
-        self.ents[1..].partition_point(|e| &self.data[e.k as usize..(e.k + e.kl) as usize] < key)
+        self.count_below(key, false)
+    }
+
+    /// Branch: how many separators are below `key` (or equal to it, with
+    /// `or_equal`): one binary search on the heads, reading a separator's
+    /// bytes only where its head ties with `key`'s (`key_head`: unequal
+    /// heads order as the keys do).
+    fn count_below(&self, key: &[u8], or_equal: bool) -> usize {
+        debug_assert!(!self.leaf && self.heads.len() == self.ents.len());
+        let head = key_head(key);
+        let below = |i: usize| {
+            let h = self.heads[i];
+            if h != head {
+                return h < head;
+            }
+            let e = self.ents[i];
+            let sep = &self.data[e.k as usize..(e.k + e.kl) as usize];
+            sep < key || (or_equal && sep == key)
+        };
+        let (mut lo, mut hi) = (1, self.ents.len());
+        for _ in 0..usize::BITS {
+            if lo >= hi {
+                break;
+            }
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        debug_assert!(lo >= 1 && lo == hi);
+        lo - 1
+    }
+
+    /// Branch: every head is its separator's (tests of the upkeep).
+    #[cfg(test)]
+    fn heads_match(&self) -> bool {
+        self.heads.len() == self.ents.len()
+            && (0..self.len()).all(|i| self.heads[i] == key_head(self.key(i)))
     }
 
     #[cfg(test)]
@@ -390,6 +435,7 @@ impl Node {
         debug_assert!(!self.leaf && i >= 1);
         let e = self.make_ent(sep, Val::Inline(&[]));
         self.ents.insert(i, e);
+        self.heads.insert(i, key_head(sep));
         self.kids.insert(i, pid);
         self.bases.insert(i, base);
         self.bytes += self.branch_ent(sep.len());
@@ -406,6 +452,7 @@ impl Node {
             self.log(&key, || Change::Remove);
         }
         let old = self.ents.remove(idx);
+        self.heads.remove(idx);
         self.kids.remove(i);
         self.bases.remove(i);
         self.garbage += old.kl as usize;
@@ -448,6 +495,7 @@ impl Node {
             };
             let e = self.make_ent(key, Val::Inline(&[]));
             self.ents.push(e);
+            self.heads.push(key_head(key));
             self.kids.push(src.kids[i]);
             self.bases.push(src.bases[i]);
         }
@@ -551,6 +599,7 @@ impl Node {
             if !self.leaf && i == 0 {
                 let e = self.make_ent(sep, Val::Inline(&[]));
                 self.ents.push(e);
+                self.heads.push(key_head(sep));
                 self.kids.push(right.kids[0]);
                 self.bases.push(right.bases[0]);
                 self.bytes += self.branch_ent(sep.len());
@@ -810,6 +859,7 @@ impl Node {
                 return Err(short());
             }
             let k = n.push_bytes(&payload[at..at + kl]);
+            n.heads.push(key_head(&payload[at..at + kl]));
             let (kl, v, vl, ovf) = (kl as u32, 0, 0, false);
             n.ents.push(Ent { k, kl, v, vl, ovf });
             at += kl as usize;
@@ -834,6 +884,18 @@ impl Node {
         }
         Ok(())
     }
+}
+
+/// The first 8 bytes of `key` as a big-endian integer, zero-padded. If
+/// `key_head(a) < key_head(b)` then `a < b`: at the first byte where the
+/// padded heads differ, either both keys have real bytes (which order them)
+/// or the shorter key ends there and is a prefix of the other. Equal heads
+/// say nothing.
+pub fn key_head(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
 }
 
 impl NodeImage for Node {
@@ -952,6 +1014,58 @@ pub fn apply_delta(d: &DeltaPages) -> Result<Image, String> {
 
 #[cfg(test)]
 mod tests {
+    /// Heads order keys as the keys do wherever they differ, and the branch
+    /// search with heads finds what a plain search of the separators finds,
+    /// through inserts, removes, splits, merges, a compaction and a decode.
+    #[test]
+    fn branch_heads_keep_up_and_search_as_the_keys_do() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(21);
+        let key = |rng: &mut SmallRng| -> Vec<u8> {
+            let len = rng.gen_range(0..12);
+            (0..len)
+                .map(|_| [0u8, 1, 7, 255][rng.gen_range(0..4)])
+                .collect()
+        };
+        for _ in 0..2000 {
+            let (a, b) = (key(&mut rng), key(&mut rng));
+            if key_head(&a) < key_head(&b) {
+                assert!(a < b, "{a:?} {b:?}");
+            }
+        }
+        let mut b = Node::new_branch(4096, 10, 0);
+        let mut seps: Vec<Vec<u8>> = Vec::new();
+        for step in 0..600u64 {
+            let k = key(&mut rng);
+            let j = seps.partition_point(|s| *s < k);
+            if seps.get(j) == Some(&k) || (!seps.is_empty() && rng.gen_bool(0.3)) {
+                let r = rng.gen_range(0..seps.len());
+                b.remove_child(r + 1);
+                seps.remove(r);
+            } else {
+                b.insert_child(j + 1, &k, 11 + step, 0);
+                seps.insert(j, k);
+            }
+            assert!(b.heads_match());
+            let probe = key(&mut rng);
+            let plain = seps.partition_point(|s| s.as_slice() <= probe.as_slice());
+            assert_eq!(b.child_index(&probe), plain, "{probe:?} in {seps:?}");
+            let lt = seps.partition_point(|s| s.as_slice() < probe.as_slice());
+            assert_eq!(b.child_index_lt(&probe), lt);
+        }
+        let mut page = vec![0u8; 4096];
+        if b.len() >= 2 {
+            let (sep, right) = b.split(None);
+            assert!(b.heads_match() && right.heads_match());
+            b.merge_from(&sep, &right);
+            assert!(b.heads_match());
+        }
+        let fill = b.encode_page(&mut page);
+        let payload = &page[HDR..HDR + fill.used_bytes as usize];
+        let back = Node::decode(payload, fill.kind, b.len(), 4096).unwrap();
+        assert!(back.heads_match());
+    }
+
     use super::*;
 
     fn leaf_with(keys: &[&[u8]]) -> Node {
