@@ -612,6 +612,41 @@ pub fn decode_full(b: &[u8], page_size: usize) -> Result<Node, String> {
     Ok(node)
 }
 
+/// The parts of a stored node `b` that decoded to `node`, as payload byte
+/// ranges: header, directory, pivots (with the child references), filters,
+/// segment lists and each partition (for `Db::file_map`).
+pub fn regions(b: &[u8], node: &Node) -> Vec<(std::ops::Range<usize>, &'static str)> {
+    let leaf = node.is_leaf();
+    let count = node.dir.len();
+    let dir_end = HEADER_BYTES + count * DIR_ENTRY_BYTES;
+    let shell = get_u32(b, header::SHELL_BYTES.at) as usize;
+    let seg_area = get_u32(b, header::SEGMENT_AREA_BYTES.at) as usize;
+    let filters: usize = (0..count)
+        .map(|i| get_u32(b, HEADER_BYTES + i * DIR_ENTRY_BYTES + dir::FILTER_BYTES.at) as usize)
+        .sum();
+    let pivots_end = shell - seg_area - filters;
+    let mut out = vec![
+        (0..HEADER_BYTES, "header"),
+        (HEADER_BYTES..dir_end, "directory"),
+        (dir_end..pivots_end, "pivots"),
+        (pivots_end..pivots_end + filters, "filters"),
+        (shell - seg_area..shell, "segment list"),
+    ];
+    for (i, d) in node.dir.iter().enumerate() {
+        let cut = !segment::of(node.segs.as_deref(), i).is_empty();
+        let what = match (leaf, cut) {
+            (true, false) => "basement",
+            (true, true) => "basement segment",
+            (false, false) => "buffer",
+            (false, true) => "buffer segment",
+        };
+        let at = d.offset as usize;
+        out.push((at..at + d.comp_bytes as usize, what));
+    }
+    out.retain(|(r, _)| !r.is_empty());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
