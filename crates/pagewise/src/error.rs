@@ -8,7 +8,7 @@ pub enum Error {
     Io(#[from] IoError),
     #[error("{path}: not a pagewise database (no pagewise superblock at offset 0 or in the second slot); check the path")]
     NotADatabase { path: PathBuf },
-    #[error("{path}: format version {found} is newer than this build supports (up to {supported}); use a newer pagewise")]
+    #[error("{path}: the superblock says format version {found}, newer than this build supports (up to {supported}); use a newer pagewise")]
     NewerVersion {
         path: PathBuf,
         found: u32,
