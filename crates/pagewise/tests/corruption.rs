@@ -22,8 +22,9 @@
 //!
 //! Each damaged offset is mapped to the structure it hits (`Db::file_map`
 //! on the undamaged template; the log's records are walked here), and the
-//! outcomes are tallied per structure. A problem `check` reports must name
-//! the structure (B+tree leaf, B-epsilon leaf, catalog, ...).
+//! outcomes are tallied per structure. Every detection's message (open, a
+//! read, `check`) must name the kind of structure it is about (B+tree
+//! leaf, B-epsilon leaf extent, catalog, superblock, log record, ...).
 //!
 //! Outcomes: `harmless` (the damage hit unused bytes: answers are right),
 //! `detected` (open, a read, or `check` reports it), `rollback` (everything
@@ -726,7 +727,7 @@ struct Tally {
     failures: Vec<(Case, Outcome)>,
     /// By structure hit (`file: structure`).
     by_structure: BTreeMap<String, Counts>,
-    /// Problems `check` reported that name no structure.
+    /// Detection messages (open, reads, `check`) that name no structure.
     unnamed: Vec<String>,
 }
 
@@ -902,7 +903,7 @@ fn sweep(ps: usize, shape: Shape, full: bool, seed: u64, n: u64) {
     );
     assert!(
         all.unnamed.is_empty(),
-        "seed {seed}: {} problem(s) `check` reported name no structure, first {}",
+        "seed {seed}: {} detection message(s) name no structure, first {}",
         all.unnamed.len(),
         all.unnamed[0]
     );

@@ -304,6 +304,8 @@ mod tests {
             };
             let b = c.encode();
             assert_eq!(form(&b), want_form);
+            let named = Catalog::decode_with_form(&b).unwrap().1;
+            assert_eq!(named, ["extents", "bitmap"][want_form as usize]);
             // By hand: 16 bytes an extent, or a bit a page up to the last free one.
             let end = c.free.last().unwrap();
             let by_hand = 8 + (16 * c.free.len()).min((end.0 + end.1).div_ceil(8) as usize);

@@ -652,6 +652,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn regions_tile_a_stored_leaf_exactly() {
+        let mut n = Node::new_leaf();
+        for i in 0..200u32 {
+            n.base_set(format!("k{i:05}").as_bytes(), Some(vec![i as u8; 20]));
+        }
+        n.fix_basements(1000);
+        let b = encode(&n, Compression::Lz4, 3, 256);
+        let d = decode_full(&b, 4096).unwrap();
+        let mut rs = regions(&b, &d);
+        rs.sort_by_key(|(r, _)| r.start);
+        let mut at = 0;
+        for (r, what) in &rs {
+            assert_eq!(
+                r.start, at,
+                "{what} does not start where the last region ends"
+            );
+            at = r.end;
+        }
+        assert_eq!(at, b.len(), "the regions end before the node");
+        let names: Vec<_> = rs.iter().map(|(_, w)| *w).collect();
+        for want in [
+            "header",
+            "directory",
+            "pivots",
+            "segment list",
+            "basement segment",
+        ] {
+            assert!(names.contains(&want), "no {want} in {names:?}");
+        }
+        assert!(!names.contains(&"filters"), "a leaf has no filters");
+    }
+
+    #[test]
     fn leaf_round_trips_and_a_flipped_byte_is_caught() {
         let mut n = Node::new_leaf();
         for i in 0..200u32 {
