@@ -38,7 +38,9 @@
 //! CI runs a seeded sample (PAGEWISE_CORRUPT_CASES, default 20,000, split
 //! between the shapes and 512 B and 4 KiB pages; PAGEWISE_CORRUPT_SEED,
 //! default 1). PAGEWISE_CORRUPT_FULL=1 damages every byte offset of both
-//! files (one bit flip each, plus a range overwrite at every 4th offset).
+//! files (one bit flip each, plus a range overwrite at every 4th offset);
+//! PAGEWISE_CORRUPT_FULL=used does so except on free pages and the log
+//! past its records, where it takes every 64th offset.
 //! PAGEWISE_CORRUPT_PAGE=<bytes> runs one page size only,
 //! PAGEWISE_CORRUPT_SHAPE=btree|bepsilon|delta|first one template only
 //! (`first` runs at 512 B pages unless a page size is given).
@@ -641,7 +643,19 @@ fn known_finding(c: &Case, o: &Outcome, t: &Template) -> Option<&'static str> {
     }
 }
 
-fn cases(t: &Template, full: bool, n: u64, seed: u64) -> Vec<Case> {
+/// Which offsets a sweep damages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Coverage {
+    /// `n` seeded random offsets.
+    Sample,
+    /// Every byte of both files.
+    Every,
+    /// Every byte of both files except unused ones (free pages, the log
+    /// past its records), of which every 64th.
+    Used,
+}
+
+fn cases(t: &Template, cover: Coverage, n: u64, seed: u64) -> Vec<Case> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let damage = |rng: &mut SmallRng| match rng.gen_range(0..4) {
         0 | 1 => Damage::Flip {
@@ -657,9 +671,13 @@ fn cases(t: &Template, full: bool, n: u64, seed: u64) -> Vec<Case> {
         },
     };
     let mut out = Vec::new();
-    if full {
-        for (target, len) in [(Target::Data, t.data.len()), (Target::Wal, t.wal.len())] {
-            for offset in 0..len {
+    if cover != Coverage::Sample {
+        for (target, map) in [(Target::Data, &t.data_map), (Target::Wal, &t.wal_map)] {
+            for offset in 0..map.at.len() {
+                if cover == Coverage::Used && offset % 64 != 0 && UNUSED.contains(&map.name(offset))
+                {
+                    continue;
+                }
                 out.push(Case {
                     target,
                     offset,
@@ -695,14 +713,16 @@ fn cases(t: &Template, full: bool, n: u64, seed: u64) -> Vec<Case> {
     out
 }
 
+/// Structures nothing reads.
+const UNUSED: [&str; 2] = ["free page", "log past the last record"];
+
 /// A random offset of the file `map` describes; 49 in 50 that land on
 /// bytes nothing reads (free pages, the log past its records) are drawn
 /// again, so a file with a long free run is still sampled where it is used.
 fn sample_offset(rng: &mut SmallRng, map: &ByteMap) -> usize {
-    let unused = ["free page", "log past the last record"];
     let mut offset = rng.gen_range(0..map.at.len());
     for _ in 0..32 {
-        if !unused.contains(&map.name(offset)) || !rng.gen_bool(0.98) {
+        if !UNUSED.contains(&map.name(offset)) || !rng.gen_bool(0.98) {
             break;
         }
         offset = rng.gen_range(0..map.at.len());
@@ -829,7 +849,11 @@ fn run_lane(
 
 #[test]
 fn corruption_sweep_never_panics_hangs_or_lies() {
-    let full = std::env::var("PAGEWISE_CORRUPT_FULL").is_ok_and(|v| v == "1");
+    let cover = match std::env::var("PAGEWISE_CORRUPT_FULL").as_deref() {
+        Ok("1") => Coverage::Every,
+        Ok("used") => Coverage::Used,
+        _ => Coverage::Sample,
+    };
     let seed = env_u64("PAGEWISE_CORRUPT_SEED", 1);
     let n = env_u64("PAGEWISE_CORRUPT_CASES", 20_000);
     let pages: Vec<usize> = match std::env::var("PAGEWISE_CORRUPT_PAGE") {
@@ -853,11 +877,11 @@ fn corruption_sweep_never_panics_hangs_or_lies() {
         .filter(|&(s, p)| s != Shape::First || p == 512 || pages.len() == 1)
         .collect();
     for &(shape, ps) in &runs {
-        sweep(ps, shape, full, seed, n / runs.len() as u64);
+        sweep(ps, shape, cover, seed, n / runs.len() as u64);
     }
 }
 
-fn sweep(ps: usize, shape: Shape, full: bool, seed: u64, n: u64) {
+fn sweep(ps: usize, shape: Shape, cover: Coverage, seed: u64, n: u64) {
     let shm = Path::new("/dev/shm");
     let root = if shm.is_dir() {
         tempfile::tempdir_in(shm)
@@ -866,16 +890,16 @@ fn sweep(ps: usize, shape: Shape, full: bool, seed: u64, n: u64) {
     }
     .unwrap();
     let t = Arc::new(build(root.path(), ps, shape));
-    let cs = cases(&t, full, n, seed);
+    let cs = cases(&t, cover, n, seed);
     println!(
-        "corruption sweep: {} file, seed {seed}, page {ps} B, data {} B, log {} B, {} batches ({} log-only), {} cases ({})",
+        "corruption sweep: {} file, seed {seed}, page {ps} B, data {} B, log {} B, {} batches ({} log-only), {} cases ({:?})",
         shape.name(),
         t.data.len(),
         t.wal.len(),
         t.states.len() - 1,
         t.states.len() - 1 - t.checkpointed,
         cs.len(),
-        if full { "full" } else { "sample" }
+        cover
     );
     let probe: Arc<Vec<(usize, Vec<u8>)>> = Arc::new(
         (0..TREES.len())
