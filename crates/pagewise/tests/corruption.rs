@@ -246,8 +246,8 @@ fn random_batch(rng: &mut SmallRng, ps: usize, n: u64, t: &mut (Shape, State)) -
 fn build(dir: &Path, ps: usize, shape: Shape) -> Template {
     let path = dir.join("template");
     let db = Db::create(&path, opts(ps, shape)).unwrap();
-    for t in 0..TREES.len() {
-        db.tree_with(TREES[t], shape.kind(t, ps as u32)).unwrap();
+    for (t, name) in TREES.iter().enumerate() {
+        db.tree_with(name, shape.kind(t, ps as u32)).unwrap();
     }
     let mut rng = SmallRng::seed_from_u64(7);
     let mut st = (shape, State::new());
