@@ -32,7 +32,9 @@ mod store;
 mod tree;
 
 pub use batch::Batch;
-pub use check::{CheckReport, FileMap, Region};
+pub use check::CheckReport;
+#[doc(hidden)]
+pub use check::{FileMap, Region};
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
 pub use index::bepsilon::{BEpsilonOptions, Compression};
