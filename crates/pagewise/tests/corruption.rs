@@ -241,6 +241,22 @@ fn random_batch(rng: &mut SmallRng, ps: usize, n: u64, t: &mut (Shape, State)) -
     b
 }
 
+/// The acknowledged states while a template is written.
+struct History {
+    /// The template's shape and its current contents.
+    now: (Shape, State),
+    /// The state after every acknowledged batch.
+    states: Vec<State>,
+    /// Index in `states` of the last checkpoint.
+    checkpointed: usize,
+}
+
+impl History {
+    fn push(&mut self) {
+        self.states.push(self.now.1.clone());
+    }
+}
+
 /// Builds the database, leaves its last batches only in the log, and
 /// returns the bytes of both files with every state they went through.
 fn build(dir: &Path, ps: usize, shape: Shape) -> Template {
@@ -250,60 +266,19 @@ fn build(dir: &Path, ps: usize, shape: Shape) -> Template {
         db.tree_with(name, shape.kind(t, ps as u32)).unwrap();
     }
     let mut rng = SmallRng::seed_from_u64(7);
-    let mut st = (shape, State::new());
-    let mut states = vec![st.1.clone()];
-    let mut checkpointed = 0;
-    for n in 1..=5000u64 {
-        db.apply(random_batch(&mut rng, ps, n, &mut st)).unwrap();
-        states.push(st.1.clone());
-        if n % 20 == 0 {
-            db.checkpoint().unwrap();
-            checkpointed = states.len() - 1;
-            if shape == Shape::First {
-                free_at_end(&db, ps, &mut st.1, &mut states);
-                checkpointed = states.len() - 1;
-                break;
-            }
-            let size = std::fs::metadata(&path).unwrap().len() as usize;
-            if size >= MIN_DATA_BYTES && n >= shape.min_batches(ps) {
-                break;
-            }
-        }
-    }
-    // The log-only tail, with an overflow value and a remove in it.
-    let mut b = Batch::new();
-    b.insert(TREES[1], key(1), vec![b'o'; 2 * ps]);
-    b.remove(TREES[2], key(2));
-    db.apply(b).unwrap();
-    st.1.insert((1, key(1)), vec![b'o'; 2 * ps]);
-    st.1.remove(&(2, key(2)));
-    states.push(st.1.clone());
-    // At least 12 more; a small cache's dirty budget may checkpoint on its
-    // own, so go on until 12 batches follow the last checkpoint.
-    let before = db.stats();
-    let (mut checkpoints, mut write_backs) = (before.checkpoints, before.write_backs);
-    let mut log_only = 1;
-    for n in 0..400 {
-        db.apply(random_batch(&mut rng, ps, 100_000 + n, &mut st))
-            .unwrap();
-        states.push(st.1.clone());
-        log_only += 1;
-        let now = db.stats();
-        if now.checkpoints != checkpoints {
-            (checkpoints, log_only) = (now.checkpoints, 0);
-            (checkpointed, write_backs) = (states.len() - 1, now.write_backs);
-        }
-        if log_only > 12 {
-            break;
-        }
-    }
+    let mut h = History {
+        now: (shape, State::new()),
+        states: vec![State::new()],
+        checkpointed: 0,
+    };
+    checkpointed_batches(&db, &path, ps, &mut rng, &mut h);
+    let late_write_backs = log_only_batches(&db, ps, &mut rng, &mut h);
     let stats = db.stats();
     println!(
-        "template {} at {ps} B pages: {} checkpoints, {} leaf write-backs ({} after the last checkpoint), {} delta consolidations",
+        "template {} at {ps} B pages: {} checkpoints, {} leaf write-backs ({late_write_backs} after the last checkpoint), {} delta consolidations",
         shape.name(),
         stats.checkpoints,
         stats.write_backs,
-        stats.write_backs - write_backs,
         stats.delta_consolidations
     );
     if shape == Shape::BEpsilon {
@@ -325,18 +300,72 @@ fn build(dir: &Path, ps: usize, shape: Shape) -> Template {
         data.len()
     );
     assert!(wal.len() > 13 * 32, "the log holds no records");
-    let data_map = map_data(dir, &data, shape);
-    let wal_map = map_wal(&wal);
     Template {
         shape,
         ps,
+        data_map: map_data(dir, &data, shape),
+        wal_map: map_wal(&wal),
         data,
         wal,
-        states,
-        checkpointed,
-        data_map,
-        wal_map,
+        states: h.states,
+        checkpointed: h.checkpointed,
     }
+}
+
+/// Random batches with a checkpoint every 20, until the file is large
+/// enough (`first`: until the first checkpoint, then [`free_at_end`]).
+fn checkpointed_batches(db: &Db, path: &Path, ps: usize, rng: &mut SmallRng, h: &mut History) {
+    let shape = h.now.0;
+    for n in 1..=5000u64 {
+        db.apply(random_batch(rng, ps, n, &mut h.now)).unwrap();
+        h.push();
+        if n % 20 != 0 {
+            continue;
+        }
+        db.checkpoint().unwrap();
+        h.checkpointed = h.states.len() - 1;
+        if shape == Shape::First {
+            free_at_end(db, ps, &mut h.now.1, &mut h.states);
+            h.checkpointed = h.states.len() - 1;
+            return;
+        }
+        let size = std::fs::metadata(path).unwrap().len() as usize;
+        if size >= MIN_DATA_BYTES && n >= shape.min_batches(ps) {
+            return;
+        }
+    }
+}
+
+/// The log-only tail: a batch with an overflow value and a remove, then at
+/// least 12 more; a small cache's dirty budget may checkpoint on its own,
+/// so it goes on until 12 batches follow the last checkpoint. Returns the
+/// leaf write-backs after the last checkpoint.
+fn log_only_batches(db: &Db, ps: usize, rng: &mut SmallRng, h: &mut History) -> u64 {
+    let mut b = Batch::new();
+    b.insert(TREES[1], key(1), vec![b'o'; 2 * ps]);
+    b.remove(TREES[2], key(2));
+    db.apply(b).unwrap();
+    h.now.1.insert((1, key(1)), vec![b'o'; 2 * ps]);
+    h.now.1.remove(&(2, key(2)));
+    h.push();
+    let before = db.stats();
+    let (mut checkpoints, mut write_backs) = (before.checkpoints, before.write_backs);
+    let mut log_only = 1;
+    for n in 0..400 {
+        db.apply(random_batch(rng, ps, 100_000 + n, &mut h.now))
+            .unwrap();
+        h.push();
+        log_only += 1;
+        let now = db.stats();
+        if now.checkpoints != checkpoints {
+            (checkpoints, log_only) = (now.checkpoints, 0);
+            (h.checkpointed, write_backs) = (h.states.len() - 1, now.write_backs);
+        }
+        if log_only > 12 {
+            break;
+        }
+    }
+    db.stats().write_backs - write_backs
 }
 
 /// Pages of the value [`free_at_end`] writes and removes: a free extent this

@@ -624,13 +624,15 @@ pub fn regions(b: &[u8], node: &Node) -> Vec<(std::ops::Range<usize>, &'static s
     let filters: usize = (0..count)
         .map(|i| get_u32(b, HEADER_BYTES + i * DIR_ENTRY_BYTES + dir::FILTER_BYTES.at) as usize)
         .sum();
-    let pivots_end = shell - seg_area - filters;
+    // Consistent once `node` decoded from `b`; saturating all the same.
+    let seg_start = shell.saturating_sub(seg_area);
+    let pivots_end = seg_start.saturating_sub(filters).max(dir_end);
     let mut out = vec![
         (0..HEADER_BYTES, "header"),
         (HEADER_BYTES..dir_end, "directory"),
         (dir_end..pivots_end, "pivots"),
         (pivots_end..pivots_end + filters, "filters"),
-        (shell - seg_area..shell, "segment list"),
+        (seg_start..shell, "segment list"),
     ];
     for (i, d) in node.dir.iter().enumerate() {
         let cut = !segment::of(node.segs.as_deref(), i).is_empty();
