@@ -8,7 +8,7 @@ pub enum Error {
     Io(#[from] IoError),
     #[error("{path}: not a pagewise database (no pagewise superblock at offset 0 or in the second slot); check the path")]
     NotADatabase { path: PathBuf },
-    #[error("{path}: format version {found} is newer than this build supports (up to {supported}); use a newer pagewise")]
+    #[error("{path}: the superblock says format version {found}, newer than this build supports (up to {supported}); use a newer pagewise")]
     NewerVersion {
         path: PathBuf,
         found: u32,
@@ -20,9 +20,12 @@ pub enum Error {
         expected: u64,
         actual: u64,
     },
-    #[error("{path}: checksum mismatch in page {page} at offset {offset} (stored {stored:#010x}, computed {computed:#010x}); the file is corrupt: restore it from a backup (`pagewise db check` lists every bad page)")]
+    #[error("{path}: checksum mismatch in {structure} page {page} at offset {offset} (stored {stored:#010x}, computed {computed:#010x}); the file is corrupt: restore it from a backup (`pagewise db check` lists every bad page)")]
     Checksum {
         path: PathBuf,
+        /// What the page was read as: `superblock`, `catalog`, `B+tree
+        /// node`, `B+tree delta base`, `overflow`, `B-epsilon node`.
+        structure: &'static str,
         page: u64,
         offset: u64,
         stored: u32,

@@ -35,6 +35,8 @@ mod tree;
 
 pub use batch::Batch;
 pub use check::CheckReport;
+#[doc(hidden)]
+pub use check::{FileMap, Region};
 pub use db::{lock_path, wal_path, Db, MAX_VALUE_LEN};
 pub use error::{Error, Result};
 pub use events::{Event, EventListener};

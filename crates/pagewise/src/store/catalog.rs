@@ -76,6 +76,12 @@ impl Catalog {
 
     /// Decodes any version; every length is checked before it is used.
     pub fn decode(b: &[u8]) -> Result<Catalog, String> {
+        Ok(Self::decode_with_form(b)?.0)
+    }
+
+    /// [`Catalog::decode`], also naming the free list's stored form
+    /// (`"extents"` or `"bitmap"`).
+    pub fn decode_with_form(b: &[u8]) -> Result<(Catalog, &'static str), String> {
         let mut r = Reader { b, at: 0 };
         let magic = r.u32()?;
         let v1 = match magic {
@@ -110,9 +116,9 @@ impl Catalog {
         } else {
             FREE_EXTENTS
         };
-        let free = match form {
-            FREE_EXTENTS => read_extents(&mut r)?,
-            FREE_BITMAP => read_bitmap(&mut r)?,
+        let (free, form) = match form {
+            FREE_EXTENTS => (read_extents(&mut r)?, "extents"),
+            FREE_BITMAP => (read_bitmap(&mut r)?, "bitmap"),
             f => return Err(format!("unknown free list form {f}")),
         };
         if r.at != b.len() {
@@ -121,7 +127,7 @@ impl Catalog {
                 b.len() - r.at
             ));
         }
-        Ok(Catalog { trees, free })
+        Ok((Catalog { trees, free }, form))
     }
 }
 
@@ -298,6 +304,8 @@ mod tests {
             };
             let b = c.encode();
             assert_eq!(form(&b), want_form);
+            let named = Catalog::decode_with_form(&b).unwrap().1;
+            assert_eq!(named, ["extents", "bitmap"][want_form as usize]);
             // By hand: 16 bytes an extent, or a bit a page up to the last free one.
             let end = c.free.last().unwrap();
             let by_hand = 8 + (16 * c.free.len()).min((end.0 + end.1).div_ceil(8) as usize);

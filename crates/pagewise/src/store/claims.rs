@@ -16,6 +16,21 @@ pub struct Claims {
     /// Prefix of every problem, e.g. `tree "orders"`.
     pub context: String,
     pub problems: Vec<String>,
+    /// When set, the walk also records which structure every byte range it
+    /// verified belongs to ([`crate::Db::file_map`]).
+    pub map: Option<Vec<Region>>,
+}
+
+/// A byte range of the data file and the structure it belongs to, e.g.
+/// `B-epsilon leaf: basement segment` (`Db::file_map`, for corruption
+/// tests: a finer region recorded later overrides a coarser one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    pub start_bytes: u64,
+    pub len_bytes: u64,
+    pub structure: String,
+    /// The tree it belongs to (empty for the superblock, catalog and free pages).
+    pub tree: String,
 }
 
 impl Claims {
@@ -26,6 +41,26 @@ impl Claims {
             page_size: page_size as u64,
             context: String::new(),
             problems: Vec::new(),
+            map: None,
+        }
+    }
+
+    /// Records that pages `start..start + n` hold `structure` (when mapping).
+    pub fn map_pages(&mut self, start: u64, n: u64, structure: &str) {
+        let ps = self.page_size;
+        self.map_bytes(start.saturating_mul(ps), n.saturating_mul(ps), structure);
+    }
+
+    /// Records that file bytes `start_bytes..+len_bytes` hold `structure`.
+    pub fn map_bytes(&mut self, start_bytes: u64, len_bytes: u64, structure: &str) {
+        let tree = self.context.clone();
+        if let Some(m) = self.map.as_mut() {
+            m.push(Region {
+                start_bytes,
+                len_bytes,
+                structure: structure.to_string(),
+                tree,
+            });
         }
     }
 

@@ -182,6 +182,18 @@ fn checked_len(page: &[u8]) -> usize {
     sealed_len(page.len(), page[hdr::KIND.at], get_u32(page, hdr::AUX.at)).unwrap_or(page.len())
 }
 
+/// What a page read as one of `want` is, for messages.
+fn structure_of(want: &[Kind]) -> &'static str {
+    match want.first() {
+        Some(Kind::Meta) => "superblock",
+        Some(Kind::Blob) => "catalog",
+        Some(Kind::Overflow) => "overflow",
+        Some(Kind::BEpsilon) => "B-epsilon node",
+        Some(Kind::Leaf | Kind::Branch | Kind::Delta | Kind::BranchBases) => "B+tree node",
+        None => "unknown",
+    }
+}
+
 /// Checks a page whose checksummed bytes 4..end have crc `computed`.
 fn check(
     page: &[u8],
@@ -195,6 +207,7 @@ fn check(
     if stored != computed {
         return Err(Error::Checksum {
             path: path.to_path_buf(),
+            structure: structure_of(want),
             page: pid,
             offset,
             stored,

@@ -358,7 +358,26 @@ impl Pager {
             .apply_delta
             .expect("kind 6 is accepted only with apply_delta");
         let (h, base_crc) =
-            page::verify_base(buf, base, self.codec.kinds, &self.path, self.off(base))?;
+            page::verify_base(buf, base, self.codec.kinds, &self.path, self.off(base)).map_err(
+                |e| match e {
+                    Error::Checksum {
+                        structure: _,
+                        path,
+                        page,
+                        offset,
+                        stored,
+                        computed,
+                    } => Error::Checksum {
+                        structure: "B+tree delta base",
+                        path,
+                        page,
+                        offset,
+                        stored,
+                        computed,
+                    },
+                    e => e,
+                },
+            )?;
         let pages = DeltaPages {
             base_kind: h.kind,
             base_count: h.count as usize,

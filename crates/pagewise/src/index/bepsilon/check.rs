@@ -9,7 +9,7 @@ use super::{format, Child, Meta};
 use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
 use crate::store::extent::Extent;
-use crate::store::page::Kind;
+use crate::store::page::{Kind, HDR};
 
 pub struct Walk {
     pub counted: Meta,
@@ -41,28 +41,27 @@ fn visit(
     height: u32,
     range: (Option<&[u8]>, Option<&[u8]>),
 ) {
-    if !claims.claim(
-        ext.first_page,
-        ext.count_pages,
-        Owner::Used,
-        "B-epsilon node",
-    ) {
+    let shape = if height == 0 { "leaf" } else { "internal node" };
+    let what = format!("B-epsilon {shape} extent");
+    if !claims.claim(ext.first_page, ext.count_pages, Owner::Used, &what) {
         return;
     }
     w.pages_checked += ext.count_pages;
-    let node = match ix
-        .store
-        .pager
-        .read_extent(ext, Kind::BEpsilon)
-        .and_then(|b| {
-            format::decode_full(&b, ix.store.pager.ps).map_err(|e| {
-                ix.store
-                    .pager
-                    .corrupt(ext.first_page, format!("B-epsilon node: {e}"))
-            })
-        }) {
-        Ok(n) => n,
-        Err(e) => return claims.problem(ext.first_page, e.to_string()),
+    let pager = &ix.store.pager;
+    let read = pager.read_extent(ext, Kind::BEpsilon).and_then(|b| {
+        let n = format::decode_full(&b, pager.ps)
+            .map_err(|e| pager.corrupt(ext.first_page, format!("B-epsilon node: {e}")))?;
+        Ok((b, n))
+    });
+    let node = match read {
+        Ok((b, n)) => {
+            map_node(claims, ext, pager.ps, &b, &n);
+            n
+        }
+        Err(e) => {
+            let what = format!("B-epsilon {shape} extent of {} pages: {e}", ext.count_pages);
+            return claims.problem(ext.first_page, what);
+        }
     };
     w.counted.nodes += 1;
     if node.height != height {
@@ -94,6 +93,38 @@ fn visit(
                 visit(ix, claims, w, &c, height - 1, (lo, hi));
             }
             None => unreachable!("decode_full loads every partition"),
+        }
+    }
+}
+
+/// Records the structure of every byte of the node extent `ext` (stored
+/// bytes `b`, decoded `node`) when the walk maps the file.
+fn map_node(claims: &mut Claims, ext: &Extent, ps: usize, b: &[u8], node: &Node) {
+    if claims.map.is_none() {
+        return;
+    }
+    let shape = if node.is_leaf() {
+        "B-epsilon leaf"
+    } else {
+        "B-epsilon internal node"
+    };
+    claims.map_pages(
+        ext.first_page,
+        ext.count_pages,
+        &format!("{shape}: page tail"),
+    );
+    let (cap, hdr) = ((ps - HDR) as u64, HDR as u64);
+    for page in ext.first_page..ext.first_page + ext.count_pages {
+        claims.map_bytes(page * ps as u64, hdr, &format!("{shape}: page header"));
+    }
+    for (r, part) in format::regions(b, node) {
+        let what = format!("{shape}: {part}");
+        let (mut at, end) = (r.start as u64, r.end as u64);
+        while at < end {
+            let (page, within) = (ext.first_page + at / cap, at % cap);
+            let len = (cap - within).min(end - at);
+            claims.map_bytes(page * ps as u64 + hdr + within, len, &what);
+            at += len;
         }
     }
 }

@@ -612,9 +612,79 @@ pub fn decode_full(b: &[u8], page_size: usize) -> Result<Node, String> {
     Ok(node)
 }
 
+/// The parts of a stored node `b` that decoded to `node`, as payload byte
+/// ranges: header, directory, pivots (with the child references), filters,
+/// segment lists and each partition (for `Db::file_map`).
+pub fn regions(b: &[u8], node: &Node) -> Vec<(std::ops::Range<usize>, &'static str)> {
+    let leaf = node.is_leaf();
+    let count = node.dir.len();
+    let dir_end = HEADER_BYTES + count * DIR_ENTRY_BYTES;
+    let shell = get_u32(b, header::SHELL_BYTES.at) as usize;
+    let seg_area = get_u32(b, header::SEGMENT_AREA_BYTES.at) as usize;
+    let filters: usize = (0..count)
+        .map(|i| get_u32(b, HEADER_BYTES + i * DIR_ENTRY_BYTES + dir::FILTER_BYTES.at) as usize)
+        .sum();
+    // Consistent once `node` decoded from `b`; saturating all the same.
+    let seg_start = shell.saturating_sub(seg_area);
+    let pivots_end = seg_start.saturating_sub(filters).max(dir_end);
+    let mut out = vec![
+        (0..HEADER_BYTES, "header"),
+        (HEADER_BYTES..dir_end, "directory"),
+        (dir_end..pivots_end, "pivots"),
+        (pivots_end..pivots_end + filters, "filters"),
+        (seg_start..shell, "segment list"),
+    ];
+    for (i, d) in node.dir.iter().enumerate() {
+        let cut = !segment::of(node.segs.as_deref(), i).is_empty();
+        let what = match (leaf, cut) {
+            (true, false) => "basement",
+            (true, true) => "basement segment",
+            (false, false) => "buffer",
+            (false, true) => "buffer segment",
+        };
+        let at = d.offset as usize;
+        out.push((at..at + d.comp_bytes as usize, what));
+    }
+    out.retain(|(r, _)| !r.is_empty());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regions_tile_a_stored_leaf_exactly() {
+        let mut n = Node::new_leaf();
+        for i in 0..200u32 {
+            n.base_set(format!("k{i:05}").as_bytes(), Some(vec![i as u8; 20]));
+        }
+        n.fix_basements(1000);
+        let b = encode(&n, Compression::Lz4, 3, 256);
+        let d = decode_full(&b, 4096).unwrap();
+        let mut rs = regions(&b, &d);
+        rs.sort_by_key(|(r, _)| r.start);
+        let mut at = 0;
+        for (r, what) in &rs {
+            assert_eq!(
+                r.start, at,
+                "{what} does not start where the last region ends"
+            );
+            at = r.end;
+        }
+        assert_eq!(at, b.len(), "the regions end before the node");
+        let names: Vec<_> = rs.iter().map(|(_, w)| *w).collect();
+        for want in [
+            "header",
+            "directory",
+            "pivots",
+            "segment list",
+            "basement segment",
+        ] {
+            assert!(names.contains(&want), "no {want} in {names:?}");
+        }
+        assert!(!names.contains(&"filters"), "a leaf has no filters");
+    }
 
     #[test]
     fn leaf_round_trips_and_a_flipped_byte_is_caught() {

@@ -52,9 +52,22 @@ impl Walk<'_> {
         if !self.claims.claim(pid, 1, Owner::Used, "node page") {
             return;
         }
+        // The parent's entry says whether a base is named; the depth
+        // whether a leaf is expected (a node that disagrees is a problem below).
+        let shape = if depth == self.height {
+            "leaf"
+        } else {
+            "branch"
+        };
         let n = match self.ix.store.pager.read_node_ref(at) {
             Ok(img) => as_node(img),
-            Err(e) => return self.claims.problem(pid, e.to_string()),
+            Err(e) => {
+                let what = match at.named_base() {
+                    Some(b) => format!("B+tree {shape} (delta block on base page {b}): {e}"),
+                    None => format!("B+tree {shape}: {e}"),
+                };
+                return self.claims.problem(pid, what);
+            }
         };
         self.out.pages_checked += 1;
         if let Some(base) = n.base_pid() {
@@ -64,6 +77,12 @@ impl Walk<'_> {
                 return;
             }
             self.out.pages_checked += 1;
+            self.claims
+                .map_pages(pid, 1, &format!("B+tree {shape} delta block"));
+            self.claims
+                .map_pages(base, 1, &format!("B+tree {shape} delta base"));
+        } else {
+            self.claims.map_pages(pid, 1, &format!("B+tree {shape}"));
         }
         if depth > 1 && n.is_empty() {
             self.claims.problem(pid, "empty non-root node".into());
@@ -136,6 +155,8 @@ impl Walk<'_> {
             return;
         }
         self.out.counted.overflow_pages += ext.count_pages;
+        self.claims
+            .map_pages(ext.first_page, ext.count_pages, "B+tree overflow");
         match self.ix.store.pager.read_extent(&ext, Kind::Overflow) {
             Ok(_) => self.out.overflow_pages_checked += ext.count_pages,
             Err(e) => {
