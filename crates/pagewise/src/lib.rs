@@ -24,6 +24,9 @@ mod batch;
 mod check;
 mod db;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz;
 mod index;
 mod log;
 mod options;
