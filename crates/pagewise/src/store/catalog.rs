@@ -121,8 +121,27 @@ impl Catalog {
                 b.len() - r.at
             ));
         }
+        check_free(&free)?;
         Ok(Catalog { trees, free })
     }
+}
+
+/// What the allocator requires of a free list: extents past the
+/// superblocks, not empty, in page order, not overlapping, not past 2^64
+/// (touching neighbours are allowed: older builds wrote them).
+fn check_free(free: &[(u64, u64)]) -> Result<(), String> {
+    let mut end = 2u64;
+    for &(s, n) in free {
+        if n == 0 || s < end {
+            return Err(format!(
+                "free extent {s}+{n} is empty, overlaps, or is out of order"
+            ));
+        }
+        end = s
+            .checked_add(n)
+            .ok_or_else(|| format!("free extent {s}+{n} ends past 2^64 pages"))?;
+    }
+    Ok(())
 }
 
 /// Bytes of `free` as form 0: a count and 16 bytes per extent.
