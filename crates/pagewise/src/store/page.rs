@@ -230,6 +230,13 @@ fn check(
                 page[4]
             ))
         })?;
+    let aux = get_u32(page, hdr::AUX.at);
+    if sealed_len(page.len(), kind as u8, aux).is_none() {
+        // The checksum covered the whole page: still no delta block.
+        return Err(corrupt(format!(
+            "delta block length {aux} is not a multiple of {DELTA_SEAL_BYTES} inside the page"
+        )));
+    }
     let used = get_u32(page, hdr::USED.at);
     if used as usize > end - HDR {
         return Err(corrupt(format!("payload length {used} exceeds the page")));
@@ -239,6 +246,6 @@ fn check(
         count: get_u16(page, hdr::COUNT.at),
         gen: get_u64(page, hdr::GEN.at),
         used,
-        aux: get_u32(page, hdr::AUX.at),
+        aux,
     })
 }
