@@ -10,7 +10,7 @@
 
 use crate::index::bepsilon::{self, buffer::Buffer, format, packed::Packed, segment};
 use crate::index::btree::{self, delta::Changes, node::Node};
-use crate::index::{Trees, TreeKind};
+use crate::index::{TreeKind, Trees};
 use crate::log::{ops, record};
 use crate::store::catalog::Catalog;
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
@@ -287,13 +287,19 @@ pub fn btree_delta(data: &[u8]) {
 
 /// Decoded changes `c` encode to their `payload` and decode again.
 fn delta_round_trip(c: &Changes, payload: &[u8], ps: usize) {
-    let records: Vec<_> = c.iter().map(|(k, ch)| (k.to_vec(), ch.to_owned())).collect();
+    let records: Vec<_> = c
+        .iter()
+        .map(|(k, ch)| (k.to_vec(), ch.to_owned()))
+        .collect();
     assert_eq!(records.len(), c.count_keys());
     let mut pg = vec![0u8; HDR + payload.len()];
     let used = c.encode(&mut pg);
     assert_eq!(&pg[HDR..HDR + used], payload);
     let again = Changes::decode(&pg[HDR..], ps).expect("encoded changes decode");
-    let back: Vec<_> = again.iter().map(|(k, ch)| (k.to_vec(), ch.to_owned())).collect();
+    let back: Vec<_> = again
+        .iter()
+        .map(|(k, ch)| (k.to_vec(), ch.to_owned()))
+        .collect();
     assert_eq!(back, records);
 }
 

@@ -169,7 +169,11 @@ fn write_seed_corpus() {
             entry(input);
             std::fs::write(d.join(format!("seed-{key:08x}")), input).unwrap();
         }
-        println!("{name}: {} seeds, {} kept", all.len(), all.len().div_ceil(step));
+        println!(
+            "{name}: {} seeds, {} kept",
+            all.len(),
+            all.len().div_ceil(step)
+        );
     }
 }
 
@@ -287,7 +291,10 @@ fn seeds_of_superblock(file: &[u8], pg: &[u8], ps: usize, seeds: &mut Seeds) {
         }
         seeds.add("descriptors", [&[1, code, e.kind][..], &e.params].concat());
         let sel = if e.params.len() == 16 { 2 | 8 } else { 2 };
-        seeds.add("descriptors", [&[sel, code][..], &e.params, &e.root].concat());
+        seeds.add(
+            "descriptors",
+            [&[sel, code][..], &e.params, &e.root].concat(),
+        );
         seeds.add("descriptors", [&[3, code][..], &e.root[..16]].concat());
     }
 }
@@ -299,8 +306,13 @@ fn seeds_of_delta(file: &[u8], payload: &[u8], ps: usize, seeds: &mut Seeds) {
     let Some(base) = file.get(base_pid * ps..(base_pid + 1) * ps) else {
         return;
     };
-    let Ok(h) = page::verify(base, base_pid as u64, btree::PAGE_KINDS, Path::new("seed"), 0)
-    else {
+    let Ok(h) = page::verify(
+        base,
+        base_pid as u64,
+        btree::PAGE_KINDS,
+        Path::new("seed"),
+        0,
+    ) else {
         return;
     };
     let sel = btree::PAGE_KINDS.iter().position(|&k| k == h.kind).unwrap() as u8;

@@ -314,7 +314,10 @@ pub fn scan(
 
 /// The records of the log run of `first` (from its LSN on) in the log
 /// file's bytes `buf`, or where the log is corrupt and why.
-pub fn scan_bytes(buf: &[u8], first: RecordId) -> std::result::Result<Vec<(u64, Vec<u8>)>, (u64, String)> {
+pub fn scan_bytes(
+    buf: &[u8],
+    first: RecordId,
+) -> std::result::Result<Vec<(u64, Vec<u8>)>, (u64, String)> {
     let RecordId {
         epoch,
         db_id,
