@@ -53,11 +53,11 @@ fn kept_cases_and_the_seed_corpus_replay() {
     }
 }
 
-/// Every target has a kept-cases folder only if it is a target.
+/// Every kept-cases folder names a target.
 #[test]
 fn kept_cases_name_targets() {
-    for (path, _) in files_in(&cases_dir()) {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    for entry in std::fs::read_dir(cases_dir()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         assert!(
             TARGETS.iter().any(|&(t, _)| t == name),
             "tests/fuzz_cases/{name} is not a fuzz target"
