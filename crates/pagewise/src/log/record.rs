@@ -312,12 +312,12 @@ pub fn scan(
     })
 }
 
+/// A log run's records in order: (LSN, payload).
+pub type Records = Vec<(u64, Vec<u8>)>;
+
 /// The records of the log run of `first` (from its LSN on) in the log
 /// file's bytes `buf`, or where the log is corrupt and why.
-pub fn scan_bytes(
-    buf: &[u8],
-    first: RecordId,
-) -> std::result::Result<Vec<(u64, Vec<u8>)>, (u64, String)> {
+pub fn scan_bytes(buf: &[u8], first: RecordId) -> std::result::Result<Records, (u64, String)> {
     let RecordId {
         epoch,
         db_id,
