@@ -25,6 +25,9 @@ mod check;
 mod db;
 mod error;
 mod events;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzz;
 mod index;
 mod log;
 mod merge;

@@ -145,6 +145,14 @@ fn read_catalog(
     }
     let b = probe_pager(file, ps).read_extent(&sb.catalog, Kind::Blob)?;
     let c = Catalog::decode(&b).map_err(corrupt)?;
+    if let Some(&(s, n)) = c.free.last() {
+        if s + n > sb.count_pages {
+            let pages = sb.count_pages;
+            return Err(corrupt(format!(
+                "free extent {s}+{n} lies past the file's {pages} pages"
+            )));
+        }
+    }
     Trees::from_catalog(c.trees.clone(), ps).map_err(corrupt)?;
     Ok(c)
 }

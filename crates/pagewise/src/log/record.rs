@@ -117,16 +117,12 @@ impl Wal {
             self.buf = nb;
         }
         let at = self.buf_len;
-        let rec = &mut self.buf[at..need];
-        put_u32(rec, rec::MAGIC.at, MAGIC);
-        put_u64(rec, rec::EPOCH.at, self.epoch);
-        put_u64(rec, rec::LSN.at, lsn);
-        put_u32(rec, rec::LEN.at, payload.len() as u32);
-        put_u32(rec, rec::DB_ID.at, self.db_id);
-        put_u64(rec, rec::SYNCED_LSN.at, self.synced_lsn);
-        rec[REC_HDR..].copy_from_slice(payload);
-        let crc = crc32c::crc32c(&rec[8..]);
-        put_u32(rec, rec::CRC.at, crc);
+        let id = RecordId {
+            epoch: self.epoch,
+            db_id: self.db_id,
+            lsn,
+        };
+        frame(&mut self.buf[at..need], id, self.synced_lsn, payload);
         self.buf_len = need;
         self.bytes += (REC_HDR + payload.len()) as u64;
         assert!(lsn > self.last_lsn || self.last_lsn == 0, "LSNs increase");
@@ -266,6 +262,29 @@ pub fn first_epoch(file: &dyn Backend, db_id: u32) -> Result<Option<u64>> {
     Ok(record_at(&buf, 0, epoch, db_id, lsn).map(|_| epoch))
 }
 
+/// Which record a header names: its log run, database and LSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordId {
+    pub epoch: u64,
+    pub db_id: u32,
+    pub lsn: u64,
+}
+
+/// Writes the record of `id` carrying `payload` into `rec` (exactly
+/// `REC_HDR + payload.len()` bytes), sealed with its checksum.
+pub fn frame(rec: &mut [u8], id: RecordId, synced_lsn: u64, payload: &[u8]) {
+    assert_eq!(rec.len(), REC_HDR + payload.len(), "a record's frame");
+    put_u32(rec, rec::MAGIC.at, MAGIC);
+    put_u64(rec, rec::EPOCH.at, id.epoch);
+    put_u64(rec, rec::LSN.at, id.lsn);
+    put_u32(rec, rec::LEN.at, payload.len() as u32);
+    put_u32(rec, rec::DB_ID.at, id.db_id);
+    put_u64(rec, rec::SYNCED_LSN.at, synced_lsn);
+    rec[REC_HDR..].copy_from_slice(payload);
+    let crc = crc32c::crc32c(&rec[8..]);
+    put_u32(rec, rec::CRC.at, crc);
+}
+
 /// Reads the records of log run `epoch` starting at LSN `first_lsn`.
 pub fn scan(
     file: &dyn Backend,
@@ -275,21 +294,45 @@ pub fn scan(
 ) -> Result<Vec<(u64, Vec<u8>)>> {
     let align = file.alignment().max(512);
     let size = file.size()? / align as u64 * align as u64;
-    let mut out = Vec::new();
     if size == 0 {
-        return Ok(out);
+        return Ok(Vec::new());
     }
     let mut buf = AlignedBuf::new(size as usize, align.max(4096));
     file.read_at(&mut buf, 0)?;
+    let first = RecordId {
+        epoch,
+        db_id,
+        lsn: first_lsn,
+    };
+    scan_bytes(&buf, first).map_err(|(offset, what)| Error::Corrupt {
+        path: file.path().to_path_buf(),
+        page: 0,
+        offset,
+        what,
+    })
+}
+
+/// A log run's records in order: (LSN, payload).
+pub type Records = Vec<(u64, Vec<u8>)>;
+
+/// The records of the log run of `first` (from its LSN on) in the log
+/// file's bytes `buf`, or where the log is corrupt and why.
+pub fn scan_bytes(buf: &[u8], first: RecordId) -> std::result::Result<Records, (u64, String)> {
+    let RecordId {
+        epoch,
+        db_id,
+        lsn: first_lsn,
+    } = first;
+    let mut out = Vec::new();
     let mut at = 0usize;
     let mut next = first_lsn;
     // Each step consumes a record or jumps to a later block: bounded.
     while at < buf.len() {
-        let Some((hdr, len)) = record_at(&buf, at, epoch, db_id, next) else {
+        let Some((hdr, len)) = record_at(buf, at, epoch, db_id, next) else {
             // A sparse flush's zero padding: the run goes on at the next
             // block if a record with exactly the next LSN starts there.
-            match padding_end(&buf, at) {
-                Some(block) if record_at(&buf, block, epoch, db_id, next).is_some() => {
+            match padding_end(buf, at) {
+                Some(block) if record_at(buf, block, epoch, db_id, next).is_some() => {
                     at = block;
                     continue;
                 }
@@ -300,16 +343,14 @@ pub fn scan(
         next += 1;
         at += hdr + len;
     }
-    if let Some((later, synced)) = durable_after(&buf, at, epoch, db_id, next) {
-        return Err(Error::Corrupt {
-            path: file.path().to_path_buf(),
-            page: 0,
-            offset: at as u64,
-            what: format!(
+    if let Some((later, synced)) = durable_after(buf, at, epoch, db_id, next) {
+        return Err((
+            at as u64,
+            format!(
                 "log record {next} is damaged, but record {later} after it says records up to \
                  {synced} were durable: the log is corrupt (not a torn tail); restore from a backup"
             ),
-        });
+        ));
     }
     Ok(out)
 }

@@ -127,8 +127,27 @@ impl Catalog {
                 b.len() - r.at
             ));
         }
+        check_free(&free)?;
         Ok((Catalog { trees, free }, form))
     }
+}
+
+/// What the allocator requires of a free list: extents past the
+/// superblocks, not empty, in page order, not overlapping, not past 2^64
+/// (touching neighbours are allowed: older builds wrote them).
+fn check_free(free: &[(u64, u64)]) -> Result<(), String> {
+    let mut end = 2u64;
+    for &(s, n) in free {
+        if n == 0 || s < end {
+            return Err(format!(
+                "free extent {s}+{n} is empty, overlaps, or is out of order"
+            ));
+        }
+        end = s
+            .checked_add(n)
+            .ok_or_else(|| format!("free extent {s}+{n} ends past 2^64 pages"))?;
+    }
+    Ok(())
 }
 
 /// Bytes of `free` as form 0: a count and 16 bytes per extent.
@@ -274,7 +293,8 @@ mod tests {
             x ^= x << 17;
             1 + x % m
         };
-        let mut at = 0;
+        // Pages 0 and 1 are the superblocks, never free.
+        let mut at = 2;
         (0..count)
             .map(|_| {
                 let s = at + next(max_run);
@@ -340,18 +360,18 @@ mod tests {
     fn a_bitmap_with_bits_past_its_count_or_an_unknown_form_is_corrupt() {
         let c = Catalog {
             trees: vec![],
-            free: (0..100).map(|i| (3 * i + 1, 1)).collect(),
+            free: (0..100).map(|i| (3 * i + 4, 1)).collect(),
         };
         let mut b = c.encode();
         assert_eq!(form(&b), FREE_BITMAP);
-        // The last free page is 298, so 299 bits: the last byte holds bits
-        // 296 to 298 (298 set); set bit 299.
-        assert_eq!(get_u64(&b, 9), 299);
-        assert_eq!(*b.last().unwrap(), 1 << 2);
-        *b.last_mut().unwrap() |= 1 << 3;
+        // The last free page is 301, so 302 bits: the last byte holds bits
+        // 296 to 301 (298 and 301 set); set bit 302.
+        assert_eq!(get_u64(&b, 9), 302);
+        assert_eq!(*b.last().unwrap(), (1 << 2) | (1 << 5));
+        *b.last_mut().unwrap() |= 1 << 6;
         assert!(Catalog::decode(&b)
             .unwrap_err()
-            .contains("past its 299 pages"));
+            .contains("past its 302 pages"));
         let mut b = c.encode();
         b[8] = 2;
         assert!(Catalog::decode(&b).unwrap_err().contains("form 2"));

@@ -194,6 +194,15 @@ fn structure_of(want: &[Kind]) -> &'static str {
     }
 }
 
+/// Recomputes the checksum of a page whatever its fields hold, so a fuzzer's
+/// mutations reach the checks behind it.
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn reseal_any(page: &mut [u8]) {
+    let end = checked_len(page);
+    let crc = crc32c::crc32c(&page[hdr::KIND.at..end]);
+    put_u32(page, hdr::CRC.at, crc);
+}
+
 /// Checks a page whose checksummed bytes 4..end have crc `computed`.
 fn check(
     page: &[u8],
@@ -234,6 +243,13 @@ fn check(
                 page[4]
             ))
         })?;
+    let aux = get_u32(page, hdr::AUX.at);
+    if sealed_len(page.len(), kind as u8, aux).is_none() {
+        // The checksum covered the whole page: still no delta block.
+        return Err(corrupt(format!(
+            "delta block length {aux} is not a multiple of {DELTA_SEAL_BYTES} inside the page"
+        )));
+    }
     let used = get_u32(page, hdr::USED.at);
     if used as usize > end - HDR {
         return Err(corrupt(format!("payload length {used} exceeds the page")));
@@ -243,6 +259,6 @@ fn check(
         count: get_u16(page, hdr::COUNT.at),
         gen: get_u64(page, hdr::GEN.at),
         used,
-        aux: get_u32(page, hdr::AUX.at),
+        aux,
     })
 }

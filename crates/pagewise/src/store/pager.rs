@@ -969,7 +969,12 @@ impl Pager {
         let mut buf = self.buf(self.ps);
         self.meta.read_at(&mut buf, self.off(slot))?;
         page::verify(&buf, slot, &[Kind::Meta], &self.path, self.off(slot))?;
-        Ok(Superblock::decode(&buf))
+        Superblock::decode(&buf).map_err(|what| Error::Corrupt {
+            path: self.path.clone(),
+            page: slot,
+            offset: self.off(slot),
+            what,
+        })
     }
 
     /// Makes every page write durable.

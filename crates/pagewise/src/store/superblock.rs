@@ -100,8 +100,14 @@ impl Superblock {
         put_u32(page, sb::FLAGS.at, self.flags);
     }
 
-    /// Reads the fields; the caller has verified the page checksum.
-    pub fn decode(page: &[u8]) -> Superblock {
+    /// Reads the fields; the caller has verified the page checksum. A meta
+    /// page without the magic is an error (a sealed page of another kind of
+    /// file, or a bug's), never trusted.
+    pub fn decode(page: &[u8]) -> Result<Superblock, String> {
+        let magic = page.get(sb::MAGIC.at..sb::MAGIC.end());
+        if magic != Some(&MAGIC[..]) || page.len() < sb::FLAGS.end() {
+            return Err("meta page without the superblock magic".into());
+        }
         let sb = Superblock {
             version: get_u32(page, sb::VERSION.at),
             page_size: get_u32(page, sb::PAGE_SIZE.at),
@@ -120,8 +126,7 @@ impl Superblock {
                 0
             },
         };
-        debug_assert_eq!(&page[32..40], MAGIC);
-        sb
+        Ok(sb)
     }
 
     /// Whether the catalog extent is consistent with the page size and lies

@@ -17,6 +17,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 pub const MAGIC: &[u8; 4] = b"PWBE";
+/// Most raw (decompressed) bytes a stored node's partitions may claim:
+/// four times the largest node bytes an option accepts, far above what a
+/// node is written with, so a damaged directory cannot make a decoder
+/// allocate gigabytes.
+pub const MAX_RAW_NODE_BYTES: u64 = 4 * super::MAX_NODE_BYTES as u64;
 const TYPE_INTERNAL: u8 = 1;
 const TYPE_LEAF: u8 = 2;
 
@@ -232,6 +237,12 @@ fn decompress(c: Cow<'_, [u8]>, comp: Compression, raw_bytes: usize) -> Result<V
     if c.len() == raw_bytes {
         return Ok(c.into_owned()); // stored as is
     }
+    if comp == Compression::None {
+        return Err(format!(
+            "{} bytes stored uncompressed, expected {raw_bytes}",
+            c.len()
+        ));
+    }
     let mut out = vec![0; raw_bytes];
     decompress_into(&c, comp, &mut out)?;
     Ok(out)
@@ -330,6 +341,7 @@ fn decode_dir(
 ) -> Result<(Vec<DirEntry>, Vec<u32>), String> {
     let mut dir = Vec::with_capacity(count);
     let mut filter_lens = Vec::with_capacity(count);
+    let mut raw_total_bytes = 0u64;
     for i in 0..count {
         let d = HEADER_BYTES + i * DIR_ENTRY_BYTES;
         if d + DIR_ENTRY_BYTES > shell {
@@ -347,6 +359,12 @@ fn decode_dir(
             return Err(format!(
                 "partition {i} at {}+{} lies outside the node",
                 e.offset, e.comp_bytes
+            ));
+        }
+        raw_total_bytes += e.raw_bytes as u64;
+        if raw_total_bytes > MAX_RAW_NODE_BYTES {
+            return Err(format!(
+                "partitions of more than {MAX_RAW_NODE_BYTES} raw bytes in one node"
             ));
         }
         dir.push(e);

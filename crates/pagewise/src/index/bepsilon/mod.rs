@@ -34,6 +34,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const MAX_KEY_BYTES: usize = 8192;
 /// Deepest tree accepted from disk (bounds every descent).
 pub const MAX_HEIGHT: u32 = 64;
+/// Largest node (and leaf) bytes an option accepts.
+pub const MAX_NODE_BYTES: u32 = 64 << 20;
 /// Bytes of the catalog parameters.
 pub const PARAMS_BYTES: usize = params::LEVEL.end();
 /// Catalog parameter bytes with the optional leaf bytes field.
@@ -182,7 +184,7 @@ impl BEpsilonOptions {
             ("node", self.node_bytes),
             ("leaf", self.leaf_target_bytes()),
         ] {
-            if !(256..=(64 << 20)).contains(&n) {
+            if !(256..=MAX_NODE_BYTES).contains(&n) {
                 return Err(format!("{what} bytes {n} must be between 256 and 64 MiB"));
             }
         }

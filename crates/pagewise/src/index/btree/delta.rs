@@ -229,6 +229,10 @@ impl Changes {
             let what = format!("{bytes} record bytes in a payload of {}", payload.len());
             return Err(what);
         }
+        let reserved = get_u32(payload, block::RESERVED.at - HDR);
+        if reserved != 0 {
+            return Err(format!("reserved field {reserved:#x} is not zero"));
+        }
         let base_pid = get_u64(payload, block::BASE_PID.at - HDR);
         if base_pid < 2 {
             return Err(format!("base page {base_pid} is a file header page"));
