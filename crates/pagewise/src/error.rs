@@ -74,6 +74,10 @@ pub enum Error {
     ReadOnly { path: PathBuf },
     #[error("{path}: the log holds {records} record(s) not yet applied to the data file; open it read-write once to recover them (read-only opens never write)")]
     NeedsRecovery { path: PathBuf, records: usize },
+    #[error("snapshot is {age_ms} ms old, beyond Options::snapshot_max_age ({max_ms} ms): its pages may be reused; take a new snapshot (or raise the bound)")]
+    SnapshotTooOld { age_ms: u64, max_ms: u64 },
+    #[error("transaction conflict: {what} changed after the transaction read it; nothing was written: run the transaction again")]
+    Conflict { what: String },
     #[error("commit failed in a group commit led by another thread: {0}")]
     GroupCommit(String),
 }

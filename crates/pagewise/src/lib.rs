@@ -20,6 +20,7 @@
 //!
 //! Design, on-disk formats and the durability contract: docs/design.md.
 
+mod backup;
 mod batch;
 mod check;
 mod db;
@@ -32,10 +33,13 @@ mod index;
 mod log;
 mod merge;
 mod options;
+mod snapshot;
 mod stats;
 mod store;
+mod transaction;
 mod tree;
 
+pub use backup::BackupReport;
 pub use batch::Batch;
 pub use check::CheckReport;
 #[doc(hidden)]
@@ -50,8 +54,10 @@ pub use options::{
     DeltaFlush, Durability, MergeOperator, Options, DIRTY_PERCENT_DEFAULT, MAX_PAGE_SIZE,
     MIN_PAGE_SIZE, READ_AHEAD_DEFAULT_PAGES, WAL_LIMIT_DEFAULT, WAL_LIMIT_MIN_BYTES,
 };
+pub use snapshot::{Snapshot, SnapshotTree};
 pub use stats::{LevelReads, Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
+pub use transaction::{Transaction, TxIter};
 pub use tree::{Iter, Tree};
 
 /// Longest key a B+tree accepts with `page_size` pages.

@@ -87,6 +87,12 @@ pub struct Options {
     /// they happen ([`crate::Event`]; contract on [`crate::EventListener`]).
     /// None (the default): nothing is told. Not stored in the file.
     pub event_listener: Option<Arc<dyn EventListener>>,
+    /// Longest a snapshot (and a transaction's, and an iterator's) keeps
+    /// the pages it reads from reuse: older, its reads fail with
+    /// [`Error::SnapshotTooOld`] and the next checkpoint reuses what only
+    /// it held (docs/design.md, "Snapshots"). None (the default): no bound.
+    /// Not stored in the file.
+    pub snapshot_max_age: Option<std::time::Duration>,
 }
 
 /// Combines upsert operands with a key's value, like RocksDB's merge
@@ -127,6 +133,7 @@ impl Default for Options {
             fs: Arc::new(RealFs),
             merge_operator: None,
             event_listener: None,
+            snapshot_max_age: None,
         }
     }
 }
@@ -271,6 +278,11 @@ impl Options {
         self
     }
 
+    pub fn snapshot_max_age(mut self, age: Option<std::time::Duration>) -> Self {
+        self.snapshot_max_age = age;
+        self
+    }
+
     /// Checks the settings that need no file or device: dirty percent,
     /// append fill and log limit, each with a message naming its range.
     /// `Db::create` and `Db::open` call it; they check the page size and
@@ -284,6 +296,11 @@ impl Options {
                 self.wal_limit,
                 WAL_LIMIT_MIN_BYTES >> 10
             )));
+        }
+        if self.snapshot_max_age.is_some_and(|a| a.is_zero()) {
+            return Err(Error::Options(
+                "snapshot max age must be positive (None: no bound)".into(),
+            ));
         }
         Ok(())
     }

@@ -48,6 +48,16 @@ pub struct Stats {
     pub file_pages: u64,
     pub free_pages: u64,
     pub pending_free_pages: u64,
+    /// Snapshots live now (each iterator and transaction holds one).
+    pub snapshots: u64,
+    /// Age of the oldest live snapshot, in milliseconds: of the epoch
+    /// (the commits between two checkpoints) it was taken in, from that
+    /// epoch's first snapshot, so at most a checkpoint interval above its own.
+    pub snapshot_oldest_age_ms: u64,
+    /// Freed pages kept from reuse because a live snapshot may read them
+    /// (docs/design.md, "Snapshots"), and their bytes.
+    pub snapshot_held_pages: u64,
+    pub snapshot_held_bytes: u64,
     pub commits: u64,
     pub commit_groups: u64,
     pub checkpoints: u64,
@@ -127,19 +137,20 @@ impl Db {
         let i = &self.inner;
         let store = &i.ix.store;
         let ps = store.page_size();
-        let (trees, dirty_pages, dirty_bytes) = {
+        let (trees, dirty_pages, dirty_bytes, pins) = {
             let st = store.state.read();
+            let pins = store.pins.stats(&st.pin);
             let trees = st
                 .trees
                 .0
                 .iter()
                 .map(|(n, d)| tree_stats(n, d, ps))
                 .collect();
-            (trees, st.dirty.len(), st.dirty.bytes())
+            (trees, st.dirty.len(), st.dirty.bytes(), pins)
         };
-        let (file_pages, free_pages, pending_free_pages) = {
+        let (file_pages, free_pages, pending_free_pages, held_pages) = {
             let a = store.alloc.lock();
-            (a.hwm, a.free_pages(), a.pending_pages())
+            (a.hwm, a.free_pages(), a.pending_pages(), a.held_pages())
         };
         let (cache, ic) = (&store.cache, &i.ix.counters);
         Stats {
@@ -161,6 +172,10 @@ impl Db {
             file_pages,
             free_pages,
             pending_free_pages,
+            snapshots: pins.live,
+            snapshot_oldest_age_ms: pins.oldest_age.as_millis() as u64,
+            snapshot_held_pages: held_pages,
+            snapshot_held_bytes: held_pages * ps as u64,
             commits: i.counters.commits.load(Relaxed),
             commit_groups: i.counters.groups.load(Relaxed),
             checkpoints: i.counters.checkpoints.load(Relaxed),

@@ -3,7 +3,8 @@
 
 use crate::db::{check_tree_name, Db, Inner};
 use crate::error::{Error, Result};
-use crate::index::{Cursor, TreeKind};
+pub(crate) use crate::index::in_range;
+use crate::index::{Cursor, Frozen, TreeKind};
 use crate::log::Op;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -74,12 +75,22 @@ impl Tree {
 
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.inner.check_open()?;
-        self.inner.ix.get(&self.name, key.as_ref())
+        self.inner.ix.get(None, &self.name, key.as_ref())
     }
 
     pub fn contains(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         self.inner.check_open()?;
-        self.inner.ix.contains(&self.name, key.as_ref())
+        self.inner.ix.contains(None, &self.name, key.as_ref())
+    }
+
+    /// The reads of a snapshot of this tree taken now: iterators read
+    /// through one (docs/design.md, "Snapshots").
+    fn frozen(&self) -> Reads {
+        Reads {
+            inner: self.inner.clone(),
+            at: Arc::new(self.inner.ix.freeze(self.inner.snapshot_max_age)),
+            name: self.name.clone(),
+        }
     }
 
     /// Sets `key` to `value` (one-operation batch).
@@ -111,20 +122,10 @@ impl Tree {
     }
 
     /// Number of entries (0 once the Db is closed). A B-epsilon tree counts
-    /// them by iterating (messages above its leaves may add or remove keys),
-    /// stopping at the first read error.
+    /// them by iterating a snapshot (messages above its leaves may add or
+    /// remove keys), stopping at the first read error.
     pub fn len(&self) -> u64 {
-        let (entries, counted) = {
-            let st = self.inner.ix.store.state.read();
-            match st.trees.get(&self.name) {
-                Some(crate::index::Desc::BEpsilon(_)) => (0, true),
-                d => (d.map_or(0, |d| d.entries()), false),
-            }
-        };
-        if !counted || self.inner.check_open().is_err() {
-            return entries;
-        }
-        self.iter().map_while(|r| r.ok()).count() as u64
+        self.frozen().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -132,43 +133,20 @@ impl Tree {
     }
 
     /// Entries with keys in `range`, in key order; `.rev()` for descending.
+    /// The iterator reads a snapshot taken now: it sees no write committed
+    /// after this call.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Iter {
-        let own = |b: Bound<&K>| match b {
-            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        Iter::new(
-            self.inner.clone(),
-            self.name.clone(),
-            own(range.start_bound()),
-            own(range.end_bound()),
-        )
+        self.frozen().range(range)
     }
 
-    /// All entries in key order.
+    /// All entries in key order (a snapshot's, as [`Tree::range`]).
     pub fn iter(&self) -> Iter {
-        Iter::new(
-            self.inner.clone(),
-            self.name.clone(),
-            Bound::Unbounded,
-            Bound::Unbounded,
-        )
+        self.frozen().range::<&[u8], _>(..)
     }
 
-    /// Entries whose key starts with `prefix`.
+    /// Entries whose key starts with `prefix` (a snapshot's).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter {
-        let p = prefix.as_ref().to_vec();
-        let hi = match prefix_successor(&p) {
-            Some(s) => Bound::Excluded(s),
-            None => Bound::Unbounded,
-        };
-        Iter::new(
-            self.inner.clone(),
-            self.name.clone(),
-            Bound::Included(p),
-            hi,
-        )
+        self.frozen().prefix(prefix)
     }
 
     pub fn first(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
@@ -180,8 +158,64 @@ impl Tree {
     }
 }
 
+/// The reads of one tree in one snapshot: what [`Tree`]'s iterators and
+/// [`crate::SnapshotTree`] share.
+#[derive(Clone)]
+pub(crate) struct Reads {
+    pub inner: Arc<Inner>,
+    pub at: Arc<Frozen>,
+    pub name: Arc<str>,
+}
+
+impl Reads {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.check_open()?;
+        self.inner.ix.get(Some(&self.at), &self.name, key)
+    }
+
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        self.inner.check_open()?;
+        self.inner.ix.contains(Some(&self.at), &self.name, key)
+    }
+
+    /// Entries (0 once the Db is closed; a B-epsilon tree counts them by
+    /// iterating, stopping at the first read error).
+    pub fn len(&self) -> u64 {
+        let (entries, counted) = match self.at.epoch.trees.get(&self.name) {
+            Some(crate::index::Desc::BEpsilon(_)) => (0, true),
+            d => (d.map_or(0, |d| d.entries()), false),
+        };
+        if !counted || self.inner.check_open().is_err() {
+            return entries;
+        }
+        self.range::<&[u8], _>(..).map_while(|r| r.ok()).count() as u64
+    }
+
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Iter {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Iter::new(
+            self.clone(),
+            own(range.start_bound()),
+            own(range.end_bound()),
+        )
+    }
+
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Iter {
+        let p = prefix.as_ref().to_vec();
+        let hi = match prefix_successor(&p) {
+            Some(s) => Bound::Excluded(s),
+            None => Bound::Unbounded,
+        };
+        Iter::new(self.clone(), Bound::Included(p), hi)
+    }
+}
+
 /// The smallest key greater than every key starting with `p`.
-fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
     let mut s = p.to_vec();
     while let Some(last) = s.pop() {
         if last < 0xff {
@@ -192,19 +226,21 @@ fn prefix_successor(p: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// Ordered iterator over a key range of a tree, both directions. It holds no
-/// snapshot and no lock between calls (docs/design.md, "Concurrency").
+/// Ordered iterator over a key range of a tree, both directions, reading
+/// one snapshot (taken when it was made) and holding no lock between calls
+/// (docs/design.md, "Snapshots").
 pub struct Iter {
-    inner: Arc<Inner>,
+    reads: Reads,
     cursor: Cursor,
     failed: bool,
 }
 
 impl Iter {
-    fn new(inner: Arc<Inner>, tree: Arc<str>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Self {
+    fn new(reads: Reads, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Self {
+        let cursor = Cursor::new(&reads.inner.ix, Some(&reads.at), reads.name.clone(), lo, hi);
         Self {
-            cursor: Cursor::new(&inner.ix, tree, lo, hi),
-            inner,
+            reads,
+            cursor,
             failed: false,
         }
     }
@@ -213,11 +249,13 @@ impl Iter {
         if self.failed {
             return None;
         }
-        if let Err(e) = self.inner.check_open() {
+        if let Err(e) = self.reads.inner.check_open() {
             self.failed = true;
             return Some(Err(e));
         }
-        let r = self.cursor.step(&self.inner.ix, forward);
+        let r = self
+            .cursor
+            .step(&self.reads.inner.ix, Some(&self.reads.at), forward);
         self.failed = matches!(r, Some(Err(_)));
         r
     }

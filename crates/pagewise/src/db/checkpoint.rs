@@ -126,7 +126,7 @@ impl Inner {
         cs.ckpt_lsn = cs.lsn;
         cs.catalog = Some(catalog);
         cs.wal.reset(gen);
-        store.finish_epoch(nodes);
+        store.finish_epoch(nodes, self.snapshot_max_age);
         store.cache.reserve(0); // the dirty set is empty
                                 // The replaced dirty parts and the images evicted for the placed ones.
         crate::store::trim::release_free_heap(self.dirty_limit_bytes);

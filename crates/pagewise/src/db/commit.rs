@@ -15,17 +15,36 @@ use std::sync::Arc;
 /// Buffered mode writes the log tail once this much is pending.
 const BUFFERED_FLUSH_BYTES: usize = 1 << 20;
 
-type Slot = Arc<Mutex<Option<std::result::Result<(), String>>>>;
+/// How a batch queued behind another thread's group commit failed.
+#[derive(Clone)]
+enum Failure {
+    Group(String),
+    Conflict(String),
+}
+
+type Slot = Arc<Mutex<Option<std::result::Result<(), Failure>>>>;
+
+/// A transaction's check, run by the commit leader before logging
+/// (`crate::transaction`): given the writes of the batches ahead of it in
+/// the group (not applied yet), Ok if what it read is unchanged.
+pub(crate) type Validate = Box<dyn FnOnce(&[&Op]) -> Result<()> + Send>;
 
 pub(super) struct Pending {
     ops: Vec<Op>,
     slot: Slot,
+    check: Option<Validate>,
 }
 
 impl Inner {
     /// Logs and applies `ops` atomically (one log record), returning once
     /// the durability mode's promise holds.
-    pub fn commit(&self, mut ops: Vec<Op>) -> Result<()> {
+    pub fn commit(&self, ops: Vec<Op>) -> Result<()> {
+        self.commit_checked(ops, None)
+    }
+
+    /// [`Inner::commit`] of a batch that `check` must accept first, under
+    /// the commit lock: `Error::Conflict` (nothing written) otherwise.
+    pub fn commit_checked(&self, mut ops: Vec<Op>, check: Option<Validate>) -> Result<()> {
         self.check_open()?;
         if ops.is_empty() {
             return Ok(());
@@ -37,30 +56,41 @@ impl Inner {
         self.queue.lock().push(Pending {
             ops,
             slot: slot.clone(),
+            check,
         });
         let mut cs = self.commit.lock();
         self.check_open()?;
         if let Some(r) = slot.lock().take() {
-            return r.map_err(Error::GroupCommit);
+            return r.map_err(|f| match f {
+                Failure::Group(s) => Error::GroupCommit(s),
+                Failure::Conflict(what) => Error::Conflict { what },
+            });
         }
         let group = std::mem::take(&mut *self.queue.lock());
         assert!(
             group.iter().any(|p| Arc::ptr_eq(&p.slot, &slot)),
             "the leader's batch is in its group"
         );
+        let (group, mine) = validate_group(group, &slot);
+        if group.is_empty() {
+            return mine; // the leader's transaction conflicted, alone
+        }
         let mut r = self.commit_group(&mut cs, &group);
         if r.is_ok() && cs.wal.bytes >= self.wal_limit_bytes {
             r = self.checkpoint_locked(&mut cs);
         } else if r.is_ok() {
             r = self.relieve_dirty(&mut cs);
         }
-        let shared = r.as_ref().map(|_| ()).map_err(|e| e.to_string());
+        let shared = r
+            .as_ref()
+            .map(|_| ())
+            .map_err(|e| Failure::Group(e.to_string()));
         for p in &group {
             if !Arc::ptr_eq(&p.slot, &slot) {
                 *p.slot.lock() = Some(shared.clone());
             }
         }
-        r
+        r.and(mine)
     }
 
     /// Validates `ops` and puts a create-tree op before the first put on a
@@ -265,6 +295,33 @@ impl Inner {
         let placed = self.place_values(ops)?;
         self.apply_placed(ops, placed)
     }
+}
+
+/// Runs the transactions' checks of `group` in queue order, each against
+/// the writes ahead of it; a failed one leaves the group with its error in
+/// its slot. Returns the rest and the leader's (`slot`'s) own verdict.
+fn validate_group(group: Vec<Pending>, slot: &Slot) -> (Vec<Pending>, Result<()>) {
+    if group.iter().all(|p| p.check.is_none()) {
+        return (group, Ok(()));
+    }
+    let mut kept: Vec<Pending> = Vec::with_capacity(group.len());
+    let mut mine = Ok(());
+    for mut p in group {
+        let verdict = match p.check.take() {
+            Some(check) => {
+                let earlier: Vec<&Op> = kept.iter().flat_map(|k| &k.ops).collect();
+                check(&earlier)
+            }
+            None => Ok(()),
+        };
+        match verdict {
+            Ok(()) => kept.push(p),
+            Err(e) if Arc::ptr_eq(&p.slot, slot) => mine = Err(e),
+            Err(Error::Conflict { what }) => *p.slot.lock() = Some(Err(Failure::Conflict(what))),
+            Err(e) => *p.slot.lock() = Some(Err(Failure::Group(e.to_string()))),
+        }
+    }
+    (kept, mine)
 }
 
 /// The kind `op`'s tree has or will have (a create-tree op earlier in the

@@ -8,6 +8,7 @@ mod commit;
 mod files;
 mod open;
 
+pub(crate) use commit::Validate;
 pub use files::{lock_path, wal_path};
 
 use crate::batch::Batch;
@@ -62,6 +63,10 @@ pub struct Inner {
     pub read_only: bool,
     wal_limit_bytes: u64,
     dirty_limit_bytes: u64,
+    /// `Options::snapshot_max_age`.
+    pub snapshot_max_age: Option<std::time::Duration>,
+    /// `Options::fs`: where a backup's copy goes too.
+    pub fs: Arc<dyn pagewise_io::Fs>,
     pub ix: Index,
     commit: Mutex<CommitState>,
     queue: Mutex<Vec<commit::Pending>>,

@@ -314,6 +314,8 @@ fn start(
         direct,
         read_only: opts.read_only,
         wal_limit_bytes: opts.wal_limit,
+        snapshot_max_age: opts.snapshot_max_age,
+        fs: opts.fs.clone(),
         dirty_limit_bytes: dirty_budget as u64,
         ix: Index::new(store, opts),
         commit: Mutex::new(CommitState {

@@ -15,7 +15,11 @@ use crate::store::extent::Extent;
 use crate::store::image::{Image, NodeCodec};
 use crate::store::page::Kind;
 use crate::store::{Epoch, Store};
+
+/// A snapshot's frozen state of every tree.
+pub use bepsilon::read::Frozen;
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -138,11 +142,22 @@ impl Desc {
     }
 }
 
-/// Every tree by name: the `T` of the store's state lock.
-#[derive(Debug, Default)]
-pub struct Trees(pub BTreeMap<Arc<str>, Desc>);
+/// Every tree by name: the `T` of the store's state lock. Shared, so a
+/// snapshot's copy is one pointer; a writer copies the map (a few
+/// descriptors) the first time it changes it while a snapshot shares it.
+#[derive(Debug, Default, Clone)]
+pub struct Trees(pub Arc<BTreeMap<Arc<str>, Desc>>);
 
 impl Trees {
+    /// The descriptors for changing (copied if a snapshot shares them).
+    pub fn map_mut(&mut self) -> &mut BTreeMap<Arc<str>, Desc> {
+        Arc::make_mut(&mut self.0)
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Desc> {
+        self.map_mut().get_mut(name)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Desc> {
         self.0.get(name)
     }
@@ -183,7 +198,7 @@ impl Trees {
                 return Err(format!("tree {:?} is listed twice", e.name));
             }
         }
-        Ok(Trees(trees))
+        Ok(Trees(Arc::new(trees)))
     }
 
     pub fn to_catalog(&self) -> Vec<CatalogEntry> {
@@ -257,6 +272,21 @@ fn decode_page(
     page_size: usize,
 ) -> std::result::Result<Image, String> {
     btree::decode_page(kind, count, payload, page_size)
+}
+
+/// Whether `k` lies between `lo` and `hi`.
+pub fn in_range(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(l) => k >= l.as_slice(),
+        Bound::Excluded(l) => k > l.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(h) => k <= h.as_slice(),
+        Bound::Excluded(h) => k < h.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
 }
 
 /// Longest key a tree of `kind` accepts with `page_size` pages.
@@ -369,8 +399,8 @@ impl Index {
         tree: &str,
         ops: &[&Op],
     ) -> Result<()> {
-        let Epoch { trees, dirty } = epoch;
-        let Some(Desc::BEpsilon(m)) = trees.0.get_mut(tree) else {
+        let Epoch { trees, dirty, .. } = epoch;
+        let Some(Desc::BEpsilon(m)) = trees.get_mut(tree) else {
             panic!("apply_bepsilon_run on a tree that is not B-epsilon");
         };
         let run: Vec<(&[u8], bepsilon::write::Msg)> = ops
@@ -410,17 +440,17 @@ impl Index {
         if self.is_bepsilon_keyed(&epoch.trees, op) {
             return self.apply_bepsilon_run(epoch, alloc, op.tree(), &[op]);
         }
-        let Epoch { trees, dirty } = epoch;
+        let Epoch { trees, dirty, .. } = epoch;
         let tree = op.tree();
         let desc = match op {
             Op::CreateTree { kind, params, .. } => return create(trees, tree, *kind, params),
             // A version-1 log has no create-tree ops: a put creates a B+tree
             // (the name is cloned only then).
             Op::Put { .. } if !trees.0.contains_key(tree) => trees
-                .0
+                .map_mut()
                 .entry(tree.clone())
                 .or_insert(Desc::BTree(btree::Meta::default())),
-            _ => match trees.0.get_mut(tree) {
+            _ => match trees.get_mut(tree) {
                 Some(d) => d,
                 None => return Ok(()),
             },
@@ -461,15 +491,31 @@ impl Index {
         btree::prefetch::prefetch_group(self, keys)
     }
 
-    pub fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match btree::read::get(self, tree, key)? {
+    /// The value of `key` in `tree`, live (`at` None) or in a snapshot.
+    pub fn get(&self, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match btree::read::get(self, at, tree, key)? {
             Ok(found) => Ok(found),
-            Err(btree::read::NotBTree) => bepsilon::read::get(self, tree, key),
+            Err(btree::read::NotBTree) => bepsilon::read::get(self, at, tree, key),
         }
     }
 
-    fn is_bepsilon(&self, tree: &str) -> bool {
-        self.store.state.read().trees.bepsilon(tree).is_some()
+    fn is_bepsilon(&self, at: Option<&Frozen>, tree: &str) -> bool {
+        match at {
+            Some(fz) => fz.epoch.trees.bepsilon(tree).is_some(),
+            None => self.store.state.read().trees.bepsilon(tree).is_some(),
+        }
+    }
+
+    /// A snapshot of every tree now ([`Frozen`]): one read of the state
+    /// lock and three shared pointers copied.
+    pub fn freeze(&self, max_age: Option<std::time::Duration>) -> Frozen {
+        let taken_ns = crate::store::pin::now_ns().max(1);
+        let epoch = self.store.state.read().freeze(taken_ns);
+        Frozen {
+            epoch,
+            taken_ns,
+            max_age,
+        }
     }
 
     /// Names of the trees of `ops` that are (or are created in `ops` as)
@@ -489,10 +535,10 @@ impl Index {
         out
     }
 
-    pub fn contains(&self, tree: &str, key: &[u8]) -> Result<bool> {
+    pub fn contains(&self, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<bool> {
         use crate::store::read::Step;
         // One read for a B+tree; a tree of another kind answers `None`.
-        let found = self.store.read(|v| match v.trees().get(tree) {
+        let found = self.store.read_at(at, |v| match v.trees().get(tree) {
             Some(Desc::BTree(tm)) => match btree::read::contains_step(v, tm, key) {
                 Step::Done(b) => Step::Done(Some(b)),
                 Step::Miss(p) => Step::Miss(p),
@@ -502,7 +548,7 @@ impl Index {
         })?;
         match found {
             Some(b) => Ok(b),
-            None => Ok(bepsilon::read::get(self, tree, key)?.is_some()),
+            None => Ok(bepsilon::read::get(self, at, tree, key)?.is_some()),
         }
     }
 
@@ -525,7 +571,8 @@ impl Index {
     }
 }
 
-/// An iterator's position in a tree of either kind.
+/// An iterator's position in a tree of either kind, live or in a snapshot
+/// (`at` names the same state on every call).
 pub enum Cursor {
     BTree(btree::iter::Cursor),
     BEpsilon(bepsilon::iter::Cursor),
@@ -534,21 +581,27 @@ pub enum Cursor {
 impl Cursor {
     pub fn new(
         ix: &Index,
+        at: Option<&Frozen>,
         tree: Arc<str>,
         lo: std::ops::Bound<Vec<u8>>,
         hi: std::ops::Bound<Vec<u8>>,
     ) -> Self {
-        if ix.is_bepsilon(&tree) {
+        if ix.is_bepsilon(at, &tree) {
             Cursor::BEpsilon(bepsilon::iter::Cursor::new(tree, lo, hi))
         } else {
             Cursor::BTree(btree::iter::Cursor::new(tree, lo, hi))
         }
     }
 
-    pub fn step(&mut self, ix: &Index, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    pub fn step(
+        &mut self,
+        ix: &Index,
+        at: Option<&Frozen>,
+        forward: bool,
+    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         match self {
-            Cursor::BTree(c) => c.step(ix, forward),
-            Cursor::BEpsilon(c) => c.step(ix, forward),
+            Cursor::BTree(c) => c.step(ix, at, forward),
+            Cursor::BEpsilon(c) => c.step(ix, at, forward),
         }
     }
 }
@@ -583,7 +636,7 @@ fn create(trees: &mut Trees, name: &Arc<str>, kind: u8, params: &[u8]) -> Result
             wanted: kind,
         }),
         None => {
-            trees.0.insert(name.clone(), desc);
+            trees.map_mut().insert(name.clone(), desc);
             Ok(())
         }
     }

@@ -2,7 +2,11 @@
 //!
 //! Pages freed during an epoch (between checkpoints) go to `pending`: the last
 //! durable checkpoint may still reference them, so they become reusable only
-//! once the next checkpoint is durable ([`Alloc::release_pending`]).
+//! once the next checkpoint is durable ([`Alloc::release_pending`]), and
+//! not before every snapshot taken in or before the epoch that freed them
+//! has ended: until then the epoch's frees are held (docs/design.md,
+//! "Snapshots"). Held pages are free on disk (the durable free list holds
+//! them), so a crash leaks none.
 //!
 //! Companions (docs/design.md, "Delta placement"): a node page allocated
 //! with [`Alloc::alloc_node`] keeps the pages before and after it free for
@@ -14,6 +18,14 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// One epoch's frees, held for snapshots.
+#[derive(Debug, Clone, Default)]
+struct Held {
+    epoch: u64,
+    pages: Vec<(u64, u64)>,
+    companions: Vec<(u64, u64)>,
+}
 
 #[derive(Debug, Clone, Default)]
 pub struct Alloc {
@@ -27,6 +39,9 @@ pub struct Alloc {
     /// checkpoint may reference: kept again at release if their owner is
     /// still allocated.
     pending_companions: Vec<(u64, u64)>,
+    /// Frees of ended epochs that a live snapshot may still read: (epoch,
+    /// pages, companions), oldest first.
+    held: std::collections::VecDeque<Held>,
     /// Pages in the file, including the two superblocks.
     pub hwm: u64,
     /// Where the high-water mark is published for the pager's page-id checks.
@@ -168,11 +183,43 @@ impl Alloc {
         self.pending.push((start, n));
     }
 
-    /// The checkpoint that made `pending` unreferenced is durable.
+    /// The checkpoint that ended epoch `epoch` is durable, so what the
+    /// epoch freed is unreferenced by it. Releases every epoch's frees
+    /// (held ones, oldest first, then this one's) that no snapshot may
+    /// read: those of epochs before `oldest_snapshot`, the epoch of the
+    /// oldest live snapshot (None: none is live). The rest are held.
     /// Returns the released extents (companions kept again among them).
-    /// Requires: the extents do not overlap what is free or kept.
-    pub fn release_pending(&mut self) -> Vec<(u64, u64)> {
-        let mut p = std::mem::take(&mut self.pending);
+    pub fn release_pending(&mut self, epoch: u64, oldest_snapshot: Option<u64>) -> Vec<(u64, u64)> {
+        assert!(
+            self.held.back().is_none_or(|h| h.epoch < epoch),
+            "epochs go forward"
+        );
+        assert!(oldest_snapshot.is_none_or(|o| o <= epoch + 1));
+        self.held.push_back(Held {
+            epoch,
+            pages: std::mem::take(&mut self.pending),
+            companions: std::mem::take(&mut self.pending_companions),
+        });
+        let mut out = Vec::new();
+        let bound = self.held.len();
+        for _ in 0..bound {
+            match self.held.front() {
+                Some(h) if oldest_snapshot.is_none_or(|o| h.epoch < o) => {
+                    let h = self.held.pop_front().expect("front");
+                    out.extend(self.release_group(h.pages, h.companions));
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// Makes `pages` and `companions` (one epoch's frees) reusable.
+    fn release_group(
+        &mut self,
+        mut p: Vec<(u64, u64)>,
+        companions: Vec<(u64, u64)>,
+    ) -> Vec<(u64, u64)> {
         for &(s, n) in &p {
             self.insert_free(s, n);
         }
@@ -190,7 +237,7 @@ impl Alloc {
                 }
             }
         }
-        for (c, owner) in std::mem::take(&mut self.pending_companions) {
+        for (c, owner) in companions {
             if self.is_free(owner) {
                 self.insert_free(c, 1);
             } else {
@@ -201,6 +248,12 @@ impl Alloc {
             p.push((c, 1));
         }
         p
+    }
+
+    /// Pages held for live snapshots (freed, not yet reusable).
+    pub fn held_pages(&self) -> u64 {
+        let group = |h: &Held| h.pages.iter().map(|p| p.1).sum::<u64>() + h.companions.len() as u64;
+        self.held.iter().map(group).sum()
     }
 
     fn insert_free(&mut self, mut s: u64, mut n: u64) {
@@ -231,11 +284,18 @@ impl Alloc {
         for (&s, &n) in &self.free {
             a.insert_free(s, n);
         }
-        for &(s, n) in &self.pending {
+        let held = self.held.iter();
+        for &(s, n) in self
+            .pending
+            .iter()
+            .chain(held.clone().flat_map(|h| &h.pages))
+        {
             a.insert_free(s, n);
         }
         let kept = self.companions.keys().copied();
-        for c in kept.chain(self.pending_companions.iter().map(|c| c.0)) {
+        let held_companions = held.flat_map(|h| h.companions.iter().map(|c| c.0));
+        let pending_companions = self.pending_companions.iter().map(|c| c.0);
+        for c in kept.chain(pending_companions).chain(held_companions) {
             a.insert_free(c, 1);
         }
         a.free.into_iter().collect()
@@ -275,7 +335,7 @@ mod tests {
         // Not reusable before the checkpoint is durable.
         assert_eq!(a.alloc(1), 12);
         assert_eq!(a.durable_free_list(), vec![(4, 4)]);
-        a.release_pending();
+        a.release_pending(0, None);
         assert_eq!(a.free_ranges(), 1);
         assert_eq!(a.alloc(3), 4);
         assert_eq!(a.alloc(2), 13);
@@ -302,12 +362,12 @@ mod tests {
         assert_eq!(a.alloc_beside(3, true), Some(2));
         assert_eq!((a.free_pages(), a.alloc_beside(3, true)), (0, None));
         assert_eq!(a.durable_free_list(), vec![(4, 1)]);
-        assert_eq!(a.release_pending(), vec![(4, 1)]);
+        assert_eq!(a.release_pending(0, None), vec![(4, 1)]);
         assert_eq!((a.companion_pages(), a.alloc(1)), (1, 6));
         // Its owner is freed: the companions are plain free space again.
         a.free_companion_later(2, 3);
         a.free_later(3, 1);
-        a.release_pending();
+        a.release_pending(1, None);
         assert_eq!(a.companion_pages(), 0);
         assert_eq!((a.free_pages(), a.durable_free_list()), (3, vec![(2, 3)]));
         // Plain free pages beside a base serve too, and the file's end.
@@ -315,5 +375,30 @@ mod tests {
         assert_eq!(a.alloc_beside(6, false), Some(7));
         assert_eq!(a.hwm, 8);
         assert_eq!((a.alloc(1), a.alloc(1), a.alloc(1)), (2, 3, 8));
+    }
+
+    #[test]
+    fn frees_wait_for_the_snapshots_that_may_read_them() {
+        let mut a = Alloc::new(2, &[]);
+        let p: Vec<u64> = (0..6).map(|_| a.alloc(1)).collect();
+        a.free_later(p[0], 1);
+        // A snapshot of epoch 0 is live: epoch 0's frees are held.
+        assert_eq!(a.release_pending(0, Some(0)), vec![]);
+        assert_eq!((a.held_pages(), a.free_pages()), (1, 0));
+        assert_eq!(
+            a.durable_free_list(),
+            vec![(2, 1)],
+            "held pages are free on disk"
+        );
+        assert_eq!(a.alloc(1), 8, "a held page is not reused");
+        a.free_later(p[1], 1);
+        // Still live: epoch 1's frees wait too.
+        assert_eq!(a.release_pending(1, Some(0)), vec![]);
+        a.free_later(p[2], 1);
+        // It ended; a snapshot of epoch 2 is live: epochs 0 and 1 go, 2 waits.
+        assert_eq!(a.release_pending(2, Some(2)), vec![(2, 1), (3, 1)]);
+        assert_eq!((a.held_pages(), a.free_pages()), (1, 2));
+        assert_eq!(a.release_pending(3, None), vec![(4, 1)]);
+        assert_eq!((a.held_pages(), a.free_pages()), (0, 3));
     }
 }

@@ -15,6 +15,7 @@ pub mod image;
 pub mod layout;
 pub mod page;
 pub mod pager;
+pub mod pin;
 pub mod read;
 pub mod superblock;
 pub mod trim;
@@ -26,14 +27,33 @@ use extent::Extent;
 use page::Kind;
 use pager::Pager;
 use parking_lot::{Mutex, RwLock};
+use pin::{Pin, Pins};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// What the state lock guards: the trees' in-memory descriptors (`T`, owned
 /// by the index layer) and the dirty images they point into. One lock, so a
-/// reader sees roots and pages of the same moment.
+/// reader sees roots and pages of the same moment. A snapshot is a frozen
+/// copy of it ([`Epoch::freeze`]).
 pub struct Epoch<T> {
     pub trees: T,
     pub dirty: Dirty,
+    /// The pin snapshots taken in this epoch hold.
+    pub pin: Arc<Pin>,
+}
+
+impl<T: Clone> Epoch<T> {
+    /// The state as it is now, for a snapshot taken at `now_ns` (cheap:
+    /// `T` is expected to share its contents, the dirty set does).
+    pub fn freeze(&self, now_ns: u64) -> Epoch<T> {
+        self.pin.taken(now_ns);
+        Epoch {
+            trees: self.trees.clone(),
+            dirty: self.dirty.freeze(),
+            pin: self.pin.clone(),
+        }
+    }
 }
 
 pub struct Store<T> {
@@ -46,6 +66,8 @@ pub struct Store<T> {
     pub reuse_gen: AtomicU64,
     /// Holes the file system refused with an I/O error (`Db::stats`).
     pub punch_errors: AtomicU64,
+    /// Pins of ended epochs that snapshots still hold.
+    pub pins: Pins,
 }
 
 /// Released extents at least this long are punched out of the file: the
@@ -73,10 +95,12 @@ impl<T> Store<T> {
             state: RwLock::new(Epoch {
                 trees,
                 dirty: Dirty::default(),
+                pin: Arc::new(Pin::new(0)),
             }),
             alloc: Mutex::new(alloc),
             reuse_gen: AtomicU64::new(0),
             punch_errors: AtomicU64::new(0),
+            pins: Pins::default(),
         }
     }
 
@@ -96,9 +120,15 @@ impl<T> Store<T> {
     }
 
     /// Called once a checkpoint is durable: the written images become clean
-    /// cache entries, pages freed in the epoch become reusable (and leave the
-    /// cache), and readers holding page ids from before are told to re-check.
-    pub fn finish_epoch(&self, written: Vec<(u64, image::Image)>) {
+    /// cache entries, pages freed in the epoch and earlier ones that no
+    /// live snapshot (younger than `snapshot_max_age`) may read become
+    /// reusable (and leave the cache), and readers holding page ids from
+    /// before are told to re-check.
+    pub fn finish_epoch(
+        &self,
+        written: Vec<(u64, image::Image)>,
+        snapshot_max_age: Option<Duration>,
+    ) {
         let mut epoch = self.state.write();
         for (pid, node) in written {
             epoch.dirty.remove(pid);
@@ -109,7 +139,10 @@ impl<T> Store<T> {
             epoch.dirty.is_empty(),
             "dirty pages appeared during a checkpoint"
         );
-        let released = self.alloc.lock().release_pending();
+        let ended = epoch.pin.epoch;
+        let pin = std::mem::replace(&mut epoch.pin, Arc::new(Pin::new(ended + 1)));
+        let oldest = self.pins.retire(pin, snapshot_max_age);
+        let released = self.alloc.lock().release_pending(ended, oldest);
         self.reuse_gen.fetch_add(1, Ordering::AcqRel);
         for &(s, n) in &released {
             for p in s..s + n {

@@ -10,8 +10,44 @@ use super::extent::Extent;
 use super::image::Image;
 use super::page::Kind;
 use super::{Epoch, Store};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// A snapshot's frozen state (docs/design.md, "Snapshots"): the trees and
+/// dirty images of one moment, and the pin that keeps the clean pages they
+/// name from reuse. Reads through it see that moment only.
+pub struct Frozen<T> {
+    pub epoch: Epoch<T>,
+    /// When it was taken (`pin::now_ns`).
+    pub taken_ns: u64,
+    /// `Options::snapshot_max_age`.
+    pub max_age: Option<Duration>,
+}
+
+impl<T> Frozen<T> {
+    /// `Error::SnapshotTooOld` once older than the bound: from then on a
+    /// checkpoint may reuse the pages it holds.
+    pub fn check_age(&self) -> Result<()> {
+        let Some(max) = self.max_age else {
+            return Ok(());
+        };
+        let age = Duration::from_nanos(super::pin::now_ns().saturating_sub(self.taken_ns));
+        if age > max {
+            return Err(Error::SnapshotTooOld {
+                age_ms: age.as_millis() as u64,
+                max_ms: max.as_millis() as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether a read that began at reuse generation `gen` may trust what it
+    /// found: always while the pin holds, else only without a reuse since.
+    pub fn trusts(&self, gen: u64, now_gen: u64) -> bool {
+        self.max_age.is_none() || gen == now_gen
+    }
+}
 
 /// Restarts of one read after a page-id reuse raced with it. Each restart
 /// means a checkpoint completed meanwhile, so this bounds a read that loses
@@ -107,16 +143,33 @@ impl<T> View<'_, T> {
 }
 
 impl<T> Store<T> {
-    /// Runs `f` against a consistent view, loading missing pages between
-    /// tries. `f` must be a pure function of the view (it may run many times).
-    pub fn read<R>(&self, mut f: impl FnMut(&View<T>) -> Step<R>) -> Result<R> {
+    /// Runs `f` against a consistent view of the live state (`at` None) or
+    /// of a snapshot's, loading missing pages between tries. `f` must be a
+    /// pure function of the view (it may run many times).
+    /// A snapshot's clean pages are pinned, so a reuse of page ids does not
+    /// concern it unless it outlived `snapshot_max_age` (then it fails).
+    pub fn read_at<R>(
+        &self,
+        at: Option<&Frozen<T>>,
+        mut f: impl FnMut(&View<T>) -> Step<R>,
+    ) -> Result<R> {
         let mut pinned: PidMap<Image> = PidMap::default();
         for _ in 0..MAX_RESTARTS {
+            if let Some(fz) = at {
+                fz.check_age()?;
+            }
             let gen = self.reuse_gen.load(Ordering::Acquire);
             let step = {
-                let epoch = self.state.read();
+                let guard;
+                let epoch = match at {
+                    Some(fz) => &fz.epoch,
+                    None => {
+                        guard = self.state.read();
+                        &*guard
+                    }
+                };
                 let view = View {
-                    epoch: &epoch,
+                    epoch,
                     store: self,
                     pinned: &pinned,
                     hits: std::cell::Cell::new(0),
@@ -127,14 +180,24 @@ impl<T> Store<T> {
                     .fetch_add(view.hits.get(), Ordering::Relaxed);
                 step
             };
+            let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
             let miss = match step {
-                Step::Done(t) => return Ok(t),
+                Step::Done(t)
+                    if at.is_none_or(|fz| {
+                        fz.trusts(gen, self.reuse_gen.load(Ordering::Acquire))
+                    }) =>
+                {
+                    return Ok(t)
+                }
+                Step::Done(_) => {
+                    pinned.clear();
+                    continue;
+                }
                 Step::Miss(r) => r,
             };
             let pid = miss.pid;
             self.cache.count_miss();
             let loaded = self.pager.read_node_ref(miss);
-            let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
             match loaded {
                 Ok(node) if still() => {
                     self.cache.insert(pid, node.clone(), still);

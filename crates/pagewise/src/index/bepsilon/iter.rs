@@ -6,9 +6,9 @@
 use super::node::Part;
 use super::pending::resolve;
 use super::pivots::Pivots;
-use super::read::{read, Step, View};
+use super::read::{read_at, Frozen, Step, View};
 use crate::error::Result;
-use crate::index::Index;
+use crate::index::{in_range, Index};
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -34,20 +34,6 @@ struct Unit {
     hi: Option<Vec<u8>>,
 }
 
-fn in_bounds(k: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
-    let above = match lo {
-        Bound::Included(l) => k >= l.as_slice(),
-        Bound::Excluded(l) => k > l.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = match hi {
-        Bound::Included(h) => k <= h.as_slice(),
-        Bound::Excluded(h) => k < h.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above && below
-}
-
 impl Cursor {
     pub fn new(tree: Arc<str>, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Self {
         Self {
@@ -61,7 +47,7 @@ impl Cursor {
         }
     }
 
-    pub fn step(&mut self, ix: &Index, forward: bool) -> Option<Result<Kv>> {
+    pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Option<Result<Kv>> {
         for _ in 0..u32::MAX {
             let got = if forward {
                 self.front.pop_front()
@@ -69,7 +55,7 @@ impl Cursor {
                 self.back.pop_back()
             };
             if let Some((k, v)) = got {
-                if !in_bounds(&k, &self.lo, &self.hi) {
+                if !in_range(&k, &self.lo, &self.hi) {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
                     (self.front, self.back) = (VecDeque::new(), VecDeque::new());
@@ -87,7 +73,7 @@ impl Cursor {
             } else {
                 self.bnext.clone()?
             };
-            let unit = match read(ix, |v| {
+            let unit = match read_at(ix, at, |v| {
                 unit_step(v, &self.tree, &pos, forward, &self.lo, &self.hi)
             }) {
                 Ok(Ok(u)) => u,
@@ -183,7 +169,7 @@ fn resolve_unit(
             .as_ref()
             .map_or(Bound::Unbounded, |h| Bound::Excluded(h.clone())),
     );
-    let keep = |k: &[u8]| in_bounds(k, bounds.0, bounds.1);
+    let keep = |k: &[u8]| in_range(k, bounds.0, bounds.1);
     let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     match base {
         Part::Packed(b) => {

@@ -70,7 +70,7 @@ impl Index {
                 .insert(ext.first_page, node as Image, || true);
         }
         for (tree, ext) in roots {
-            let Some(Desc::BEpsilon(m)) = st.trees.0.get_mut(&tree) else {
+            let Some(Desc::BEpsilon(m)) = st.trees.get_mut(&tree) else {
                 panic!("placed tree {tree:?} vanished");
             };
             m.root = Some(Child::Clean(ext));
@@ -81,7 +81,7 @@ impl Index {
     pub(super) fn collect_dirty(&self) -> Vec<Work> {
         let st = self.store.state.read();
         let mut out = Vec::new();
-        for (name, d) in &st.trees.0 {
+        for (name, d) in st.trees.0.iter() {
             let Desc::BEpsilon(m) = d else { continue };
             let Some(Child::Dirty(root)) = m.root else {
                 continue;

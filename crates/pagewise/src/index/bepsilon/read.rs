@@ -20,6 +20,9 @@ use crate::store::image::{downcast, Image};
 use crate::store::page::Kind;
 use crate::store::pager::Pager;
 use crate::store::read::MAX_RESTARTS;
+
+/// A snapshot's frozen state, for this kind's reads.
+pub type Frozen = crate::store::read::Frozen<Trees>;
 use crate::store::Epoch;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -134,19 +137,35 @@ fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
     f.is_some_and(|f| !f.may_contain(key))
 }
 
-/// Runs `f` against consistent views until it finishes, reading what it
-/// misses between tries. `f` must be a pure function of the view.
-pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
+/// Runs `f` against consistent views of the live state (`at` None) or of a
+/// snapshot's until it finishes, reading what it misses between tries
+/// (`crate::store::read::Store::read_at` says when a snapshot trusts it).
+/// `f` must be a pure function of the view.
+pub fn read_at<R>(
+    ix: &Index,
+    at: Option<&Frozen>,
+    mut f: impl FnMut(&View) -> Step<R>,
+) -> Result<R> {
     let store = &ix.store;
     let mut pinned: PidMap<Arc<Node>> = PidMap::default();
     let mut probed: Vec<(u64, usize, Arc<Part>)> = Vec::new();
     let mut resets = 0u32;
     for _ in 0..MAX_RESTARTS {
+        if let Some(fz) = at {
+            fz.check_age()?;
+        }
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let step = {
-            let epoch = store.state.read();
+            let guard;
+            let epoch = match at {
+                Some(fz) => &fz.epoch,
+                None => {
+                    guard = store.state.read();
+                    &*guard
+                }
+            };
             let view = View {
-                epoch: &epoch,
+                epoch,
                 ix,
                 pinned: &pinned,
                 hits: std::cell::Cell::new(0),
@@ -165,7 +184,17 @@ pub fn read<R>(ix: &Index, mut f: impl FnMut(&View) -> Step<R>) -> Result<R> {
             step
         };
         let miss = match step {
-            Step::Done(r) => return Ok(r),
+            Step::Done(r)
+                if at.is_none_or(|fz| fz.trusts(gen, store.reuse_gen.load(Ordering::Acquire))) =>
+            {
+                return Ok(r)
+            }
+            Step::Done(_) => {
+                pinned.clear();
+                probed.clear();
+                resets += 1;
+                continue;
+            }
             Step::Miss(m) => m,
         };
         store.cache.count_miss();
@@ -514,7 +543,7 @@ fn resolve_path(
     Ok(val)
 }
 
-pub fn get(ix: &Index, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+pub fn get(ix: &Index, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
     let mut resume = None;
-    read(ix, |v| get_step(v, tree, key, &mut resume))?
+    read_at(ix, at, |v| get_step(v, tree, key, &mut resume))?
 }

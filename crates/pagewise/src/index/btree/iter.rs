@@ -6,6 +6,7 @@ use super::node::Node;
 use super::read::{node, Owned};
 use super::readahead::{self, Window};
 use crate::error::Result;
+use crate::index::bepsilon::read::Frozen;
 use crate::index::{Index, Trees};
 use crate::store::page::Kind;
 use crate::store::read::{NodeRef, Step, View};
@@ -58,9 +59,9 @@ enum Visit {
     Fetch(Vec<NodeRef>),
 }
 
-/// Ordered cursor over a key range. It does not hold a snapshot: each leaf
-/// is read at the moment the cursor reaches it, keys come out strictly
-/// ordered, and no lock is held between calls.
+/// Ordered cursor over a key range: each leaf is read at the moment the
+/// cursor reaches it, from the live trees or from a snapshot's (`at`); keys
+/// come out strictly ordered, and no lock is held between calls.
 pub struct Cursor {
     tree: Arc<str>,
     lo: Bound<Vec<u8>>,
@@ -238,12 +239,12 @@ impl Cursor {
         }
     }
 
-    fn refill(&mut self, ix: &Index, forward: bool) -> Result<()> {
+    fn refill(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Result<()> {
         let cap = readahead::cap_pages(ix);
         let mut window = self.window(forward).pages(cap);
         loop {
             let gen = ix.store.reuse_gen.load(Ordering::Acquire);
-            let c = match ix.store.read(|v| self.visit(v, forward, window))? {
+            let c = match ix.store.read_at(at, |v| self.visit(v, forward, window))? {
                 Visit::Leaf(c) => c,
                 Visit::Fetch(refs) => {
                     readahead::read_ahead(ix, &refs, gen);
@@ -297,13 +298,18 @@ impl Cursor {
         }
     }
 
-    fn resolve(&mut self, ix: &Index, e: Entry) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    fn resolve(
+        &mut self,
+        ix: &Index,
+        at: Option<&Frozen>,
+        e: Entry,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match e.1 {
             Owned::Inline(v) => Ok(Some((e.0, v))),
             Owned::Overflow(ext) => match ix.store.read_extent_at(&ext, Kind::Overflow, e.2)? {
                 Some(v) => Ok(Some((e.0, v))),
                 // The extent was reused since the leaf was read: look again.
-                None => Ok(super::read::get(ix, &self.tree, &e.0)?
+                None => Ok(super::read::get(ix, at, &self.tree, &e.0)?
                     .ok()
                     .flatten()
                     .map(|v| (e.0, v))),
@@ -319,7 +325,12 @@ impl Cursor {
     }
 
     /// The next entry in the direction of travel (`forward` or backward).
-    pub fn step(&mut self, ix: &Index, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    pub fn step(
+        &mut self,
+        ix: &Index,
+        at: Option<&Frozen>,
+        forward: bool,
+    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         loop {
             let e = if forward {
                 self.front.pop_front()
@@ -335,7 +346,7 @@ impl Cursor {
                         self.back_done
                     };
                     if !done {
-                        if let Err(err) = self.refill(ix, forward) {
+                        if let Err(err) = self.refill(ix, at, forward) {
                             self.fail();
                             return Some(Err(err));
                         }
@@ -349,7 +360,7 @@ impl Cursor {
                     }
                 }
             };
-            match self.resolve(ix, e) {
+            match self.resolve(ix, at, e) {
                 Ok(Some(kv)) => return Some(Ok(kv)),
                 Ok(None) => continue,
                 Err(err) => {

@@ -101,12 +101,13 @@ pub fn contains_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<bool> {
 /// caller dispatches: one lock acquisition for the common B+tree get).
 pub fn get(
     ix: &Index,
+    at: Option<&crate::index::bepsilon::read::Frozen>,
     tree: &str,
     key: &[u8],
 ) -> Result<std::result::Result<Option<Vec<u8>>, NotBTree>> {
     for _ in 0..MAX_RESTARTS {
         let gen = ix.store.reuse_gen.load(Ordering::Acquire);
-        let found = ix.store.read(|v| match v.trees().get(tree) {
+        let found = ix.store.read_at(at, |v| match v.trees().get(tree) {
             Some(Desc::BTree(tm)) => match get_step(v, tm, key) {
                 Step::Done(f) => Step::Done(Ok(f)),
                 Step::Miss(p) => Step::Miss(p),

@@ -1,0 +1,142 @@
+//! Snapshot pins (docs/design.md, "Snapshots"): every snapshot holds the
+//! [`Pin`] of the epoch it was taken in. When a checkpoint ends an epoch,
+//! its pin retires to [`Pins`]; the frees of an epoch become reusable only
+//! once no live pin is as old as that epoch (LMDB's reader-table rule), and
+//! a snapshot older than `Options::snapshot_max_age` stops counting: its
+//! reads fail from then on (`Error::SnapshotTooOld`).
+
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Nanoseconds since the first call in this process (a monotonic clock).
+pub fn now_ns() -> u64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    let base = *BASE.get_or_init(Instant::now);
+    base.elapsed().as_nanos() as u64
+}
+
+/// The hold of the snapshots taken in one epoch.
+#[derive(Debug)]
+pub struct Pin {
+    /// The epoch (checkpoints completed in this process before it began).
+    pub epoch: u64,
+    /// When the epoch's first and latest snapshots were taken (`now_ns`;
+    /// 0: none yet).
+    first_taken_ns: AtomicU64,
+    latest_taken_ns: AtomicU64,
+}
+
+impl Pin {
+    pub fn new(epoch: u64) -> Pin {
+        Pin {
+            epoch,
+            first_taken_ns: AtomicU64::new(0),
+            latest_taken_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Records a snapshot taken at `now` (a `now_ns` reading).
+    pub fn taken(&self, now: u64) {
+        assert!(now > 0);
+        if self.first_taken_ns.load(Ordering::Relaxed) == 0 {
+            let _ =
+                self.first_taken_ns
+                    .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        self.latest_taken_ns.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Every snapshot of this pin is older than `max` at `now`. A snapshot
+    /// judges itself by its own age, which is at least the pin's latest,
+    /// so a snapshot never reads after its pin stopped holding pages.
+    fn expired(&self, now: u64, max: Option<Duration>) -> bool {
+        let latest = self.latest_taken_ns.load(Ordering::Relaxed);
+        max.is_some_and(|m| latest > 0 && now.saturating_sub(latest) > m.as_nanos() as u64)
+    }
+}
+
+/// What `Db::stats` reports of the live snapshots.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PinStats {
+    pub live: u64,
+    /// Age of the oldest epoch that has a live snapshot, from that epoch's
+    /// first snapshot (an upper bound on the oldest snapshot's age).
+    pub oldest_age: Duration,
+}
+
+/// Retired pins that snapshots still hold.
+#[derive(Default)]
+pub struct Pins {
+    retired: Mutex<Vec<Arc<Pin>>>,
+}
+
+impl Pins {
+    /// Retires `pin` (its epoch ended) and returns the epoch of the oldest
+    /// pin still live and not expired under `max_age`, if any. Drops the
+    /// retired pins no snapshot holds.
+    pub fn retire(&self, pin: Arc<Pin>, max_age: Option<Duration>) -> Option<u64> {
+        let now = now_ns();
+        let mut r = self.retired.lock();
+        r.push(pin);
+        // Only `retired` holds a pin nobody else does; no new holder can
+        // appear for a retired pin (snapshots clone the current one).
+        r.retain(|p| Arc::strong_count(p) > 1);
+        let oldest = r
+            .iter()
+            .filter(|p| !p.expired(now, max_age))
+            .map(|p| p.epoch)
+            .min();
+        assert!(r.windows(2).all(|w| w[0].epoch < w[1].epoch));
+        oldest
+    }
+
+    /// Live snapshots and the oldest one's age, with `current` the pin of
+    /// the epoch under way (held once by the state itself).
+    pub fn stats(&self, current: &Arc<Pin>) -> PinStats {
+        let now = now_ns();
+        let r = self.retired.lock();
+        let live_in = |p: &Arc<Pin>, own: usize| (Arc::strong_count(p) - own) as u64;
+        let live = r.iter().map(|p| live_in(p, 1)).sum::<u64>() + live_in(current, 1);
+        let first = r
+            .iter()
+            .chain(std::iter::once(current))
+            .filter(|p| live_in(p, 1) > 0)
+            .map(|p| p.first_taken_ns.load(Ordering::Relaxed))
+            .find(|&t| t > 0);
+        PinStats {
+            live,
+            oldest_age: first.map_or(Duration::ZERO, |t| {
+                Duration::from_nanos(now.saturating_sub(t))
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_live_pin_holds_and_an_expired_one_does_not() {
+        let pins = Pins::default();
+        let p0 = Arc::new(Pin::new(0));
+        let snap = p0.clone();
+        snap.taken(now_ns().max(1));
+        assert_eq!(pins.retire(p0, None), Some(0));
+        let p1 = Arc::new(Pin::new(1));
+        assert_eq!(pins.retire(p1, None), Some(0), "epoch 1 has no snapshot");
+        assert_eq!(pins.stats(&Arc::new(Pin::new(2))).live, 1);
+        std::thread::sleep(Duration::from_millis(2));
+        let p2 = Arc::new(Pin::new(2));
+        assert_eq!(
+            pins.retire(p2, Some(Duration::from_millis(1))),
+            None,
+            "expired"
+        );
+        drop(snap);
+        assert_eq!(pins.retire(Arc::new(Pin::new(3)), None), None);
+        assert_eq!(pins.stats(&Arc::new(Pin::new(4))).live, 0);
+    }
+}
