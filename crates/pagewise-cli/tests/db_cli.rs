@@ -53,3 +53,32 @@ fn put_then_read_commands_change_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("not found"));
     assert!(bytes(&p) == before);
 }
+
+#[test]
+fn backup_writes_a_checked_copy_and_leaves_the_source_as_it_was() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let (db, copy) = (p.to_str().unwrap(), d.path().join("copy"));
+    ok(&["db", "create", db, "--page-size", "512"]);
+    for (k, v) in [("b", "2"), ("a", "1"), ("c", "3")] {
+        ok(&["db", "put", db, k, v]);
+    }
+    let before = bytes(&p);
+    let out = ok(&["db", "backup", db, copy.to_str().unwrap()]);
+    assert!(
+        out.contains("3 entries") && out.contains("check ok"),
+        "{out}"
+    );
+    assert!(bytes(&p) == before, "backup wrote to the source");
+    assert_eq!(
+        ok(&["db", "scan", copy.to_str().unwrap()]),
+        "a\t1\nb\t2\nc\t3\n"
+    );
+    assert!(ok(&["db", "stats", copy.to_str().unwrap()]).contains("page size       512 B"));
+    let again = pagewise(&["db", "backup", db, copy.to_str().unwrap()]);
+    assert!(
+        !again.status.success(),
+        "an existing copy is never overwritten"
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
