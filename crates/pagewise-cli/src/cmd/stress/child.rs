@@ -136,6 +136,8 @@ pub fn run(a: Args) -> Result<()> {
             next_batch: AtomicU64::new(next_batch),
         }),
         remove_pct: a.shape.remove_pct,
+        txn_pct: a.shape.txn_pct,
+        recent: Mutex::new(Default::default()),
         sabotage: a.sabotage,
         stop: AtomicBool::new(false),
         counters: Counters::default(),

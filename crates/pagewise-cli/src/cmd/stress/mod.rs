@@ -54,6 +54,10 @@ pub struct Shape {
     /// Percent of writes that are removes.
     #[arg(long, default_value_t = 30)]
     pub remove_pct: u32,
+    /// Percent of batches committed as transactions that first read every
+    /// key they write (writers own disjoint keys, so none may conflict).
+    #[arg(long, default_value_t = 30)]
+    pub txn_pct: u32,
     /// Bypass O_DIRECT (use the page cache).
     #[arg(long)]
     pub no_direct: bool,
@@ -74,8 +78,8 @@ impl Shape {
         if !(1..=16).contains(&self.writers) || self.keys < self.writers || self.keys > 9_999_999 {
             bail!("--writers must be 1..=16 and --keys between --writers and 9999999");
         }
-        if self.remove_pct > 100 {
-            bail!("--remove-pct is a percentage (0..=100)");
+        if self.remove_pct > 100 || self.txn_pct > 100 {
+            bail!("--remove-pct and --txn-pct are percentages (0..=100)");
         }
         Ok(value::Layout::new(
             &kinds,
@@ -115,6 +119,7 @@ impl Shape {
             ("--cache-kib", self.cache_kib.to_string()),
             ("--wal-limit-kib", self.wal_limit_kib.to_string()),
             ("--remove-pct", self.remove_pct.to_string()),
+            ("--txn-pct", self.txn_pct.to_string()),
         ]
         .into_iter()
         .flat_map(|(k, v)| [k.to_string(), v])

@@ -32,7 +32,11 @@ pub struct SoakSummary {
     pub seed: u64,
     pub duration_s: f64,
     pub batches: u64,
+    /// Batches of them committed as transactions.
+    pub transactions: u64,
     pub reads: u64,
+    /// Snapshot checks passed (a batch shown whole or not at all).
+    pub snapshot_checks: u64,
     pub rss_max_bytes: u64,
     pub rss_bound_bytes: u64,
     pub db_bytes_at_warmup: u64,
@@ -144,6 +148,8 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
         lay: lay.clone(),
         journal: journal.clone(),
         remove_pct: a.shape.remove_pct,
+        txn_pct: a.shape.txn_pct,
+        recent: Mutex::new(Default::default()),
         sabotage: Default::default(),
         stop: AtomicBool::new(false),
         counters: Counters::default(),
@@ -171,6 +177,8 @@ pub fn run(a: &Args, seed: u64) -> Result<()> {
     s.duration_s = smp.t0.elapsed().as_secs_f64();
     s.batches = load.counters.batches.load(Ordering::Relaxed);
     s.reads = load.counters.reads.load(Ordering::Relaxed);
+    s.transactions = load.counters.transactions.load(Ordering::Relaxed);
+    s.snapshot_checks = load.counters.snapshot_checks.load(Ordering::Relaxed);
     let mut problem = failure.or(smp.problem);
     if problem.is_none() {
         problem = final_verify(load, &journal, &lay, &path, &opts, &mut s).err();

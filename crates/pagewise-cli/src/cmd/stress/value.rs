@@ -251,7 +251,7 @@ pub fn upsert_len(prev: u32, add: u32) -> u32 {
     }
 }
 
-fn operand(tree: u8, batch: u64, add: u32) -> Vec<u8> {
+pub fn operand(tree: u8, batch: u64, add: u32) -> Vec<u8> {
     let mut o = Vec::with_capacity(OPERAND_BYTES);
     o.push(tree);
     o.extend_from_slice(&batch.to_le_bytes());

@@ -1,9 +1,13 @@
 //! The threads that load the database: writers (random batches, journaled
-//! before and after commit), readers (checking every value they see is
-//! genuine) and, in kill runs, a checkpointer that announces each checkpoint.
+//! before and after commit, some as transactions), readers (checking every
+//! value they see is genuine, and that a snapshot shows each recent batch
+//! whole or not at all) and, in kill runs, a checkpointer that announces
+//! each checkpoint.
 
 use super::expected::{ExpectedLog, Model, Record};
-use super::value::{decode, engine_batch, key, key_index, random_batch, Layout, Op, Write};
+use super::value::{
+    decode, engine_batch, key, key_index, operand, random_batch, value, Layout, Op, Write,
+};
 use anyhow::Result;
 use pagewise::{Db, Tree};
 use parking_lot::Mutex;
@@ -75,9 +79,14 @@ pub enum Sabotage {
 #[derive(Default)]
 pub struct Counters {
     pub batches: AtomicU64,
+    pub transactions: AtomicU64,
     pub reads: AtomicU64,
+    pub snapshot_checks: AtomicU64,
     pub checkpoints: AtomicU64,
 }
+
+/// Batches kept for the snapshot check.
+pub const RECENT_BATCHES: usize = 64;
 
 /// Shared by all worker threads of one process.
 pub struct Load {
@@ -86,6 +95,11 @@ pub struct Load {
     pub lay: Layout,
     pub journal: Arc<dyn Journal>,
     pub remove_pct: u32,
+    /// Percent of batches committed as transactions.
+    pub txn_pct: u32,
+    /// The latest batches journaled (number, writes), newest last, for the
+    /// snapshot check; at most [`RECENT_BATCHES`].
+    pub recent: Mutex<std::collections::VecDeque<(u64, Vec<Op>)>>,
     pub sabotage: Sabotage,
     pub stop: AtomicBool,
     pub counters: Counters,
@@ -119,16 +133,51 @@ impl Load {
                 }
                 return self.sabotage(ops);
             }
+            let txn = rng.gen_range(0..100) < self.txn_pct;
             let r = self.journal.intent(&ops).and_then(|batch| {
-                self.db.apply(engine_batch(&self.lay, batch, &ops))?;
+                self.remember(batch, &ops);
+                match txn {
+                    true => self.commit_txn(batch, &ops)?,
+                    false => self.db.apply(engine_batch(&self.lay, batch, &ops))?,
+                }
                 self.journal.ack(batch)
             });
             if let Err(e) = r {
                 return self.fail(format!("writer {w}: {e:#}"));
             }
+            if txn {
+                self.counters.transactions.fetch_add(1, Ordering::Relaxed);
+            }
             written += 1;
             self.counters.batches.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    fn remember(&self, batch: u64, ops: &[Op]) {
+        let mut r = self.recent.lock();
+        if r.len() == RECENT_BATCHES {
+            r.pop_front();
+        }
+        r.push_back((batch, ops.to_vec()));
+    }
+
+    /// Commits `ops` as batch `batch` through a transaction that reads
+    /// every key first (and checks what it reads is genuine). Writers own
+    /// disjoint keys, so a conflict is a violation.
+    fn commit_txn(&self, batch: u64, ops: &[Op]) -> Result<()> {
+        let mut tx = self.db.transaction()?;
+        for o in ops {
+            let name = &self.lay.trees[o.tree as usize].0;
+            if let Some(v) = tx.get(name, key(o.idx))? {
+                decode(&v, o.tree, o.idx).map_err(anyhow::Error::msg)?;
+            }
+            match o.write {
+                Write::Put(len) => tx.insert(name, key(o.idx), value(batch, o.tree, o.idx, len)),
+                Write::Remove => tx.remove(name, key(o.idx)),
+                Write::Upsert(add) => tx.upsert(name, key(o.idx), operand(o.tree, batch, add)),
+            }
+        }
+        Ok(tx.commit()?)
     }
 
     fn sabotage(&self, mut ops: Vec<Op>) {
@@ -156,10 +205,10 @@ impl Load {
         while self.running() {
             let t = rng.gen_range(0..self.trees.len()) as u8;
             let idx = rng.gen_range(0..self.lay.keys);
-            let r = if rng.gen_bool(0.8) {
-                self.check_get(t, idx)
-            } else {
-                self.check_scan(t, idx, rng.gen_range(1..64))
+            let r = match rng.gen_range(0..10) {
+                0..=6 => self.check_get(t, idx),
+                7 | 8 => self.check_scan(t, idx, rng.gen_range(1..64)),
+                _ => self.check_snapshot(&mut rng),
             };
             if let Err(e) = r {
                 return self.fail(format!("reader: {e}"));
@@ -197,6 +246,69 @@ impl Load {
             last = Some(k);
         }
         Ok(())
+    }
+
+    /// Takes a snapshot while writers go on and checks that it shows the
+    /// latest batch a writer journaled (committed or not) whole or not at
+    /// all: if any key of it shows that batch, every put and upsert of it
+    /// does and every remove is absent. The batch is picked after the
+    /// snapshot is taken, so no later batch of that writer (which could
+    /// overwrite or remove its keys) can be in the snapshot. Then reads the
+    /// same keys again through the snapshot: unchanged.
+    fn check_snapshot(&self, rng: &mut SmallRng) -> Result<(), String> {
+        let snap = self.db.snapshot().map_err(|e| format!("snapshot: {e}"))?;
+        let w = rng.gen_range(0..self.lay.writers);
+        let picked = {
+            let r = self.recent.lock();
+            let of_w = r.iter().filter(|b| b.1[0].idx % self.lay.writers == w);
+            of_w.max_by_key(|b| b.0).cloned()
+        };
+        let Some((batch, ops)) = picked else {
+            return Ok(());
+        };
+        let seen = self.batches_in(&snap, &ops)?;
+        let visible = seen.contains(&Some(batch));
+        for (o, b) in ops.iter().zip(&seen) {
+            let whole = match o.write {
+                Write::Remove => b.is_none(),
+                _ => *b == Some(batch),
+            };
+            if visible && !whole {
+                let name = &self.lay.trees[o.tree as usize].0;
+                return Err(format!(
+                    "a snapshot shows batch {batch} in part: {name}/k{} shows {b:?}",
+                    o.idx
+                ));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(rng.gen_range(0..5)));
+        if self.batches_in(&snap, &ops)? != seen {
+            return Err(format!("a snapshot changed under batch {batch}'s keys"));
+        }
+        self.counters
+            .snapshot_checks
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The batch each key of `ops` shows in `snap` (None: absent).
+    fn batches_in(
+        &self,
+        snap: &pagewise::Snapshot,
+        ops: &[Op],
+    ) -> Result<Vec<Option<u64>>, String> {
+        ops.iter()
+            .map(|o| {
+                let name = &self.lay.trees[o.tree as usize].0;
+                let got = snap.tree(name).and_then(|t| t.get(key(o.idx)));
+                match got.map_err(|e| format!("snapshot get {name}/k{}: {e}", o.idx))? {
+                    None => Ok(None),
+                    Some(v) => decode(&v, o.tree, o.idx)
+                        .map(|d| Some(d.0))
+                        .map_err(|e| format!("{name}/k{}: {e}", o.idx)),
+                }
+            })
+            .collect()
     }
 
     /// Checkpoints at random moments (besides the engine's own, at the log
