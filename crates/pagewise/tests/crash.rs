@@ -117,14 +117,46 @@ fn apply(state: &mut State, batch: &Writes) {
 }
 
 fn read_all(db: &Db) -> Result<State, String> {
+    read_snapshot(&db.snapshot().map_err(|e| e.to_string())?)
+}
+
+fn read_snapshot(snap: &pagewise::Snapshot) -> Result<State, String> {
     let mut s = State::new();
     for t in 0..2u8 {
-        for kv in db.tree(&format!("t{t}")).unwrap().iter() {
-            let (k, v) = kv.map_err(|e| format!("read after recovery: {e}"))?;
+        for kv in snap.tree(&format!("t{t}")).unwrap().iter() {
+            let (k, v) = kv.map_err(|e| format!("read: {e}"))?;
             s.insert((t, k), v);
         }
     }
     Ok(s)
+}
+
+/// Applies `batch` as one engine batch, or (`txn`) as a transaction that
+/// reads its first key, then writes.
+fn commit(db: &Db, batch: &Writes, txn: bool) -> pagewise::Result<()> {
+    if !txn {
+        let mut b = Batch::new();
+        for (t, k, v) in batch {
+            match v {
+                Some(v) if v[0] == UPSERT => b.upsert(format!("t{t}"), k, &v[1..]),
+                Some(v) => b.insert(format!("t{t}"), k, v),
+                None => b.remove(format!("t{t}"), k),
+            }
+        }
+        return db.apply(b);
+    }
+    let mut tx = db.transaction()?;
+    if let Some((t, k, _)) = batch.first() {
+        tx.get(format!("t{t}"), k)?;
+    }
+    for (t, k, v) in batch {
+        match v {
+            Some(v) if v[0] == UPSERT => tx.upsert(format!("t{t}"), k, &v[1..]),
+            Some(v) => tx.insert(format!("t{t}"), k, v),
+            None => tx.remove(format!("t{t}"), k),
+        }
+    }
+    tx.commit()
 }
 
 #[derive(Default, Debug)]
@@ -159,6 +191,8 @@ struct Run {
     delta_events: (u64, u64, u64),
     /// Leaf write-backs of the Db before the crash.
     write_backs: u64,
+    /// A snapshot and an uncommitted transaction, alive at the crash.
+    in_flight: (Option<pagewise::Snapshot>, Option<pagewise::Transaction>),
 }
 
 fn opts(seed: u64, ps: usize, durability: Durability, fs: Arc<dyn Fs>) -> Options {
@@ -225,6 +259,7 @@ fn workload(
         failed_batch: None,
         delta_events: (0, 0, 0),
         write_backs: 0,
+        in_flight: (None, None),
     };
     let db = if fresh {
         sim.create_dir_all(Path::new("/db"))
@@ -257,6 +292,11 @@ fn workload(
     // that must survive.
     let mut durable = 0;
     let mut failed_batch = None;
+    // A snapshot held across batches and checkpoints (checked against its
+    // moment before the crash), and a transaction never committed (none of
+    // its writes may appear after recovery): both in flight at the crash.
+    let mut held: Option<(pagewise::Snapshot, State)> = None;
+    let mut open_tx: Option<pagewise::Transaction> = None;
     for id in 1..=40 {
         let batch = random_batch(
             &mut rng,
@@ -264,17 +304,18 @@ fn workload(
             ps,
             bepsilon(seed).is_some(),
         );
-        let mut b = Batch::new();
-        for (t, k, v) in &batch {
-            match v {
-                Some(v) if v[0] == UPSERT => b.upsert(format!("t{t}"), k, &v[1..]),
-                Some(v) => b.insert(format!("t{t}"), k, v),
-                None => b.remove(format!("t{t}"), k),
-            }
+        if held.is_none() && rng.gen_bool(0.1) {
+            let snap = db.snapshot().map_err(|e| format!("snapshot: {e}"))?;
+            held = Some((snap, states.last().unwrap().clone()));
+        }
+        if open_tx.is_none() && rng.gen_bool(0.05) {
+            let mut tx = db.transaction().map_err(|e| format!("transaction: {e}"))?;
+            tx.insert("t0", b"uncommitted", b"never");
+            open_tx = Some(tx);
         }
         let mut next = states.last().unwrap().clone();
         apply(&mut next, &batch);
-        match db.apply(b) {
+        match commit(&db, &batch, rng.gen_bool(0.3)) {
             Ok(()) => {
                 states.push(next);
                 if durability == Durability::Sync {
@@ -293,6 +334,14 @@ fn workload(
             durable = states.len() - 1;
         }
     }
+    if let Some((snap, at)) = &held {
+        if injector.injected() == 0 && read_snapshot(snap)? != *at {
+            return Err(format!(
+                "round {round}: a held snapshot differs from its moment"
+            ));
+        }
+    }
+    run.in_flight = (held.map(|h| h.0), open_tx);
     let s = db.stats();
     run.delta_events = (
         s.delta_rebases + s.delta_carries,
@@ -367,7 +416,7 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
         }
         tally.bepsilon_rounds += bepsilon(seed).is_some() as u64;
         tally.write_back_rounds += (run.write_backs > 0) as u64;
-        drop(run.db);
+        drop((run.in_flight, run.db));
         let db = Db::open(PATH, opts(seed, ps, durability, Arc::new(img.clone())))
             .map_err(|e| format!("{where_}: reopen: {e}"))?;
         let got = read_all(&db).map_err(|e| format!("{where_}: {e}"))?;
