@@ -3,10 +3,13 @@
 //! Pages freed during an epoch (between checkpoints) go to `pending`: the last
 //! durable checkpoint may still reference them, so they become reusable only
 //! once the next checkpoint is durable ([`Alloc::release_pending`]), and
-//! not before every snapshot taken in or before the epoch that freed them
-//! has ended: until then the epoch's frees are held (docs/design.md,
-//! "Snapshots"). Held pages are free on disk (the durable free list holds
-//! them), so a crash leaks none.
+//! not while a live snapshot may read them from disk: a snapshot of epoch E
+//! reads a page from disk only if the page was written before E (allocated
+//! in an earlier epoch, or written early: overflow values, B-epsilon
+//! extents), so a page born in epoch A and freed in epoch F is held while a
+//! snapshot of an epoch in A+1..=F lives (docs/design.md, "Snapshots").
+//! Held pages are free on disk (the durable free list holds them), so a
+//! crash leaks none.
 //!
 //! Companions (docs/design.md, "Delta placement"): a node page allocated
 //! with [`Alloc::alloc_node`] keeps the pages before and after it free for
@@ -19,12 +22,37 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// One epoch's frees, held for snapshots.
+/// Frees of pages born in epoch `born` and freed in epoch `freed`, held
+/// for the snapshots of epochs `born + 1..=freed`.
 #[derive(Debug, Clone, Default)]
 struct Held {
-    epoch: u64,
+    born: u64,
+    freed: u64,
     pages: Vec<(u64, u64)>,
     companions: Vec<(u64, u64)>,
+}
+
+impl Held {
+    /// Whether a snapshot of one of `live` epochs may read these pages.
+    fn needed(&self, live: &[u64]) -> bool {
+        live.iter().any(|&e| self.born < e && e <= self.freed)
+    }
+}
+
+/// The group of `groups` for pages born in `born` and freed in `freed`.
+fn group(groups: &mut Vec<Held>, born: u64, freed: u64) -> &mut Held {
+    let at = match groups.iter().position(|h| h.born == born) {
+        Some(i) => i,
+        None => {
+            groups.push(Held {
+                born,
+                freed,
+                ..Held::default()
+            });
+            groups.len() - 1
+        }
+    };
+    &mut groups[at]
 }
 
 #[derive(Debug, Clone, Default)]
@@ -39,9 +67,13 @@ pub struct Alloc {
     /// checkpoint may reference: kept again at release if their owner is
     /// still allocated.
     pending_companions: Vec<(u64, u64)>,
-    /// Frees of ended epochs that a live snapshot may still read: (epoch,
-    /// pages, companions), oldest first.
-    held: std::collections::VecDeque<Held>,
+    /// Frees of ended epochs that a live snapshot may still read.
+    held: Vec<Held>,
+    /// The epoch under way (snapshot pins count epochs the same way, from 1).
+    epoch: u64,
+    /// The epoch each page was born in (allocated, or the one before for a
+    /// page written at once); 0: before this process opened the file.
+    born: Vec<u32>,
     /// Pages in the file, including the two superblocks.
     pub hwm: u64,
     /// Where the high-water mark is published for the pager's page-id checks.
@@ -52,6 +84,7 @@ impl Alloc {
     pub fn new(hwm: u64, ranges: &[(u64, u64)]) -> Self {
         let mut a = Self {
             hwm,
+            epoch: 1,
             ..Default::default()
         };
         for &(s, n) in ranges {
@@ -67,8 +100,38 @@ impl Alloc {
     }
 
     /// Allocates `n` contiguous pages: first fit among free extents, else the
-    /// end of the file.
+    /// end of the file. They are born in this epoch: no snapshot of an
+    /// earlier one reads them, and one of this epoch reads them from the
+    /// dirty set, not the disk.
     pub fn alloc(&mut self, n: u64) -> u64 {
+        let s = self.take(n);
+        self.mark_born(s, n, self.epoch);
+        s
+    }
+
+    /// [`Alloc::alloc`] for pages written at once and named by the trees
+    /// before the checkpoint (overflow values, B-epsilon extents): a
+    /// snapshot of this epoch may read them from disk, so they count as
+    /// born in the epoch before.
+    pub fn alloc_written(&mut self, n: u64) -> u64 {
+        let s = self.take(n);
+        self.mark_born(s, n, self.epoch - 1);
+        s
+    }
+
+    fn mark_born(&mut self, s: u64, n: u64, epoch: u64) {
+        let end = (s + n) as usize;
+        if self.born.len() < end {
+            self.born.resize(end.max(self.hwm as usize), 0);
+        }
+        self.born[s as usize..end].fill(epoch as u32);
+    }
+
+    fn born_of(&self, p: u64) -> u64 {
+        self.born.get(p as usize).copied().unwrap_or(0) as u64
+    }
+
+    fn take(&mut self, n: u64) -> u64 {
         assert!(n > 0 && self.hwm >= 2);
         let hit = self
             .free
@@ -95,7 +158,8 @@ impl Alloc {
     /// Allocates one node page and keeps the pages before and after it as
     /// its companions (free, but not handed out by first fit).
     pub fn alloc_node(&mut self) -> u64 {
-        let pid = self.alloc(3) + 1;
+        let pid = self.take(3) + 1;
+        self.mark_born(pid, 1, self.epoch);
         self.free_pages += 2;
         for c in [pid - 1, pid + 1] {
             let old = self.companions.insert(c, pid);
@@ -115,12 +179,16 @@ impl Alloc {
             &[base + 1][..]
         };
         let near = near.iter().copied();
-        if let Some(c) = near.clone().find(|c| self.companions.get(c) == Some(&base)) {
-            self.companions.remove(&c);
-            self.free_pages -= 1;
-            return Some(c);
-        }
-        near.into_iter().find(|&p| p >= 2 && self.take_free(p))
+        let c = match near.clone().find(|c| self.companions.get(c) == Some(&base)) {
+            Some(c) => {
+                self.companions.remove(&c);
+                self.free_pages -= 1;
+                c
+            }
+            None => near.into_iter().find(|&p| p >= 2 && self.take_free(p))?,
+        };
+        self.mark_born(c, 1, self.epoch);
+        Some(c)
     }
 
     /// Whether `pid` has a companion kept for it now.
@@ -183,35 +251,43 @@ impl Alloc {
         self.pending.push((start, n));
     }
 
-    /// The checkpoint that ended epoch `epoch` is durable, so what the
-    /// epoch freed is unreferenced by it. Releases every epoch's frees
-    /// (held ones, oldest first, then this one's) that no snapshot may
-    /// read: those of epochs before `oldest_snapshot`, the epoch of the
-    /// oldest live snapshot (None: none is live). The rest are held.
-    /// Returns the released extents (companions kept again among them).
-    pub fn release_pending(&mut self, epoch: u64, oldest_snapshot: Option<u64>) -> Vec<(u64, u64)> {
+    /// The checkpoint that ended the epoch under way is durable, so what the
+    /// epoch freed is unreferenced by it. `live`: the epochs of the live
+    /// snapshots (none later than the one that ended). Releases every free
+    /// no live snapshot may read (this epoch's, and those held before) and
+    /// holds the rest; the next epoch begins. Returns the released extents
+    /// (companions kept again among them) and, apart, those that were held.
+    pub fn release_pending(&mut self, live: &[u64]) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+        let freed = self.epoch;
         assert!(
-            self.held.back().is_none_or(|h| h.epoch < epoch),
-            "epochs go forward"
+            live.iter().all(|&e| e <= freed),
+            "a snapshot of a later epoch"
         );
-        assert!(oldest_snapshot.is_none_or(|o| o <= epoch + 1));
-        self.held.push_back(Held {
-            epoch,
-            pages: std::mem::take(&mut self.pending),
-            companions: std::mem::take(&mut self.pending_companions),
-        });
-        let mut out = Vec::new();
-        let bound = self.held.len();
-        for _ in 0..bound {
-            match self.held.front() {
-                Some(h) if oldest_snapshot.is_none_or(|o| h.epoch < o) => {
-                    let h = self.held.pop_front().expect("front");
-                    out.extend(self.release_group(h.pages, h.companions));
-                }
-                _ => break,
+        let mut fresh: Vec<Held> = Vec::new();
+        for (s, n) in std::mem::take(&mut self.pending) {
+            let born = self.born_of(s);
+            group(&mut fresh, born, freed).pages.push((s, n));
+        }
+        for (c, owner) in std::mem::take(&mut self.pending_companions) {
+            let born = self.born_of(c);
+            group(&mut fresh, born, freed).companions.push((c, owner));
+        }
+        self.epoch += 1;
+        let (mut now, mut was_held) = (Vec::new(), Vec::new());
+        for h in fresh {
+            match h.needed(live) {
+                true => self.held.push(h),
+                false => now.extend(self.release_group(h.pages, h.companions)),
             }
         }
-        out
+        let (keep, go): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.needed(live));
+        self.held = keep;
+        for h in go {
+            was_held.extend(self.release_group(h.pages, h.companions));
+        }
+        (now, was_held)
     }
 
     /// Makes `pages` and `companions` (one epoch's frees) reusable.
@@ -248,6 +324,11 @@ impl Alloc {
             p.push((c, 1));
         }
         p
+    }
+
+    /// The epoch under way.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Pages held for live snapshots (freed, not yet reusable).
@@ -335,7 +416,7 @@ mod tests {
         // Not reusable before the checkpoint is durable.
         assert_eq!(a.alloc(1), 12);
         assert_eq!(a.durable_free_list(), vec![(4, 4)]);
-        a.release_pending(0, None);
+        a.release_pending(&[]);
         assert_eq!(a.free_ranges(), 1);
         assert_eq!(a.alloc(3), 4);
         assert_eq!(a.alloc(2), 13);
@@ -362,12 +443,12 @@ mod tests {
         assert_eq!(a.alloc_beside(3, true), Some(2));
         assert_eq!((a.free_pages(), a.alloc_beside(3, true)), (0, None));
         assert_eq!(a.durable_free_list(), vec![(4, 1)]);
-        assert_eq!(a.release_pending(0, None), vec![(4, 1)]);
+        assert_eq!(a.release_pending(&[]).0, vec![(4, 1)]);
         assert_eq!((a.companion_pages(), a.alloc(1)), (1, 6));
         // Its owner is freed: the companions are plain free space again.
         a.free_companion_later(2, 3);
         a.free_later(3, 1);
-        a.release_pending(1, None);
+        a.release_pending(&[]);
         assert_eq!(a.companion_pages(), 0);
         assert_eq!((a.free_pages(), a.durable_free_list()), (3, vec![(2, 3)]));
         // Plain free pages beside a base serve too, and the file's end.
@@ -380,25 +461,34 @@ mod tests {
     #[test]
     fn frees_wait_for_the_snapshots_that_may_read_them() {
         let mut a = Alloc::new(2, &[]);
-        let p: Vec<u64> = (0..6).map(|_| a.alloc(1)).collect();
-        a.free_later(p[0], 1);
-        // A snapshot of epoch 0 is live: epoch 0's frees are held.
-        assert_eq!(a.release_pending(0, Some(0)), vec![]);
-        assert_eq!((a.held_pages(), a.free_pages()), (1, 0));
+        let old: Vec<u64> = (0..4).map(|_| a.alloc(1)).collect(); // born in epoch 1
+        a.release_pending(&[]);
+        // Epoch 2: a snapshot of it reads the pages born in epoch 1 from disk.
+        a.free_later(old[0], 1);
+        let young = a.alloc(1); // born in epoch 2: the snapshot never reads it from disk
+        a.free_later(young, 1);
+        let early = a.alloc_written(1); // written at once: it may
+        a.free_later(early, 1);
+        assert_eq!(a.release_pending(&[2]).0, vec![(young, 1)]);
+        assert_eq!((a.held_pages(), a.free_pages()), (2, 1));
         assert_eq!(
             a.durable_free_list(),
-            vec![(2, 1)],
+            vec![(2, 1), (6, 2)],
             "held pages are free on disk"
         );
-        assert_eq!(a.alloc(1), 8, "a held page is not reused");
-        a.free_later(p[1], 1);
-        // Still live: epoch 1's frees wait too.
-        assert_eq!(a.release_pending(1, Some(0)), vec![]);
-        a.free_later(p[2], 1);
-        // It ended; a snapshot of epoch 2 is live: epochs 0 and 1 go, 2 waits.
-        assert_eq!(a.release_pending(2, Some(2)), vec![(2, 1), (3, 1)]);
-        assert_eq!((a.held_pages(), a.free_pages()), (1, 2));
-        assert_eq!(a.release_pending(3, None), vec![(4, 1)]);
-        assert_eq!((a.held_pages(), a.free_pages()), (0, 3));
+        // Epoch 3: the snapshot of epoch 2 still lives; a page born in epoch 2
+        // and freed now is not needed by it (it had it in its dirty set).
+        let mid = a.alloc(1);
+        assert_eq!(mid, young, "the released page is reused");
+        a.release_pending(&[2]);
+        a.free_later(old[1], 1);
+        a.free_later(mid, 1);
+        assert_eq!(a.release_pending(&[2]).0, vec![(mid, 1)], "epoch 4 frees");
+        assert_eq!(a.held_pages(), 3);
+        // It ended: everything held goes, apart from the fresh frees.
+        let (now, was_held) = a.release_pending(&[]);
+        assert!(now.is_empty());
+        assert_eq!(was_held.len(), 3);
+        assert_eq!((a.held_pages(), a.free_pages()), (0, 4));
     }
 }

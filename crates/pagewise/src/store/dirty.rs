@@ -24,7 +24,7 @@ type Shard = PidMap<(Image, usize)>;
 
 pub struct Dirty {
     /// Each image with the bytes it was last charged, by shard.
-    shards: Arc<Vec<Arc<Shard>>>,
+    shards: Arc<[Arc<Shard>; SHARDS]>,
     /// Entries in all shards.
     len: usize,
     /// Sum of the charges in the map: what the dirty budget and the cache's
@@ -38,7 +38,7 @@ pub struct Dirty {
 impl Default for Dirty {
     fn default() -> Self {
         Dirty {
-            shards: Arc::new((0..SHARDS).map(|_| Arc::default()).collect()),
+            shards: Arc::new(std::array::from_fn(|_| Arc::default())),
             len: 0,
             charged_bytes: 0,
             touched: Vec::new(),
@@ -67,6 +67,9 @@ impl Dirty {
 
     #[inline]
     pub fn get(&self, pid: u64) -> Option<&Image> {
+        if self.len == 0 {
+            return None; // a clean Db's reads skip the hash
+        }
         self.shards[shard_of(pid)].get(&pid).map(|e| &e.0)
     }
 
@@ -79,16 +82,15 @@ impl Dirty {
     /// The image of `pid` for changing in place; its charge is brought up
     /// to date by the next [`Dirty::recharge`].
     pub fn get_mut(&mut self, pid: u64) -> Option<&mut Image> {
-        if !self.contains(pid) {
-            return None;
-        }
+        let shards = Arc::make_mut(&mut self.shards);
+        let e = Arc::make_mut(&mut shards[shard_of(pid)]).get_mut(&pid)?;
         self.touched.push(pid);
-        self.shard_mut(pid).get_mut(&pid).map(|e| &mut e.0)
+        Some(&mut e.0)
     }
 
     #[inline]
     pub fn contains(&self, pid: u64) -> bool {
-        self.shards[shard_of(pid)].contains_key(&pid)
+        self.len > 0 && self.shards[shard_of(pid)].contains_key(&pid)
     }
 
     /// Adds the image of freshly allocated page `pid`, charged its heap bytes.
@@ -101,10 +103,10 @@ impl Dirty {
     }
 
     pub fn remove(&mut self, pid: u64) -> Option<Image> {
-        if !self.contains(pid) {
+        if self.len == 0 {
             return None;
         }
-        let (image, charge) = self.shard_mut(pid).remove(&pid).expect("contained");
+        let (image, charge) = self.shard_mut(pid).remove(&pid)?;
         assert!(
             self.charged_bytes >= charge as u64 && self.len > 0,
             "dirty charge underflow"
@@ -117,11 +119,14 @@ impl Dirty {
     /// Charges the images changed in place since the last call at their
     /// heap bytes now. Bounded by the `get_mut` calls since then.
     pub fn recharge(&mut self) {
+        if self.touched.is_empty() {
+            return;
+        }
+        let shards = Arc::make_mut(&mut self.shards);
         for pid in std::mem::take(&mut self.touched) {
-            if !self.contains(pid) {
+            let Some(e) = Arc::make_mut(&mut shards[shard_of(pid)]).get_mut(&pid) else {
                 continue; // removed since
-            }
-            let e = self.shard_mut(pid).get_mut(&pid).expect("contained");
+            };
             let charge = e.0.charge_bytes();
             let old = std::mem::replace(&mut e.1, charge);
             self.charged_bytes = self.charged_bytes - old as u64 + charge as u64;

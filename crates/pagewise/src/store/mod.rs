@@ -70,6 +70,19 @@ pub struct Store<T> {
     pub pins: Pins,
 }
 
+/// `ranges` sorted, with touching ones joined.
+fn coalesce(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (s, n) in ranges {
+        match out.last_mut() {
+            Some(last) if last.0 + last.1 == s => last.1 += n,
+            _ => out.push((s, n)),
+        }
+    }
+    out
+}
+
 /// Released extents at least this long are punched out of the file: the
 /// B-epsilon tree's node extents (a freed 1 MiB node), not single B+tree
 /// pages, whose holes would cost a file-system extent each and be reused
@@ -95,7 +108,7 @@ impl<T> Store<T> {
             state: RwLock::new(Epoch {
                 trees,
                 dirty: Dirty::default(),
-                pin: Arc::new(Pin::new(0)),
+                pin: Arc::new(Pin::new(1)),
             }),
             alloc: Mutex::new(alloc),
             reuse_gen: AtomicU64::new(0),
@@ -112,7 +125,7 @@ impl<T> Store<T> {
     /// the durable checkpoint, so writing them before the log is safe.
     pub fn write_value_extent(&self, value: &[u8]) -> crate::error::Result<Extent> {
         let count = self.pager.extent_pages(value.len());
-        let first = self.alloc.lock().alloc(count);
+        let first = self.alloc.lock().alloc_written(count);
         let ext = Extent::new(first, value.len() as u64, self.pager.ps);
         assert_eq!(ext.count_pages, count);
         self.pager.write_extent(&ext, Kind::Overflow, value, 0)?;
@@ -141,15 +154,26 @@ impl<T> Store<T> {
         );
         let ended = epoch.pin.epoch;
         let pin = std::mem::replace(&mut epoch.pin, Arc::new(Pin::new(ended + 1)));
-        let oldest = self.pins.retire(pin, snapshot_max_age);
-        let released = self.alloc.lock().release_pending(ended, oldest);
+        let live = self.pins.retire(pin, snapshot_max_age);
+        let (released, was_held) = {
+            let mut al = self.alloc.lock();
+            assert_eq!(
+                al.epoch(),
+                ended,
+                "the allocator and the pins count epochs alike"
+            );
+            al.release_pending(&live)
+        };
         self.reuse_gen.fetch_add(1, Ordering::AcqRel);
-        for &(s, n) in &released {
+        for &(s, n) in released.iter().chain(&was_held) {
             for p in s..s + n {
                 self.cache.remove(p);
             }
         }
         self.punch_released(&released);
+        // Frees a snapshot held: often many pages at once (a fill during
+        // a long snapshot); their runs are punched as freed extents are.
+        self.punch_released(&coalesce(was_held));
     }
 
     /// Punches a hole over each released extent of at least

@@ -20,7 +20,7 @@ pub fn now_ns() -> u64 {
 /// The hold of the snapshots taken in one epoch.
 #[derive(Debug)]
 pub struct Pin {
-    /// The epoch (checkpoints completed in this process before it began).
+    /// The epoch (1 + checkpoints completed in this process before it began).
     pub epoch: u64,
     /// When the epoch's first and latest snapshots were taken (`now_ns`;
     /// 0: none yet).
@@ -73,23 +73,23 @@ pub struct Pins {
 }
 
 impl Pins {
-    /// Retires `pin` (its epoch ended) and returns the epoch of the oldest
-    /// pin still live and not expired under `max_age`, if any. Drops the
+    /// Retires `pin` (its epoch ended) and returns the epochs of the pins
+    /// still live and not expired under `max_age`, oldest first. Drops the
     /// retired pins no snapshot holds.
-    pub fn retire(&self, pin: Arc<Pin>, max_age: Option<Duration>) -> Option<u64> {
+    pub fn retire(&self, pin: Arc<Pin>, max_age: Option<Duration>) -> Vec<u64> {
         let now = now_ns();
         let mut r = self.retired.lock();
         r.push(pin);
         // Only `retired` holds a pin nobody else does; no new holder can
         // appear for a retired pin (snapshots clone the current one).
         r.retain(|p| Arc::strong_count(p) > 1);
-        let oldest = r
+        let live: Vec<u64> = r
             .iter()
             .filter(|p| !p.expired(now, max_age))
             .map(|p| p.epoch)
-            .min();
+            .collect();
         assert!(r.windows(2).all(|w| w[0].epoch < w[1].epoch));
-        oldest
+        live
     }
 
     /// Live snapshots and the oldest one's age, with `current` the pin of
@@ -119,24 +119,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_oldest_live_pin_holds_and_an_expired_one_does_not() {
+    fn live_pins_hold_and_an_expired_one_does_not() {
         let pins = Pins::default();
-        let p0 = Arc::new(Pin::new(0));
-        let snap = p0.clone();
-        snap.taken(now_ns().max(1));
-        assert_eq!(pins.retire(p0, None), Some(0));
         let p1 = Arc::new(Pin::new(1));
-        assert_eq!(pins.retire(p1, None), Some(0), "epoch 1 has no snapshot");
-        assert_eq!(pins.stats(&Arc::new(Pin::new(2))).live, 1);
-        std::thread::sleep(Duration::from_millis(2));
+        let snap = p1.clone();
+        snap.taken(now_ns().max(1));
+        assert_eq!(pins.retire(p1, None), vec![1]);
         let p2 = Arc::new(Pin::new(2));
-        assert_eq!(
-            pins.retire(p2, Some(Duration::from_millis(1))),
-            None,
-            "expired"
-        );
+        assert_eq!(pins.retire(p2, None), vec![1], "epoch 2 has no snapshot");
+        assert_eq!(pins.stats(&Arc::new(Pin::new(3))).live, 1);
+        std::thread::sleep(Duration::from_millis(2));
+        let p3 = Arc::new(Pin::new(3));
+        let expired = pins.retire(p3, Some(Duration::from_millis(1)));
+        assert!(expired.is_empty(), "expired");
         drop(snap);
-        assert_eq!(pins.retire(Arc::new(Pin::new(3)), None), None);
-        assert_eq!(pins.stats(&Arc::new(Pin::new(4))).live, 0);
+        assert!(pins.retire(Arc::new(Pin::new(4)), None).is_empty());
+        assert_eq!(pins.stats(&Arc::new(Pin::new(5))).live, 0);
     }
 }

@@ -161,7 +161,7 @@ impl Index {
             |i, (bytes, shell)| {
                 let r = &ready[i];
                 let count = pager.extent_pages(bytes.len());
-                let first = self.store.alloc.lock().alloc(count);
+                let first = self.store.alloc.lock().alloc_written(count);
                 let ext = Extent::new(first, bytes.len() as u64, pager.ps);
                 assert_eq!(ext.count_pages, count);
                 pager.write_extent(&ext, Kind::BEpsilon, &bytes, gen)?;
