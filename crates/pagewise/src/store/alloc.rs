@@ -39,6 +39,9 @@ impl Held {
     }
 }
 
+/// Page ranges (first page, pages).
+pub type Ranges = Vec<(u64, u64)>;
+
 /// The group of `groups` for pages born in `born` and freed in `freed`.
 fn group(groups: &mut Vec<Held>, born: u64, freed: u64) -> &mut Held {
     let at = match groups.iter().position(|h| h.born == born) {
@@ -257,7 +260,7 @@ impl Alloc {
     /// no live snapshot may read (this epoch's, and those held before) and
     /// holds the rest; the next epoch begins. Returns the released extents
     /// (companions kept again among them) and, apart, those that were held.
-    pub fn release_pending(&mut self, live: &[u64]) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    pub fn release_pending(&mut self, live: &[u64]) -> (Ranges, Ranges) {
         let freed = self.epoch;
         assert!(
             live.iter().all(|&e| e <= freed),
