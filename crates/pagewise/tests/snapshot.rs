@@ -276,3 +276,46 @@ fn backup_under_a_concurrent_fill_is_one_committed_state() {
         }
     }
 }
+
+/// `Options::snapshot_max_age`: past it a snapshot's reads fail with a
+/// typed error, and the next checkpoint reuses what only it held.
+#[test]
+fn a_snapshot_past_its_max_age_fails_and_holds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options::default()
+        .page_size(1024)
+        .direct_io(false)
+        .durability(Durability::Buffered)
+        .snapshot_max_age(Some(std::time::Duration::from_millis(50)));
+    let db = Db::create(dir.path().join("db"), opts).unwrap();
+    let t = db.tree("t").unwrap();
+    for i in 0..2000u32 {
+        t.insert(i.to_be_bytes(), [1u8; 40]).unwrap();
+    }
+    db.checkpoint().unwrap();
+    let snap = db.snapshot().unwrap();
+    let old = snap.tree("t").unwrap();
+    assert_eq!(old.get(7u32.to_be_bytes()).unwrap(), Some(vec![1u8; 40]));
+    for i in 0..2000u32 {
+        t.insert(i.to_be_bytes(), [2u8; 40]).unwrap();
+    }
+    db.checkpoint().unwrap();
+    assert!(db.stats().snapshot_held_pages > 0, "held while young");
+    std::thread::sleep(std::time::Duration::from_millis(80));
+    let e = old.get(7u32.to_be_bytes()).unwrap_err();
+    assert!(matches!(e, pagewise::Error::SnapshotTooOld { .. }), "{e}");
+    assert!(old.iter().next().unwrap().is_err());
+    t.insert(b"x", b"y").unwrap();
+    db.checkpoint().unwrap();
+    let st = db.stats();
+    assert_eq!(
+        (st.snapshots, st.snapshot_held_pages),
+        (1, 0),
+        "expired: alive but holding nothing"
+    );
+    assert!(db.check().unwrap().is_ok());
+    assert!(Options::default()
+        .snapshot_max_age(Some(std::time::Duration::ZERO))
+        .validate()
+        .is_err());
+}
