@@ -147,6 +147,7 @@ fn fill_held(dir: &Path, k: &str, rows: u64) {
         let db = create(&path, 64 << 20);
         db.tree_with("main", kind(k)).expect("tree");
         fill(&db, "main", 0, rows / 10);
+        db.checkpoint().expect("checkpoint"); // the snapshot's pages are on disk
         let snap = held.then(|| db.snapshot().expect("snapshot"));
         let rate = fill(&db, "main", rows / 10, rows);
         db.checkpoint().expect("checkpoint");
