@@ -29,7 +29,7 @@ impl Db {
         let at = self.inner.ix.freeze(self.inner.snapshot_max_age);
         Ok(Snapshot {
             db: self.clone(),
-            at: Arc::new(at),
+            at,
         })
     }
 }

@@ -6,6 +6,7 @@ use crate::index::{Desc, TreeKind};
 use crate::options::Durability;
 use pagewise_io::IoStatsSnapshot;
 use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct TreeStats {
@@ -48,7 +49,9 @@ pub struct Stats {
     pub file_pages: u64,
     pub free_pages: u64,
     pub pending_free_pages: u64,
-    /// Snapshots live now (each iterator and transaction holds one).
+    /// Snapshots live now (each iterator and transaction holds one);
+    /// snapshots taken with no write between them share one frozen view,
+    /// and once their epoch has ended they count as one.
     pub snapshots: u64,
     /// Age of the oldest live snapshot, in milliseconds: of the epoch
     /// (the commits between two checkpoints) it was taken in, from that
@@ -139,7 +142,8 @@ impl Db {
         let ps = store.page_size();
         let (trees, dirty_pages, dirty_bytes, pins) = {
             let st = store.state.read();
-            let pins = store.pins.stats(&st.pin);
+            let shared = st.shared_view().map(|v| Arc::strong_count(v) - 1);
+            let pins = store.pins.stats(&st.pin, shared);
             let trees = st
                 .trees
                 .0

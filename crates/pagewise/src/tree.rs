@@ -88,7 +88,7 @@ impl Tree {
     fn frozen(&self) -> Reads {
         Reads {
             inner: self.inner.clone(),
-            at: Arc::new(self.inner.ix.freeze(self.inner.snapshot_max_age)),
+            at: self.inner.ix.freeze(self.inner.snapshot_max_age),
             name: self.name.clone(),
         }
     }

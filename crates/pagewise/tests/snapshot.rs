@@ -151,8 +151,12 @@ fn run(steps: Vec<Step>, delta: bool) {
             check_scan(s, m, t, false);
         }
     }
+    // Snapshots taken with no write between them share one frozen view.
     let live = db.stats().snapshots;
-    assert_eq!(live, snaps.len() as u64, "live snapshots");
+    assert!(
+        live <= snaps.len() as u64 && (live > 0) != snaps.is_empty(),
+        "live snapshots {live}"
+    );
     assert!(db.check().unwrap().is_ok(), "check with snapshots live");
     drop(snaps);
     db.checkpoint().unwrap();

@@ -507,15 +507,11 @@ impl Index {
     }
 
     /// A snapshot of every tree now ([`Frozen`]): one read of the state
-    /// lock and three shared pointers copied.
-    pub fn freeze(&self, max_age: Option<std::time::Duration>) -> Frozen {
+    /// lock and, without an age bound, one shared pointer copied
+    /// (`Epoch::snapshot`).
+    pub fn freeze(&self, max_age: Option<std::time::Duration>) -> Arc<Frozen> {
         let taken_ns = crate::store::pin::now_ns().max(1);
-        let epoch = self.store.state.read().freeze(taken_ns);
-        Frozen {
-            epoch,
-            taken_ns,
-            max_age,
-        }
+        self.store.state.read().snapshot(taken_ns, max_age)
     }
 
     /// Names of the trees of `ops` that are (or are created in `ops` as)

@@ -28,6 +28,7 @@ use page::Kind;
 use pager::Pager;
 use parking_lot::{Mutex, RwLock};
 use pin::{Pin, Pins};
+use read::Frozen;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,26 @@ pub struct Epoch<T> {
     pub dirty: Dirty,
     /// The pin snapshots taken in this epoch hold.
     pub pin: Arc<Pin>,
+    /// A frozen copy of this state that snapshots without an age bound
+    /// share until the next write ([`StateLock::write`] clears it): taking
+    /// one is then one pointer copy.
+    view: std::sync::OnceLock<Arc<Frozen<T>>>,
+}
+
+impl<T> Epoch<T> {
+    pub fn new(trees: T, pin: Arc<Pin>) -> Self {
+        Epoch {
+            trees,
+            dirty: Dirty::default(),
+            pin,
+            view: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The shared frozen copy, if one was made since the last write.
+    pub fn shared_view(&self) -> Option<&Arc<Frozen<T>>> {
+        self.view.get()
+    }
 }
 
 impl<T: Clone> Epoch<T> {
@@ -48,18 +69,62 @@ impl<T: Clone> Epoch<T> {
     /// `T` is expected to share its contents, the dirty set does).
     pub fn freeze(&self, now_ns: u64) -> Epoch<T> {
         self.pin.taken(now_ns);
+        Epoch::new_frozen(self.trees.clone(), self.dirty.freeze(), self.pin.clone())
+    }
+
+    fn new_frozen(trees: T, dirty: Dirty, pin: Arc<Pin>) -> Self {
         Epoch {
-            trees: self.trees.clone(),
-            dirty: self.dirty.freeze(),
-            pin: self.pin.clone(),
+            trees,
+            dirty,
+            pin,
+            view: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A snapshot of the state now: the shared frozen copy when there is no
+    /// age bound (made by the first snapshot after a write), else a copy of
+    /// its own (its age counts from now).
+    pub fn snapshot(&self, now_ns: u64, max_age: Option<std::time::Duration>) -> Arc<Frozen<T>> {
+        let make = || {
+            Arc::new(Frozen {
+                epoch: self.freeze(now_ns),
+                taken_ns: now_ns,
+                max_age,
+            })
+        };
+        match max_age {
+            None => self.view.get_or_init(make).clone(),
+            Some(_) => make(),
+        }
+    }
+}
+
+/// The state lock: a reader-writer lock over [`Epoch`] whose write side
+/// drops the shared frozen view (a write changes what it froze).
+pub struct StateLock<T>(RwLock<Epoch<T>>);
+
+impl<T> StateLock<T> {
+    pub fn new(epoch: Epoch<T>) -> Self {
+        StateLock(RwLock::new(epoch))
+    }
+
+    #[inline]
+    pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, Epoch<T>> {
+        self.0.read()
+    }
+
+    #[inline]
+    pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Epoch<T>> {
+        let mut g = self.0.write();
+        g.view.take();
+        g
     }
 }
 
 pub struct Store<T> {
     pub pager: Pager,
     pub cache: Cache,
-    pub state: RwLock<Epoch<T>>,
+    pub state: StateLock<T>,
     pub alloc: Mutex<Alloc>,
     /// Bumped whenever freed page ids become reusable (end of a checkpoint):
     /// a page read without locks is trusted only if it did not change.
@@ -105,11 +170,7 @@ impl<T> Store<T> {
         Self {
             pager,
             cache,
-            state: RwLock::new(Epoch {
-                trees,
-                dirty: Dirty::default(),
-                pin: Arc::new(Pin::new(1)),
-            }),
+            state: StateLock::new(Epoch::new(trees, Arc::new(Pin::new(1)))),
             alloc: Mutex::new(alloc),
             reuse_gen: AtomicU64::new(0),
             punch_errors: AtomicU64::new(0),

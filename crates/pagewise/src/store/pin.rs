@@ -93,12 +93,18 @@ impl Pins {
     }
 
     /// Live snapshots and the oldest one's age, with `current` the pin of
-    /// the epoch under way (held once by the state itself).
-    pub fn stats(&self, current: &Arc<Pin>) -> PinStats {
+    /// the epoch under way (held once by the state itself) and `shared`
+    /// the holders of the state's shared frozen view, if there is one (it
+    /// holds `current` once for all of them).
+    pub fn stats(&self, current: &Arc<Pin>, shared: Option<usize>) -> PinStats {
         let now = now_ns();
         let r = self.retired.lock();
         let live_in = |p: &Arc<Pin>, own: usize| (Arc::strong_count(p) - own) as u64;
-        let live = r.iter().map(|p| live_in(p, 1)).sum::<u64>() + live_in(current, 1);
+        let in_current = match shared {
+            Some(holders) => live_in(current, 2) + holders as u64,
+            None => live_in(current, 1),
+        };
+        let live = r.iter().map(|p| live_in(p, 1)).sum::<u64>() + in_current;
         let first = r
             .iter()
             .chain(std::iter::once(current))
@@ -127,13 +133,13 @@ mod tests {
         assert_eq!(pins.retire(p1, None), vec![1]);
         let p2 = Arc::new(Pin::new(2));
         assert_eq!(pins.retire(p2, None), vec![1], "epoch 2 has no snapshot");
-        assert_eq!(pins.stats(&Arc::new(Pin::new(3))).live, 1);
+        assert_eq!(pins.stats(&Arc::new(Pin::new(3)), None).live, 1);
         std::thread::sleep(Duration::from_millis(2));
         let p3 = Arc::new(Pin::new(3));
         let expired = pins.retire(p3, Some(Duration::from_millis(1)));
         assert!(expired.is_empty(), "expired");
         drop(snap);
         assert!(pins.retire(Arc::new(Pin::new(4)), None).is_empty());
-        assert_eq!(pins.stats(&Arc::new(Pin::new(5))).live, 0);
+        assert_eq!(pins.stats(&Arc::new(Pin::new(5)), None).live, 0);
     }
 }
