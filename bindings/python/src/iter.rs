@@ -1,7 +1,11 @@
-//! Lazy iterators over a key range. Entries are read in chunks with the GIL
-//! released (a chunk grows from 16 to 512 entries); each `next` first checks
-//! that the Db is open, so an iterator raises ClosedError once the Db is
-//! closed, also for entries it had read ahead.
+//! Lazy iterators over a key range, of a tree, a snapshot's tree or a
+//! transaction. Entries are read in chunks with the GIL released (a chunk
+//! grows from 16 to 512 entries; a transaction's iterator reads exactly one
+//! entry a step, since what it reads is what its commit validates). Each
+//! `next` first checks that what the iterator reads from is still usable
+//! (the Db open, the snapshot not closed, the transaction not ended), so an
+//! iterator raises ClosedError from then on, also for entries it had read
+//! ahead, and lets go of the engine iterator (and the snapshot it holds).
 
 use crate::bytes;
 use crate::db::Shared;
@@ -15,6 +19,24 @@ use std::sync::Arc;
 const FIRST_CHUNK: usize = 16;
 const MAX_CHUNK: usize = 512;
 
+/// A key and its value.
+pub type Kv = (Vec<u8>, Vec<u8>);
+
+/// An engine iterator of either direction (`pagewise::Iter`, `TxIter`).
+pub type Source = Box<dyn DoubleEndedIterator<Item = pagewise::Result<Kv>> + Send>;
+
+/// What an iterator reads from: `check` fails (ClosedError) once it is
+/// closed, released or ended.
+pub trait Alive: Send + Sync {
+    fn check(&self) -> PyResult<()>;
+}
+
+impl Alive for Shared {
+    fn check(&self) -> PyResult<()> {
+        self.check_open()
+    }
+}
+
 #[derive(Clone, Copy)]
 pub enum Yield {
     Keys,
@@ -23,25 +45,27 @@ pub enum Yield {
 }
 
 struct State {
-    it: pagewise::Iter,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// None once the iterator let go of it (its source was closed).
+    it: Option<Source>,
+    buf: VecDeque<Kv>,
     /// An error met while reading ahead, raised after the buffered entries.
     error: Option<pagewise::Error>,
     done: bool,
     chunk: usize,
+    max_chunk: usize,
 }
 
 impl State {
     /// Reads up to one chunk (GIL released by the caller).
     fn refill(&mut self, reverse: bool) {
         let n = self.chunk;
-        self.chunk = (self.chunk * 2).min(MAX_CHUNK);
+        self.chunk = (self.chunk * 2).min(self.max_chunk);
+        let Some(it) = self.it.as_mut() else {
+            self.done = true;
+            return;
+        };
         for _ in 0..n {
-            let next = if reverse {
-                self.it.next_back()
-            } else {
-                self.it.next()
-            };
+            let next = if reverse { it.next_back() } else { it.next() };
             match next {
                 Some(Ok(kv)) => self.buf.push_back(kv),
                 Some(Err(e)) => {
@@ -56,35 +80,58 @@ impl State {
             }
         }
     }
+
+    /// Drops the engine iterator and what was read ahead.
+    fn release(&mut self) {
+        self.it = None;
+        self.buf.clear();
+        self.done = true;
+    }
 }
 
 /// A lazy iterator over a range of a tree (keys, values or (key, value)).
 #[pyclass(module = "pagewise", name = "Iterator", frozen)]
 pub struct RangeIter {
     state: Mutex<State>,
-    shared: Arc<Shared>,
+    alive: Arc<dyn Alive>,
     reverse: bool,
     what: Yield,
 }
 
 impl RangeIter {
-    pub fn new(it: pagewise::Iter, shared: Arc<Shared>, reverse: bool, what: Yield) -> Self {
+    /// An iterator reading ahead in growing chunks.
+    pub fn new(it: Source, alive: Arc<dyn Alive>, reverse: bool, what: Yield) -> Self {
         RangeIter {
             state: Mutex::new(State {
-                it,
+                it: Some(it),
                 buf: VecDeque::new(),
                 error: None,
                 done: false,
                 chunk: FIRST_CHUNK,
+                max_chunk: MAX_CHUNK,
             }),
-            shared,
+            alive,
             reverse,
             what,
         }
     }
 
-    fn next_entry(&self, py: Python<'_>) -> PyResult<Option<(Vec<u8>, Vec<u8>)>> {
-        self.shared.check_open()?;
+    /// The same, reading one entry a step (no read-ahead).
+    pub fn exact(it: Source, alive: Arc<dyn Alive>, reverse: bool, what: Yield) -> Self {
+        let r = Self::new(it, alive, reverse, what);
+        {
+            let mut st = r.state.lock();
+            st.chunk = 1;
+            st.max_chunk = 1;
+        }
+        r
+    }
+
+    fn next_entry(&self, py: Python<'_>) -> PyResult<Option<Kv>> {
+        if let Err(e) = self.alive.check() {
+            py.allow_threads(|| self.state.lock().release());
+            return Err(e);
+        }
         let reverse = self.reverse;
         let r = py.allow_threads(|| {
             let mut st = self.state.lock();
