@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 const FIRST_CHUNK: usize = 16;
 const MAX_CHUNK: usize = 512;
@@ -29,6 +29,27 @@ pub type Source = Box<dyn DoubleEndedIterator<Item = pagewise::Result<Kv>> + Sen
 /// closed, released or ended.
 pub trait Alive: Send + Sync {
     fn check(&self) -> PyResult<()>;
+
+    /// Told of each iterator made, for a source that releases its
+    /// iterators when it ends (a snapshot).
+    fn track(&self, _it: Handle) {}
+}
+
+/// A weak handle on an iterator's state: `release` drops its engine
+/// iterator (and the snapshot that holds), if the iterator still lives.
+pub struct Handle(Weak<Mutex<State>>);
+
+impl Handle {
+    pub fn is_live(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// Call with the GIL released (it may wait for a read in progress).
+    pub fn release(&self) {
+        if let Some(st) = self.0.upgrade() {
+            st.lock().release();
+        }
+    }
 }
 
 impl Alive for Shared {
@@ -44,7 +65,7 @@ pub enum Yield {
     Items,
 }
 
-struct State {
+pub struct State {
     /// None once the iterator let go of it (its source was closed).
     it: Option<Source>,
     buf: VecDeque<Kv>,
@@ -92,7 +113,7 @@ impl State {
 /// A lazy iterator over a range of a tree (keys, values or (key, value)).
 #[pyclass(module = "pagewise", name = "Iterator", frozen)]
 pub struct RangeIter {
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
     alive: Arc<dyn Alive>,
     reverse: bool,
     what: Yield,
@@ -101,15 +122,17 @@ pub struct RangeIter {
 impl RangeIter {
     /// An iterator reading ahead in growing chunks.
     pub fn new(it: Source, alive: Arc<dyn Alive>, reverse: bool, what: Yield) -> Self {
+        let state = Arc::new(Mutex::new(State {
+            it: Some(it),
+            buf: VecDeque::new(),
+            error: None,
+            done: false,
+            chunk: FIRST_CHUNK,
+            max_chunk: MAX_CHUNK,
+        }));
+        alive.track(Handle(Arc::downgrade(&state)));
         RangeIter {
-            state: Mutex::new(State {
-                it: Some(it),
-                buf: VecDeque::new(),
-                error: None,
-                done: false,
-                chunk: FIRST_CHUNK,
-                max_chunk: MAX_CHUNK,
-            }),
+            state,
             alive,
             reverse,
             what,

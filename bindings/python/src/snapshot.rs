@@ -5,9 +5,9 @@
 
 use crate::db::Shared;
 use crate::errors::{self, to_py};
-use crate::iter::Alive;
+use crate::iter::{Alive, Handle};
 use crate::read::{Origin, ReadableTree};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
 use pyo3::pyclass_init::PyClassInitializer;
 use pyo3::types::PyTuple;
@@ -19,6 +19,8 @@ const RELEASED: &str = "the snapshot is closed (its `with` block ended or close(
 /// iterators made from it; `None` once closed.
 pub struct SnapState {
     snap: RwLock<Option<pagewise::Snapshot>>,
+    /// The iterators made from its trees, released with it.
+    iters: Mutex<Vec<Handle>>,
     shared: Arc<Shared>,
 }
 
@@ -37,6 +39,24 @@ impl Alive for SnapState {
     fn check(&self) -> PyResult<()> {
         self.get().map(drop)
     }
+
+    fn track(&self, it: Handle) {
+        let mut iters = self.iters.lock();
+        if iters.len() >= 16 && iters.len().is_power_of_two() {
+            iters.retain(Handle::is_live);
+        }
+        iters.push(it);
+    }
+}
+
+impl SnapState {
+    /// Drops the engine snapshot and every engine iterator reading it, so
+    /// the pages it kept can be reused (GIL released by the caller).
+    fn close(&self) {
+        drop(self.snap.write().take());
+        let iters = std::mem::take(&mut *self.iters.lock());
+        iters.iter().for_each(Handle::release);
+    }
 }
 
 /// Every tree as of one commit (see the stub).
@@ -49,6 +69,7 @@ impl Snapshot {
     pub fn new(snap: pagewise::Snapshot, shared: Arc<Shared>) -> Self {
         let state = SnapState {
             snap: RwLock::new(Some(snap)),
+            iters: Mutex::new(Vec::new()),
             shared,
         };
         Snapshot {
@@ -86,11 +107,11 @@ impl Snapshot {
         Ok(self.state.get()?.tree_kind(name).map(|k| k.name()))
     }
 
-    /// Lets go of the snapshot; its trees and iterators raise ClosedError
-    /// from then on. Closing a closed snapshot does nothing.
+    /// Lets go of the snapshot and of its iterators' reads; its trees and
+    /// iterators raise ClosedError from then on. Closing a closed snapshot
+    /// does nothing.
     fn close(&self, py: Python<'_>) {
-        let snap = self.state.snap.write().take();
-        py.allow_threads(|| drop(snap));
+        py.allow_threads(|| self.state.close());
     }
 
     /// True once closed (or once its Db is closed).
@@ -111,9 +132,7 @@ impl Snapshot {
     }
 
     fn __repr__(&self) -> String {
-        match &*self.state.snap.read() {
-            Some(s) => format!("<pagewise.Snapshot {s:?} of {:?}>", self.state.shared.path),
-            None => format!("<pagewise.Snapshot of {:?} closed>", self.state.shared.path),
-        }
+        let state = if self.closed() { " closed" } else { "" };
+        format!("<pagewise.Snapshot of {:?}{state}>", self.state.shared.path)
     }
 }
