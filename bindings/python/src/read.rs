@@ -118,13 +118,11 @@ impl ReadableTree {
         }
     }
 
-    /// An engine handle, or ClosedError when the Db or snapshot is closed.
+    /// An engine handle, or ClosedError when the snapshot is closed (the
+    /// live tree's calls fail with the engine's own ClosedError).
     fn reader(&self) -> PyResult<Reader<'_>> {
         match &self.origin {
-            Origin::Live { tree, shared } => {
-                shared.check_open()?;
-                Ok(Reader::Live(tree))
-            }
+            Origin::Live { tree, .. } => Ok(Reader::Live(tree)),
             Origin::Snapshot { snap, name } => {
                 let t = snap.get()?.tree(name).map_err(to_py)?;
                 Ok(Reader::Snap(t))
@@ -152,12 +150,14 @@ impl ReadableTree {
         reverse: bool,
         what: Yield,
     ) -> PyResult<RangeIter> {
+        self.alive().check()?;
         let it = self.reader()?.range(lo, hi);
         Ok(RangeIter::new(Box::new(it), self.alive(), reverse, what))
     }
 
     /// The first entry from the front (`last` false) or the back.
     fn end(&self, py: Python<'_>, last: bool) -> PyResult<Option<(PyObject, PyObject)>> {
+        self.alive().check()?;
         let mut it = self.reader()?.range(B::Unbounded, B::Unbounded);
         let kv = py
             .allow_threads(|| match last {
@@ -237,6 +237,7 @@ impl ReadableTree {
     #[pyo3(signature = (prefix, *, reverse = false))]
     fn prefix(&self, prefix: &Bound<'_, PyAny>, reverse: bool) -> PyResult<RangeIter> {
         let p = extract(prefix, "prefix")?;
+        self.alive().check()?;
         let it = self.reader()?.prefix(&p);
         Ok(RangeIter::new(
             Box::new(it),
