@@ -2,8 +2,8 @@
 
 use crate::bytes::extract;
 use crate::db::Shared;
-use crate::errors::to_py;
-use crate::tree::Tree;
+use crate::errors::{self, to_py};
+use crate::tree::{tree_name, write_args};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -34,15 +34,6 @@ impl Batch {
     }
 }
 
-/// A tree argument: a `Tree` or its name.
-fn tree_name(tree: &Bound<'_, PyAny>) -> PyResult<String> {
-    if let Ok(t) = tree.downcast::<Tree>() {
-        return Ok(t.get().name_str().to_string());
-    }
-    tree.extract::<String>()
-        .map_err(|_| PyTypeError::new_err("tree must be a pagewise.Tree or a tree name (str)"))
-}
-
 #[pymethods]
 impl Batch {
     #[new]
@@ -60,16 +51,14 @@ impl Batch {
         key: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let name = tree_name(tree)?;
-        let (k, v) = (extract(key, "key")?, extract(value, "value")?);
+        let (name, k, v) = write_args(tree, key, value, "value")?;
         self.ops.lock().insert(name, k, v);
         Ok(())
     }
 
     /// Removes `key` from `tree` (no effect if absent).
     fn remove(&self, tree: &Bound<'_, PyAny>, key: &Bound<'_, PyAny>) -> PyResult<()> {
-        let name = tree_name(tree)?;
-        let k = extract(key, "key")?;
+        let (name, k) = (tree_name(tree)?, extract(key, "key")?);
         self.ops.lock().remove(name, k);
         Ok(())
     }
@@ -81,8 +70,7 @@ impl Batch {
         key: &Bound<'_, PyAny>,
         operand: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let name = tree_name(tree)?;
-        let (k, o) = (extract(key, "key")?, extract(operand, "operand")?);
+        let (name, k, o) = write_args(tree, key, operand, "operand")?;
         self.ops.lock().upsert(name, k, o);
         Ok(())
     }
@@ -107,14 +95,9 @@ impl Batch {
     }
 
     /// Applies the batch unless the block raised (then it is dropped).
-    #[pyo3(signature = (exc_type, *_rest))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: &Bound<'_, PyAny>,
-        _rest: &Bound<'_, PyTuple>,
-    ) -> PyResult<bool> {
-        if !exc_type.is_none() {
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        if errors::block_raised(exc) {
             self.clear();
             return Ok(false);
         }

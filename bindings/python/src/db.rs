@@ -4,6 +4,8 @@
 use crate::batch::Batch;
 use crate::errors::{self, to_py};
 use crate::options;
+use crate::snapshot::Snapshot;
+use crate::transaction::Transaction;
 use crate::tree::Tree;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
@@ -124,7 +126,7 @@ impl Db {
         name: &str,
         kind: Option<&str>,
         options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Tree> {
+    ) -> PyResult<Py<Tree>> {
         let db = self.shared.db()?;
         let t = match kind {
             None if options.is_some_and(|d| !d.is_empty()) => {
@@ -139,7 +141,7 @@ impl Db {
             }
         }
         .map_err(to_py)?;
-        Ok(Tree::new(t, self.shared.clone()))
+        Tree::create(py, t, self.shared.clone())
     }
 
     /// Names of the trees that exist, in name order.
@@ -157,6 +159,33 @@ impl Db {
     fn batch(&self) -> PyResult<Batch> {
         self.shared.check_open()?;
         Ok(Batch::bound(self.shared.clone()))
+    }
+
+    /// A snapshot of every tree at the latest commit; used as a context
+    /// manager it is closed on exit.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let db = self.shared.db()?;
+        let s = py.allow_threads(|| db.snapshot()).map_err(to_py)?;
+        Ok(Snapshot::new(s, self.shared.clone()))
+    }
+
+    /// Begins an optimistic write transaction; used as a context manager it
+    /// commits on exit, or aborts if the block raised.
+    fn transaction(&self, py: Python<'_>) -> PyResult<Transaction> {
+        let db = self.shared.db()?;
+        let tx = py.allow_threads(|| db.transaction()).map_err(to_py)?;
+        Ok(Transaction::new(tx, self.shared.clone()))
+    }
+
+    /// Writes a consistent copy of the Db, as of a snapshot taken now, to
+    /// the new database `path` while writers go on; returns the report as a
+    /// dict (`elapsed` in seconds).
+    fn backup<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.shared.db()?;
+        let r = py.allow_threads(|| db.backup(&path)).map_err(to_py)?;
+        let d = to_python(py, &r)?;
+        d.set_item("elapsed", r.elapsed.as_secs_f64())?;
+        Ok(d)
     }
 
     /// Applies every write of `batch` atomically and empties it.

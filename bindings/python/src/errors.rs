@@ -40,7 +40,19 @@ create_exception!(
     pagewise,
     ClosedError,
     Error,
-    "The Db was closed; its trees, batches and iterators raise this from then on."
+    "The Db was closed (its trees, batches, snapshots, transactions and iterators raise this from then on), or the snapshot or transaction used has ended."
+);
+create_exception!(
+    pagewise,
+    ConflictError,
+    Error,
+    "A transaction's commit found that something it read changed since it began; nothing was written: run the transaction again."
+);
+create_exception!(
+    pagewise,
+    SnapshotTooOldError,
+    Error,
+    "A read through a snapshot (or transaction) older than the Db's snapshot_max_age: take a new one, or open the Db with a larger bound."
 );
 create_exception!(
     pagewise,
@@ -79,6 +91,8 @@ pub fn to_py(e: pagewise::Error) -> PyErr {
         E::Closed { .. } => ClosedError::new_err(msg),
         E::ReadOnly { .. } | E::NeedsRecovery { .. } => ReadOnlyError::new_err(msg),
         E::AlreadyExists { .. } => ExistsError::new_err(msg),
+        E::Conflict { .. } => ConflictError::new_err(msg),
+        E::SnapshotTooOld { .. } => SnapshotTooOldError::new_err(msg),
         E::NotFound { .. } => NotFoundError::new_err(msg),
         _ => Error::new_err(msg),
     }
@@ -89,6 +103,17 @@ pub fn closed(path: &std::path::Path) -> PyErr {
     to_py(pagewise::Error::Closed {
         path: PathBuf::from(path),
     })
+}
+
+/// ClosedError for a snapshot or transaction that has ended; `msg` says
+/// which and what to do instead.
+pub fn ended(msg: &'static str) -> PyErr {
+    ClosedError::new_err(msg)
+}
+
+/// Whether a `with` block raised, from `__exit__`'s arguments.
+pub fn block_raised(exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+    exc.get_item(0).is_ok_and(|t| !t.is_none())
 }
 
 /// An options error raised by this package (same class as the engine's).
@@ -107,5 +132,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("ExistsError", py.get_type::<ExistsError>())?;
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("ConflictError", py.get_type::<ConflictError>())?;
+    m.add("SnapshotTooOldError", py.get_type::<SnapshotTooOldError>())?;
     Ok(())
 }

@@ -1,7 +1,11 @@
-//! Lazy iterators over a key range. Entries are read in chunks with the GIL
-//! released (a chunk grows from 16 to 512 entries); each `next` first checks
-//! that the Db is open, so an iterator raises ClosedError once the Db is
-//! closed, also for entries it had read ahead.
+//! Lazy iterators over a key range, of a tree, a snapshot's tree or a
+//! transaction. Entries are read in chunks with the GIL released (a chunk
+//! grows from 16 to 512 entries; a transaction's iterator reads exactly one
+//! entry a step, since what it reads is what its commit validates). Each
+//! `next` first checks that what the iterator reads from is still usable
+//! (the Db open, the snapshot not closed, the transaction not ended), so an
+//! iterator raises ClosedError from then on, also for entries it had read
+//! ahead, and lets go of the engine iterator (and the snapshot it holds).
 
 use crate::bytes;
 use crate::db::Shared;
@@ -10,10 +14,49 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 const FIRST_CHUNK: usize = 16;
 const MAX_CHUNK: usize = 512;
+
+/// A key and its value.
+pub type Kv = (Vec<u8>, Vec<u8>);
+
+/// An engine iterator of either direction (`pagewise::Iter`, `TxIter`).
+pub type Source = Box<dyn DoubleEndedIterator<Item = pagewise::Result<Kv>> + Send>;
+
+/// What an iterator reads from: `check` fails (ClosedError) once it is
+/// closed, released or ended.
+pub trait Alive: Send + Sync {
+    fn check(&self) -> PyResult<()>;
+
+    /// Told of each iterator made, for a source that releases its
+    /// iterators when it ends (a snapshot).
+    fn track(&self, _it: Handle) {}
+}
+
+/// A weak handle on an iterator's state: `release` drops its engine
+/// iterator (and the snapshot that holds), if the iterator still lives.
+pub struct Handle(Weak<Mutex<State>>);
+
+impl Handle {
+    pub fn is_live(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// Call with the GIL released (it may wait for a read in progress).
+    pub fn release(&self) {
+        if let Some(st) = self.0.upgrade() {
+            st.lock().release();
+        }
+    }
+}
+
+impl Alive for Shared {
+    fn check(&self) -> PyResult<()> {
+        self.check_open()
+    }
+}
 
 #[derive(Clone, Copy)]
 pub enum Yield {
@@ -22,26 +65,28 @@ pub enum Yield {
     Items,
 }
 
-struct State {
-    it: pagewise::Iter,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+pub struct State {
+    /// None once the iterator let go of it (its source was closed).
+    it: Option<Source>,
+    buf: VecDeque<Kv>,
     /// An error met while reading ahead, raised after the buffered entries.
     error: Option<pagewise::Error>,
     done: bool,
     chunk: usize,
+    max_chunk: usize,
 }
 
 impl State {
     /// Reads up to one chunk (GIL released by the caller).
     fn refill(&mut self, reverse: bool) {
         let n = self.chunk;
-        self.chunk = (self.chunk * 2).min(MAX_CHUNK);
+        self.chunk = (self.chunk * 2).min(self.max_chunk);
+        let Some(it) = self.it.as_mut() else {
+            self.done = true;
+            return;
+        };
         for _ in 0..n {
-            let next = if reverse {
-                self.it.next_back()
-            } else {
-                self.it.next()
-            };
+            let next = if reverse { it.next_back() } else { it.next() };
             match next {
                 Some(Ok(kv)) => self.buf.push_back(kv),
                 Some(Err(e)) => {
@@ -56,35 +101,60 @@ impl State {
             }
         }
     }
+
+    /// Drops the engine iterator and what was read ahead.
+    fn release(&mut self) {
+        self.it = None;
+        self.buf.clear();
+        self.done = true;
+    }
 }
 
 /// A lazy iterator over a range of a tree (keys, values or (key, value)).
 #[pyclass(module = "pagewise", name = "Iterator", frozen)]
 pub struct RangeIter {
-    state: Mutex<State>,
-    shared: Arc<Shared>,
+    state: Arc<Mutex<State>>,
+    alive: Arc<dyn Alive>,
     reverse: bool,
     what: Yield,
 }
 
 impl RangeIter {
-    pub fn new(it: pagewise::Iter, shared: Arc<Shared>, reverse: bool, what: Yield) -> Self {
+    /// An iterator reading ahead in growing chunks.
+    pub fn new(it: Source, alive: Arc<dyn Alive>, reverse: bool, what: Yield) -> Self {
+        let state = Arc::new(Mutex::new(State {
+            it: Some(it),
+            buf: VecDeque::new(),
+            error: None,
+            done: false,
+            chunk: FIRST_CHUNK,
+            max_chunk: MAX_CHUNK,
+        }));
+        alive.track(Handle(Arc::downgrade(&state)));
         RangeIter {
-            state: Mutex::new(State {
-                it,
-                buf: VecDeque::new(),
-                error: None,
-                done: false,
-                chunk: FIRST_CHUNK,
-            }),
-            shared,
+            state,
+            alive,
             reverse,
             what,
         }
     }
 
-    fn next_entry(&self, py: Python<'_>) -> PyResult<Option<(Vec<u8>, Vec<u8>)>> {
-        self.shared.check_open()?;
+    /// The same, reading one entry a step (no read-ahead).
+    pub fn exact(it: Source, alive: Arc<dyn Alive>, reverse: bool, what: Yield) -> Self {
+        let r = Self::new(it, alive, reverse, what);
+        {
+            let mut st = r.state.lock();
+            st.chunk = 1;
+            st.max_chunk = 1;
+        }
+        r
+    }
+
+    fn next_entry(&self, py: Python<'_>) -> PyResult<Option<Kv>> {
+        if let Err(e) = self.alive.check() {
+            py.allow_threads(|| self.state.lock().release());
+            return Err(e);
+        }
         let reverse = self.reverse;
         let r = py.allow_threads(|| {
             let mut st = self.state.lock();

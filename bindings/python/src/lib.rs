@@ -7,6 +7,9 @@ mod errors;
 mod iter;
 mod lab;
 mod options;
+mod read;
+mod snapshot;
+mod transaction;
 mod tree;
 
 use pyo3::prelude::*;
@@ -14,7 +17,11 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _pagewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<db::Db>()?;
+    m.add_class::<read::ReadableTree>()?;
     m.add_class::<tree::Tree>()?;
+    m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<snapshot::SnapshotTree>()?;
+    m.add_class::<transaction::Transaction>()?;
     m.add_class::<batch::Batch>()?;
     m.add_class::<iter::RangeIter>()?;
     errors::register(m)?;

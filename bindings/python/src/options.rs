@@ -8,9 +8,10 @@ use pagewise::{BEpsilonOptions, Compression, DeltaFlush, Durability, Options, Tr
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
+use std::time::Duration;
 
 /// The keyword arguments `Db` accepts, in the stub's order.
-pub const DB_OPTIONS: [&str; 12] = [
+pub const DB_OPTIONS: [&str; 13] = [
     "page_size",
     "cache_bytes",
     "dirty_percent",
@@ -23,6 +24,7 @@ pub const DB_OPTIONS: [&str; 12] = [
     "append_fill",
     "read_only",
     "merge_operator",
+    "snapshot_max_age",
 ];
 
 const BEPSILON_OPTIONS: [&str; 6] = [
@@ -113,6 +115,27 @@ fn delta_flush(v: &Bound<'_, PyAny>) -> PyResult<Option<DeltaFlush>> {
     Ok(Some(df))
 }
 
+/// A positive, finite number of seconds, or None (no bound).
+fn seconds(name: &str, v: &Bound<'_, PyAny>) -> PyResult<Option<Duration>> {
+    if v.is_none() {
+        return Ok(None);
+    }
+    if v.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a number of seconds or None, not bool"
+        )));
+    }
+    let s: f64 = v
+        .extract()
+        .map_err(|_| PyTypeError::new_err(format!("{name} must be a number of seconds or None")))?;
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        _ => Err(errors::options(format!(
+            "{name} {s} must be a positive number of seconds (None: no bound)"
+        ))),
+    }
+}
+
 fn merge_operator(o: Options, v: &Bound<'_, PyAny>) -> PyResult<Options> {
     if v.is_none() {
         return Ok(o);
@@ -150,6 +173,7 @@ pub fn db_options(kw: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             ),
             "read_only" => o.read_only(boolean(&name, &v)?),
             "merge_operator" => merge_operator(o, &v)?,
+            "snapshot_max_age" => o.snapshot_max_age(seconds(&name, &v)?),
             _ => unreachable!("names were checked against DB_OPTIONS"),
         };
     }

@@ -17,6 +17,8 @@ def test_hierarchy():
         pagewise.ReadOnlyError,
         pagewise.ExistsError,
         pagewise.NotFoundError,
+        pagewise.ConflictError,
+        pagewise.SnapshotTooOldError,
     ]:
         assert issubclass(cls, pagewise.Error) and cls is not pagewise.Error
     assert issubclass(pagewise.Error, Exception)
@@ -73,6 +75,11 @@ def test_bad_tree_and_update_arguments(db):
         ({"delta_flush": "on"}, TypeError, "delta_flush must be"),
         ({"merge_operator": "max"}, pagewise.OptionsError, "not built in"),
         ({"cache": 1}, TypeError, "unknown Db option"),
+        ({"snapshot_max_age": 0}, pagewise.OptionsError, "positive number of seconds"),
+        ({"snapshot_max_age": -1.5}, pagewise.OptionsError, "positive number of seconds"),
+        ({"snapshot_max_age": float("nan")}, pagewise.OptionsError, "positive number of seconds"),
+        ({"snapshot_max_age": "1s"}, TypeError, "number of seconds or None"),
+        ({"snapshot_max_age": True}, TypeError, "not bool"),
     ],
 )
 def test_bad_options(path, kwargs, exc, match):

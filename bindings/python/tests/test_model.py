@@ -3,37 +3,24 @@ cycles (clean closes, and drops without close) and both tree kinds.
 Hypothesis prints the failing steps and a reproduction blob on failure."""
 
 import bisect
-import os
-import shutil
-import tempfile
 
-from hypothesis import HealthCheck, settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, precondition, rule
+from machines import CACHE, DbMachine, model_cases
 
 import pagewise
 
-EXAMPLES = int(os.environ.get("PAGEWISE_PY_EXAMPLES", "25"))
 keys = st.binary(min_size=0, max_size=6).filter(lambda k: len(k) > 0) | st.sampled_from(
     [b"a", b"ab", b"b", b"\xff", b"\x00"]
 )
 values = st.binary(max_size=40) | st.binary(min_size=300, max_size=5000)
 
 
-class Model(RuleBasedStateMachine):
-    kind = "btree"
-
+class Model(DbMachine):
     @initialize()
     def open_db(self):
-        self.dir = tempfile.mkdtemp(prefix="pagewise-model-")
-        self.path = os.path.join(self.dir, "m.pw")
         self.model = {}
-        self.db = pagewise.Db.create(self.path, page_size=512, cache_bytes=256 << 10)
-        self.t = self._tree()
-
-    def _tree(self):
-        if self.kind == "btree":
-            return self.db.tree("t")
-        return self.db.tree("t", kind="bepsilon", node_bytes=8 << 10, basement_bytes=1 << 10, fanout=4)
+        self.create_db()
 
     def sorted_keys(self):
         return sorted(self.model)
@@ -92,8 +79,8 @@ class Model(RuleBasedStateMachine):
             # Dropped without close: the last reference checkpoints.
             del self.t
             self.db = None
-        self.db = pagewise.Db.open(self.path, cache_bytes=256 << 10)
-        self.t = self._tree()
+        self.db = pagewise.Db.open(self.path, cache_bytes=CACHE)
+        self.t = self.tree()
 
     @precondition(lambda self: len(self.model) > 0)
     @rule()
@@ -107,25 +94,5 @@ class Model(RuleBasedStateMachine):
         if hasattr(self, "t"):
             assert len(self.t) == len(self.model)
 
-    def teardown(self):
-        if getattr(self, "db", None) is not None:
-            assert self.db.check()["problems"] == []
-            self.db.close()
-        shutil.rmtree(getattr(self, "dir", ""), ignore_errors=True)
 
-
-class BEpsilonModel(Model):
-    kind = "bepsilon"
-
-
-common = settings(
-    max_examples=EXAMPLES,
-    stateful_step_count=30,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-TestBTreeModel = Model.TestCase
-TestBTreeModel.settings = common
-TestBEpsilonModel = BEpsilonModel.TestCase
-TestBEpsilonModel.settings = common
+TestBTreeModel, TestBEpsilonModel = model_cases(Model, steps=30)

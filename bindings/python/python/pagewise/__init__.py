@@ -10,9 +10,12 @@ use a tree like an ordered ``dict`` of ``bytes`` to ``bytes``::
         for k, v in t.range(b"k", b"l"):
             print(k, v)
 
-Every engine error is a :class:`Error`; the subclasses say which kind.
-Snapshots and multi-statement transactions are not in the engine yet:
-batches (:class:`Batch`) are the unit of atomicity.
+A :class:`Snapshot` (``with db.snapshot() as s:``) reads every tree as of
+one commit; a :class:`Transaction` (``with db.transaction() as tx:``) reads a
+snapshot plus its own writes and commits them atomically on exit, raising
+:class:`ConflictError` (nothing written) if something it read changed.
+A :class:`Batch` writes without reading. Every engine error is an
+:class:`Error`; the subclasses say which kind.
 """
 
 from ._pagewise import (
@@ -23,6 +26,7 @@ from ._pagewise import (
     MIN_PAGE_SIZE,
     Batch,
     ClosedError,
+    ConflictError,
     CorruptError,
     Db,
     Error,
@@ -33,6 +37,11 @@ from ._pagewise import (
     NotFoundError,
     OptionsError,
     ReadOnlyError,
+    ReadableTree,
+    Snapshot,
+    SnapshotTooOldError,
+    SnapshotTree,
+    Transaction,
     Tree,
     __version__,
     load_probe_results,
@@ -48,6 +57,7 @@ __all__ = [
     "MIN_PAGE_SIZE",
     "Batch",
     "ClosedError",
+    "ConflictError",
     "CorruptError",
     "Db",
     "Error",
@@ -58,6 +68,11 @@ __all__ = [
     "NotFoundError",
     "OptionsError",
     "ReadOnlyError",
+    "ReadableTree",
+    "Snapshot",
+    "SnapshotTooOldError",
+    "SnapshotTree",
+    "Transaction",
     "Tree",
     "__version__",
     "load_probe_results",

@@ -1,7 +1,6 @@
 """Type stub of the native module; everything is re-exported by ``pagewise``."""
 
 from os import PathLike
-from types import TracebackType
 from typing import Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from typing_extensions import Buffer, Self  # typing_extensions ships with type checkers
@@ -33,7 +32,15 @@ class CorruptError(Error):
     """Not a pagewise Db, truncated, or a checksum mismatch."""
 
 class ClosedError(Error):
-    """The Db was closed; its trees, batches and iterators raise this."""
+    """The Db was closed (its trees, batches, snapshots, transactions and
+    iterators raise this), or the snapshot or transaction used has ended."""
+
+class ConflictError(Error):
+    """A transaction's commit found that something it read changed since it
+    began; nothing was written: run the transaction again."""
+
+class SnapshotTooOldError(Error):
+    """A read through a snapshot or transaction older than ``snapshot_max_age``."""
 
 class ReadOnlyError(Error):
     """A write on a read-only Db, or a read-only open that needs recovery."""
@@ -53,7 +60,8 @@ class Db:
     ``direct_io``, ``read_ahead_pages``, ``wal_limit_bytes``, ``sparse_log``,
     ``delta_flush`` (True, False/None or ``{"threshold_bytes", "block_bytes"}``),
     ``append_fill`` (0.5..1.0), ``read_only``, ``merge_operator`` (a name in
-    ``MERGE_OPERATORS``).
+    ``MERGE_OPERATORS``), ``snapshot_max_age`` (seconds, or None: no bound;
+    older snapshots and transactions raise SnapshotTooOldError).
     """
 
     def __init__(
@@ -72,6 +80,7 @@ class Db:
         append_fill: float = ...,
         read_only: bool = ...,
         merge_operator: Optional[str] = ...,
+        snapshot_max_age: Optional[float] = ...,
     ) -> None:
         """Opens the database at ``path``, creating it if it does not exist."""
     @classmethod
@@ -103,6 +112,15 @@ class Db:
         """Names of the trees that exist, in name order."""
     def tree_kind(self, name: str) -> Optional[Literal["btree", "bepsilon"]]:
         """The kind of an existing tree, or None."""
+    def snapshot(self) -> Snapshot:
+        """Every tree as of the latest commit; a ``with`` block closes it on exit."""
+    def transaction(self) -> Transaction:
+        """An optimistic write transaction; a ``with`` block commits it on exit
+        (ConflictError if something it read changed), or aborts if it raised."""
+    def backup(self, path: StrPath) -> Dict[str, Any]:
+        """Writes a consistent copy, as of a snapshot taken now, to the new
+        database ``path`` while writers go on. Returns ``trees``, ``entries``,
+        ``user_bytes``, ``file_bytes`` and ``elapsed`` (seconds)."""
     def batch(self) -> Batch:
         """A new Batch that a ``with`` block applies on exit (unless it raised)."""
     def apply(self, batch: Batch) -> None:
@@ -133,13 +151,11 @@ class Db:
     def read_only(self) -> bool:
         """True when opened with read_only=True."""
     def __enter__(self) -> Self: ...
-    def __exit__(
-        self, exc_type: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> bool:
+    def __exit__(self, *exc: object) -> bool:
         """Closes the Db."""
 
-class Tree:
-    """A named, ordered map from byte keys to byte values."""
+class ReadableTree:
+    """The read side of a tree: the base class of Tree and SnapshotTree."""
 
     @property
     def name(self) -> str:
@@ -155,17 +171,6 @@ class Tree:
     def __getitem__(self, key: BytesLike) -> bytes:
         """The value of ``key``; KeyError when absent."""
     def __contains__(self, key: BytesLike) -> bool: ...
-    def insert(self, key: BytesLike, value: BytesLike) -> None:
-        """Sets ``key`` to ``value`` (one atomic write)."""
-    def __setitem__(self, key: BytesLike, value: BytesLike) -> None: ...
-    def remove(self, key: BytesLike) -> None:
-        """Removes ``key``; nothing happens if it is absent."""
-    def __delitem__(self, key: BytesLike) -> None:
-        """Removes ``key``; KeyError if it is absent."""
-    def upsert(self, key: BytesLike, operand: BytesLike) -> None:
-        """Merges ``operand`` into ``key`` with the Db's merge operator (B-epsilon trees)."""
-    def update(self, items: Union[Mapping[BytesLike, BytesLike], Iterable[Tuple[BytesLike, BytesLike]]]) -> None:
-        """Writes every (key, value) atomically, as one batch."""
     def __len__(self) -> int:
         """Number of entries (a B-epsilon tree counts them by iterating)."""
     def range(
@@ -187,8 +192,96 @@ class Tree:
     def last(self) -> Optional[Tuple[bytes, bytes]]:
         """The entry with the largest key, or None."""
 
+class Tree(ReadableTree):
+    """A named, ordered map from byte keys to byte values. Its iterators read
+    a snapshot taken when they are made."""
+
+    def insert(self, key: BytesLike, value: BytesLike) -> None:
+        """Sets ``key`` to ``value`` (one atomic write)."""
+    def __setitem__(self, key: BytesLike, value: BytesLike) -> None: ...
+    def remove(self, key: BytesLike) -> None:
+        """Removes ``key``; nothing happens if it is absent."""
+    def __delitem__(self, key: BytesLike) -> None:
+        """Removes ``key``; KeyError if it is absent."""
+    def upsert(self, key: BytesLike, operand: BytesLike) -> None:
+        """Merges ``operand`` into ``key`` with the Db's merge operator (B-epsilon trees)."""
+    def update(self, items: Union[Mapping[BytesLike, BytesLike], Iterable[Tuple[BytesLike, BytesLike]]]) -> None:
+        """Writes every (key, value) atomically, as one batch."""
+
+class SnapshotTree(ReadableTree):
+    """A tree as of a snapshot: the reads of Tree; ClosedError once the snapshot is closed."""
+
+class Snapshot:
+    """Every tree as of one commit, read-only; closing it (or the end of its
+    ``with`` block) lets the engine reuse the pages it kept."""
+
+    def tree(self, name: str) -> SnapshotTree:
+        """Tree ``name`` as of the snapshot (empty if it did not exist then)."""
+    def tree_names(self) -> List[str]:
+        """Names of the trees that existed, in name order."""
+    def tree_kind(self, name: str) -> Optional[Literal["btree", "bepsilon"]]:
+        """The kind of a tree that existed, or None."""
+    def close(self) -> None:
+        """Lets go of the snapshot; its trees and iterators raise ClosedError. Idempotent."""
+    @property
+    def closed(self) -> bool:
+        """True once closed (or once its Db is closed)."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> bool:
+        """Closes the snapshot."""
+
+class Transaction:
+    """An optimistic write transaction: reads a snapshot taken when it began
+    plus its own writes; ``commit`` writes them atomically if nothing it read
+    changed meanwhile (ConflictError otherwise, nothing written). Safe to
+    share between threads."""
+
+    @overload
+    def get(self, tree: Union[Tree, str], key: BytesLike) -> Optional[bytes]: ...
+    @overload
+    def get(self, tree: Union[Tree, str], key: BytesLike, default: _D) -> Union[bytes, _D]:
+        """The value of ``key`` in ``tree`` as the transaction sees it, or ``default``."""
+    def contains(self, tree: Union[Tree, str], key: BytesLike) -> bool:
+        """Whether ``key`` is in ``tree`` as the transaction sees it."""
+    def range(
+        self,
+        tree: Union[Tree, str],
+        start: Optional[BytesLike] = None,
+        end: Optional[BytesLike] = None,
+        *,
+        reverse: bool = False,
+    ) -> Iterator[Tuple[bytes, bytes]]:
+        """Lazy (key, value) pairs with start <= key < end as the transaction
+        sees them (its writes made before this call included)."""
+    def prefix(
+        self, tree: Union[Tree, str], prefix: BytesLike, *, reverse: bool = False
+    ) -> Iterator[Tuple[bytes, bytes]]:
+        """Lazy (key, value) pairs whose key starts with ``prefix`` (as ``range``)."""
+    def insert(self, tree: Union[Tree, str], key: BytesLike, value: BytesLike) -> None:
+        """Sets ``key`` to ``value`` in ``tree`` when the transaction commits."""
+    def remove(self, tree: Union[Tree, str], key: BytesLike) -> None:
+        """Removes ``key`` from ``tree`` when the transaction commits."""
+    def upsert(self, tree: Union[Tree, str], key: BytesLike, operand: BytesLike) -> None:
+        """Merges ``operand`` into ``key`` of B-epsilon tree ``tree`` at commit
+        (a blind write: never a conflict)."""
+    def __len__(self) -> int:
+        """Writes buffered so far."""
+    def commit(self) -> None:
+        """Writes the transaction's writes atomically, or raises ConflictError
+        (nothing written); the transaction has ended either way."""
+    def abort(self) -> None:
+        """Ends the transaction without writing; does nothing if it has ended."""
+    @property
+    def closed(self) -> bool:
+        """True once committed or aborted (or once its Db is closed)."""
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> bool:
+        """Commits if the block ended normally (and the transaction is open);
+        aborts if it raised, and the exception propagates."""
+
 class Iterator:
-    """A lazy iterator over a key range; raises ClosedError once the Db is closed."""
+    """A lazy iterator over a key range; raises ClosedError once the Db (or
+    the snapshot or transaction it reads) is closed."""
 
     def __iter__(self) -> Self: ...
     def __next__(self) -> Any: ...
@@ -210,9 +303,7 @@ class Batch:
     def user_bytes(self) -> int:
         """Bytes of keys, values and operands in the batch."""
     def __enter__(self) -> Self: ...
-    def __exit__(
-        self, exc_type: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> bool:
+    def __exit__(self, *exc: object) -> bool:
         """Applies the batch (from ``Db.batch()``) unless the block raised."""
 
 def probe(
