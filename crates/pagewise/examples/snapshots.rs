@@ -281,6 +281,18 @@ fn tx_rate(db: &Db, rows: u64, threads: u64, checked: bool, secs: f64) -> (f64, 
     )
 }
 
+/// One kind, one thread, 10 s of transactions (`checked`) or of the same
+/// work unchecked: for a profiler.
+fn tx_one(dir: &Path, k: &str, checked: bool) {
+    let rows = 1_000_000u64;
+    let db = create(&dir.join("tx.pw"), 256 << 20);
+    db.tree_with("main", kind(k)).expect("tree");
+    fill(&db, "main", 0, rows);
+    let (r, c) = tx_rate(&db, rows, 1, checked, 10.0);
+    println!("{k} checked={checked}: {r:.0}/s, {c} conflicts");
+    db.close().expect("close");
+}
+
 fn tx(dir: &Path) {
     let rows = 1_000_000u64;
     for k in ["btree", "bepsilon"] {
@@ -289,11 +301,16 @@ fn tx(dir: &Path) {
         fill(&db, "main", 0, rows);
         for threads in [1u64, 2] {
             let (mut on, mut off, mut conflicts) = (Vec::new(), Vec::new(), 0);
-            for _ in 0..ROUNDS {
-                let (r, c) = tx_rate(&db, rows, threads, true, 2.0);
-                on.push(r);
-                conflicts += c;
-                off.push(tx_rate(&db, rows, threads, false, 2.0).0);
+            // 5 s each (a checkpoint or two), alternating which goes first.
+            for round in 0..ROUNDS {
+                let first_checked = round % 2 == 0;
+                for checked in [first_checked, !first_checked] {
+                    let (r, c) = tx_rate(&db, rows, threads, checked, 5.0);
+                    match checked {
+                        true => (on.push(r), conflicts += c),
+                        false => (off.push(r), ()),
+                    };
+                }
             }
             let ratios: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b).collect();
             let ((a, alo, ahi), (b, ..), (r, rlo, rhi)) = (median(on), median(off), median(ratios));
@@ -313,6 +330,7 @@ fn main() {
         [m, d, k, r] if m == "fill" => fill_held(Path::new(d), k, r.parse().expect(usage)),
         [m, d, r] if m == "backup" => backup(Path::new(d), r.parse().expect(usage)),
         [m, d] if m == "tx" => tx(Path::new(d)),
+        [m, d, k, c] if m == "txone" => tx_one(Path::new(d), k, c == "checked"),
         _ => {
             eprintln!("{usage}");
             std::process::exit(2);
