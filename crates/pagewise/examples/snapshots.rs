@@ -281,15 +281,15 @@ fn tx_rate(db: &Db, rows: u64, threads: u64, checked: bool, secs: f64) -> (f64, 
     )
 }
 
-/// One kind, one thread, 10 s of transactions (`checked`) or of the same
-/// work unchecked: for a profiler.
-fn tx_one(dir: &Path, k: &str, checked: bool) {
+/// One kind, 10 s of transactions (`checked`) or of the same work
+/// unchecked on `threads` threads: for a profiler.
+fn tx_one(dir: &Path, k: &str, checked: bool, threads: u64) {
     let rows = 1_000_000u64;
     let db = create(&dir.join("tx.pw"), 256 << 20);
     db.tree_with("main", kind(k)).expect("tree");
     fill(&db, "main", 0, rows);
-    let (r, c) = tx_rate(&db, rows, 1, checked, 10.0);
-    println!("{k} checked={checked}: {r:.0}/s, {c} conflicts");
+    let (r, c) = tx_rate(&db, rows, threads, checked, 10.0);
+    println!("{k} checked={checked} threads={threads}: {r:.0}/s, {c} conflicts");
     db.close().expect("close");
 }
 
@@ -323,14 +323,16 @@ fn tx(dir: &Path) {
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let usage =
-        "usage: snapshots take DIR | gets DIR | fill DIR KIND ROWS | backup DIR ROWS | tx DIR";
+        "usage: snapshots take DIR | gets DIR | fill DIR KIND ROWS | backup DIR ROWS | tx DIR | txone DIR KIND checked|unchecked THREADS";
     match &a[1..] {
         [m, d] if m == "take" => take(Path::new(d)),
         [m, d] if m == "gets" => gets(Path::new(d)),
         [m, d, k, r] if m == "fill" => fill_held(Path::new(d), k, r.parse().expect(usage)),
         [m, d, r] if m == "backup" => backup(Path::new(d), r.parse().expect(usage)),
         [m, d] if m == "tx" => tx(Path::new(d)),
-        [m, d, k, c] if m == "txone" => tx_one(Path::new(d), k, c == "checked"),
+        [m, d, k, c, t] if m == "txone" => {
+            tx_one(Path::new(d), k, c == "checked", t.parse().expect(usage))
+        }
         _ => {
             eprintln!("{usage}");
             std::process::exit(2);
