@@ -45,7 +45,14 @@ impl<T> Frozen<T> {
     /// Whether a read that began at reuse generation `gen` may trust what it
     /// found: always while the pin holds, else only without a reuse since.
     pub fn trusts(&self, gen: u64, now_gen: u64) -> bool {
-        self.max_age.is_none() || gen == now_gen
+        self.pinned() || gen == now_gen
+    }
+
+    /// Whether every page this snapshot can read is held for as long as it
+    /// lives (no age bound): then no reuse of page ids concerns its reads,
+    /// and a page it read is cached even if a checkpoint ended meanwhile.
+    pub fn pinned(&self) -> bool {
+        self.max_age.is_none()
     }
 }
 
@@ -180,7 +187,8 @@ impl<T> Store<T> {
                     .fetch_add(view.hits.get(), Ordering::Relaxed);
                 step
             };
-            let still = || self.reuse_gen.load(Ordering::Acquire) == gen;
+            let pinned_at = at.is_some_and(|fz| fz.pinned());
+            let still = || pinned_at || self.reuse_gen.load(Ordering::Acquire) == gen;
             let miss = match step {
                 Step::Done(t)
                     if at.is_none_or(|fz| {
@@ -212,11 +220,17 @@ impl<T> Store<T> {
         panic!("a read restarted {MAX_RESTARTS} times: page reuse never settles");
     }
 
-    /// Reads an extent seen under reuse generation `gen`; `None` if a page
-    /// reuse raced with the read (the caller looks again).
-    pub fn read_extent_at(&self, ext: &Extent, kind: Kind, gen: u64) -> Result<Option<Vec<u8>>> {
+    /// Reads an extent seen under reuse generation `gen` (None: by a
+    /// snapshot that holds it); `None` if a page reuse raced with the read
+    /// (the caller looks again).
+    pub fn read_extent_at(
+        &self,
+        ext: &Extent,
+        kind: Kind,
+        gen: Option<u64>,
+    ) -> Result<Option<Vec<u8>>> {
         let r = self.pager.read_extent(ext, kind);
-        if self.reuse_gen.load(Ordering::Acquire) != gen {
+        if gen.is_some_and(|g| self.reuse_gen.load(Ordering::Acquire) != g) {
             return Ok(None);
         }
         r.map(Some)

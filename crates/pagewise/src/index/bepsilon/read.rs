@@ -198,7 +198,8 @@ pub fn read_at<R>(
             Step::Miss(m) => m,
         };
         store.cache.count_miss();
-        let still = || store.reuse_gen.load(Ordering::Acquire) == gen;
+        let pinned_at = at.is_some_and(|fz| fz.pinned());
+        let still = || pinned_at || store.reuse_gen.load(Ordering::Acquire) == gen;
         if let Miss::Probe(ext, i, n, key) = miss {
             match probe(ix, &ext, &n, i, &key) {
                 Ok(p) if still() => probed.push((ext.first_page, i, Arc::new(p))),

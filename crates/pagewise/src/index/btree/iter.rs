@@ -306,7 +306,11 @@ impl Cursor {
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         match e.1 {
             Owned::Inline(v) => Ok(Some((e.0, v))),
-            Owned::Overflow(ext) => match ix.store.read_extent_at(&ext, Kind::Overflow, e.2)? {
+            Owned::Overflow(ext) => match ix.store.read_extent_at(
+                &ext,
+                Kind::Overflow,
+                (!at.is_some_and(|fz| fz.pinned())).then_some(e.2),
+            )? {
                 Some(v) => Ok(Some((e.0, v))),
                 // The extent was reused since the leaf was read: look again.
                 None => Ok(super::read::get(ix, at, &self.tree, &e.0)?

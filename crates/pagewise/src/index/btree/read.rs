@@ -120,6 +120,7 @@ pub fn get(
             Ok(None) => return Ok(Ok(None)),
             Ok(Some(Owned::Inline(v))) => return Ok(Ok(Some(v))),
             Ok(Some(Owned::Overflow(ext))) => {
+                let gen = (!at.is_some_and(|fz| fz.pinned())).then_some(gen);
                 if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {
                     return Ok(Ok(Some(v)));
                 }
