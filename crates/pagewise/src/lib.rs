@@ -35,6 +35,7 @@ mod options;
 mod stats;
 mod store;
 mod tree;
+mod tuned;
 
 pub use batch::Batch;
 pub use check::CheckReport;
@@ -53,6 +54,9 @@ pub use options::{
 pub use stats::{LevelReads, Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
 pub use tree::{Iter, Tree};
+pub use tuned::{
+    sidecar_path, Tuned, TunedBEpsilon, TunedKind, TunedSource, TUNED_FILE, TUNED_SCHEMA,
+};
 
 /// Longest key a B+tree accepts with `page_size` pages.
 pub fn max_key_len(page_size: usize) -> usize {
