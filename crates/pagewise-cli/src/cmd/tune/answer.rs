@@ -57,30 +57,50 @@ pub fn unmeasured(advice: &Advice) -> Answer {
 
 /// The measured answer from verification `v` of `advice`.
 pub fn measured(advice: &Advice, v: &Verification) -> Answer {
+    let top = v
+        .sizes
+        .iter()
+        .map(|c| c.calibrated.mix_ops)
+        .fold(0.0, f64::max);
     let page_cands: Vec<Candidate<u64>> = (v.sizes.iter())
         .map(|c| Candidate {
             id: c.page_size,
             measured: c.measured.mix_ops,
-            predicted: c.calibrated.mix_ops,
+            predicted: model_rank(c.page_size == v.recommended, c.calibrated.mix_ops, top),
         })
         .collect();
     let page = pick_headline(&page_cands, NOISE).expect("verification measured a size");
     let mut lines = Vec::new();
     let why =
         |h: &Headline<u64>| verify::miss_reason(h.model_first.id, h.best.id, &v.sizes, advice.mix);
-    explain_pick(&mut lines, "pages", &page, why(&page));
+    let kept = "the engine costs fitted here are kept in DIR/engine-costs.json and re-rank the next run on this drive before it verifies";
+    explain_pick(&mut lines, "pages", &page, why(&page), kept);
     let checks = v.bepsilon.as_ref().map(|b| &b.sizes[..]).unwrap_or(&[]);
+    let rec_node = v.bepsilon.as_ref().map_or(0, |b| {
+        verify::bepsilon::clamp_node(b.recommended_node_bytes)
+    });
+    let top = checks
+        .iter()
+        .map(|c| c.corrected_mix_ops)
+        .fold(0.0, f64::max);
     let node_cands: Vec<Candidate<u64>> = (checks.iter())
         .map(|c| Candidate {
             id: c.shape.node_bytes,
             measured: c.mix_ops,
-            predicted: c.corrected_mix_ops,
+            predicted: model_rank(c.shape.node_bytes == rec_node, c.corrected_mix_ops, top),
         })
         .collect();
     let node = pick_headline(&node_cands, NOISE);
     let node_check = node.and_then(|h| checks.iter().find(|c| c.shape.node_bytes == h.chosen.id));
     if let Some(h) = &node {
-        explain_pick(&mut lines, "nodes", h, "the corrected B-epsilon model's engine costs missed this size (see the B-epsilon table)".into());
+        let why = node_why(h, checks);
+        explain_pick(
+            &mut lines,
+            "nodes",
+            h,
+            why,
+            "the B-epsilon costs are not kept between runs yet",
+        );
     }
     let page_check = v
         .sizes
@@ -107,6 +127,17 @@ pub fn measured(advice: &Advice, v: &Verification) -> Answer {
         node_pick: node,
         kind,
         lines,
+    }
+}
+
+/// The model's preference as a number for [`pick_headline`]: the advisor's
+/// recommendation first (twice the best calibrated prediction `top`), the
+/// other sizes by their calibrated prediction `pred`.
+fn model_rank(recommended: bool, pred: f64, top: f64) -> f64 {
+    if recommended {
+        2.0 * top.max(pred) + 1.0
+    } else {
+        pred.max(0.0)
     }
 }
 
@@ -163,7 +194,7 @@ fn headline_line(
 }
 
 /// The tie and contradiction sentences of one pick (`unit`: "pages" or "nodes").
-fn explain_pick(lines: &mut Vec<String>, unit: &str, h: &Headline<u64>, why: String) {
+fn explain_pick(lines: &mut Vec<String>, unit: &str, h: &Headline<u64>, why: String, kept: &str) {
     let b = |p: u64| fmt_bytes(p as f64);
     if let Some(t) = h.tie_with {
         lines.push(format!(
@@ -178,12 +209,28 @@ fn explain_pick(lines: &mut Vec<String>, unit: &str, h: &Headline<u64>, why: Str
     }
     if h.contradicted {
         lines.push(format!(
-            "The model ranked {} {unit} first, but the engine measured it {:.1}% behind {}: {why}; the costs learned here are kept for the next run on this drive",
+            "The model recommended {} {unit}, but the engine measured it {:.1}% behind {}: {why}; {kept}",
             b(h.model_first.id),
             (1.0 - h.model_first.measured / h.best.measured) * 100.0,
             b(h.best.id)
         ));
     }
+}
+
+/// Why the measured best node size beat the recommended one, in rates.
+fn node_why(h: &Headline<u64>, checks: &[NodeCheck]) -> String {
+    let find = |n: u64| checks.iter().find(|c| c.shape.node_bytes == n);
+    let (Some(b), Some(r)) = (find(h.best.id), find(h.model_first.id)) else {
+        return "the recommended size was not measured".into();
+    };
+    format!(
+        "{} nodes measured {} inserts/s and {} gets/s against {} and {}, a trade the advisor's B-epsilon model (I/O only) does not weigh",
+        fmt_bytes(b.shape.node_bytes as f64),
+        fmt_count(b.inserts_per_s),
+        fmt_count(b.point_qps),
+        fmt_count(r.inserts_per_s),
+        fmt_count(r.point_qps)
+    )
 }
 
 fn kind_line(k: &KindChoice, advice: &Advice) -> String {

@@ -122,6 +122,12 @@ pub struct BEpsilonVerification {
     pub elapsed_secs: f64,
 }
 
+/// The advised node size as the verification measured it (clamped to the
+/// range it builds).
+pub fn clamp_node(advised: u64) -> u64 {
+    advised.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES)
+}
+
 /// Node sizes to verify: N/2, N, 2N within the verified range.
 pub fn node_sizes(advised: u64) -> Vec<u64> {
     let n = advised.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES);
