@@ -48,9 +48,11 @@ fn db_create_takes_the_tuned_configuration() {
     assert_eq!(v["page_size"].as_u64(), Some(16384));
     assert_eq!(v["settings_from"]["source"]["drive"], "emulated test drive");
     let tree = &v["trees"].as_array().unwrap()[0];
+    assert_eq!(tree["name"], "default");
+    let k = &tree["kind"]["bepsilon"];
     assert_eq!(
-        (tree["name"].as_str(), tree["kind"].as_str()),
-        (Some("default"), Some("bepsilon"))
+        (k["node_bytes"].as_u64(), k["fanout"].as_u64()),
+        (Some(262144), Some(12))
     );
     let o = pagewise(&["db", "stats", s(&db), "--no-direct"]);
     let text = String::from_utf8_lossy(&o.stdout);

@@ -223,13 +223,16 @@ fn node_why(h: &Headline<u64>, checks: &[NodeCheck]) -> String {
     let (Some(b), Some(r)) = (find(h.best.id), find(h.model_first.id)) else {
         return "the recommended size was not measured".into();
     };
+    let range = |c: &NodeCheck| c.range_us.map_or("-".into(), |u| format!("{u:.0} µs"));
     format!(
-        "{} nodes measured {} inserts/s and {} gets/s against {} and {}, a trade the advisor's B-epsilon model (I/O only) does not weigh",
+        "{} nodes measured {} inserts/s, {} gets/s and ranges of {} against {}, {} and {}, a trade the advisor's B-epsilon model (I/O only, no ranges) does not weigh",
         fmt_bytes(b.shape.node_bytes as f64),
         fmt_count(b.inserts_per_s),
         fmt_count(b.point_qps),
+        range(b),
         fmt_count(r.inserts_per_s),
-        fmt_count(r.point_qps)
+        fmt_count(r.point_qps),
+        range(r)
     )
 }
 
