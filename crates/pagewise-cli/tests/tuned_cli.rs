@@ -92,3 +92,43 @@ fn a_bad_tuned_file_is_refused_with_its_name() {
     );
     assert!(!db.exists(), "a Db was created from a bad file");
 }
+
+#[test]
+fn bench_run_takes_the_tuned_configuration() {
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tempfile::tempdir_in(base).unwrap();
+    std::fs::write(dir.path().join("tuned.json"), TUNED).unwrap();
+    let out = dir.path().join("b.jsonl");
+    let o = pagewise(&[
+        "bench",
+        "run",
+        "--tuned",
+        s(dir.path()),
+        "-w",
+        "fillrandom",
+        "--keys",
+        "1000",
+        "--no-loop",
+        "--dir",
+        s(&dir.path().join("work")),
+        "--out",
+        s(&out),
+        "--memory-cap",
+        "fadvise",
+        "--cap-phases",
+        "small-cache",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("engine pagewise runs as pagewise-bepsilon"),
+        "{err}"
+    );
+    let line = std::fs::read_to_string(&out).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!(v["engine"], "pagewise-bepsilon");
+    let st = &v["settings"];
+    assert_eq!(st["page_size"].as_u64(), Some(16384));
+    assert_eq!(st["bepsilon_node_bytes"].as_u64(), Some(262144));
+    assert_eq!(st["bepsilon_fanout"].as_u64(), Some(12));
+}
