@@ -32,3 +32,19 @@ for f in sorted(glob.glob('/work/wt-tune/docs/bench/tune33/*.json')):
 print("| run | headline (tuned.json) | its measured mix ops/s | of the best measured, both kinds | headline page of the best B+tree | B+tree mix ops/s per page | B-epsilon mix ops/s per node | kind decided by | ties, contradictions | wall time |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 print("\n".join(rows))
+# Per profile: runs whose headline measured >= 97% of the best measured (both
+# kinds), and whose page measured >= 97% of the best verified B+tree size.
+import collections
+c=collections.defaultdict(lambda:[0,0,0,[]])
+for f in sorted(glob.glob('/work/wt-tune/docs/bench/tune33/*-r*.json')):
+    name=os.path.basename(f)[:-5]; prof=name.rsplit('-r',1)[0]
+    try: v=json.load(open(f))
+    except Exception: continue
+    ver=v['verification']
+    sizes={s['page_size']:s['measured']['mix_ops'] for s in ver['sizes']}
+    nodes={s['shape']['node_bytes']:s['mix_ops'] for s in (ver.get('bepsilon') or {'sizes':[]})['sizes']}
+    hm=nodes[v['bepsilon']['node_bytes']] if v['tree_kind']=='bepsilon' else sizes[v['best_page_size']]
+    best=max(list(sizes.values())+list(nodes.values()))
+    c[prof][0]+=1; c[prof][1]+= hm>=0.97*best; c[prof][2]+= sizes[v['best_page_size']]>=0.97*max(sizes.values()); c[prof][3].append(round(v['elapsed_secs']))
+print()
+for p,(n,h,b,t) in sorted(c.items()): print(f"{p}: {n} runs, headline >= 97% of best in {h}, page >= 97% of best B+tree in {b}, wall {min(t)}-{max(t)} s")
