@@ -43,12 +43,18 @@ fn tune_writes_a_self_contained_report() {
     );
 
     let html = std::fs::read_to_string(data.join("report.html")).unwrap();
-    assert!(html.contains("Recommended B+tree page size"));
+    assert!(html.contains("Recommended configuration"));
     let kib = format!("{} KiB", best / 1024);
     assert!(
-        html.contains(&format!("<div class=\"big\">{kib}</div>")),
+        html.contains(&format!("<div class=\"big\">B+tree, {kib} pages</div>")),
         "best {kib} not headlined"
     );
+    // Without verification: the model's B+tree page, written for the engine.
+    assert_eq!(v["tree_kind"], "btree");
+    let tuned: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("tuned.json")).unwrap()).unwrap();
+    assert_eq!(tuned["page_size"].as_u64(), Some(best));
+    assert_eq!(tuned["tree_kind"], "btree");
     assert!(
         html.contains("Why") || html.contains("pages: fanout"),
         "no reason given"

@@ -39,7 +39,15 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "report.html" && n != "probe-results.json" && n != "engine-costs.json")
+        .filter(|n| {
+            ![
+                "report.html",
+                "probe-results.json",
+                "engine-costs.json",
+                "tuned.json",
+            ]
+            .contains(&n.as_str())
+        })
         .collect()
 }
 
@@ -85,6 +93,30 @@ fn verification_reports_every_size_and_cleans_up() {
         "verified sizes around {device_only}"
     );
     assert!(sizes.contains(&best), "recommended {best} not verified");
+    // The headline never contradicts the table: its measured mix is within
+    // the 3% noise of the best measured.
+    let mix = |p: u64| {
+        let s = ver["sizes"].as_array().unwrap().iter();
+        s.filter(|s| s["page_size"].as_u64() == Some(p))
+            .map(|s| s["measured"]["mix_ops"].as_f64().unwrap())
+            .next()
+            .unwrap()
+    };
+    let top = sizes.iter().map(|&p| mix(p)).fold(0.0, f64::max);
+    assert!(
+        mix(best) >= 0.97 * top,
+        "headline {best} measured {} of {top}",
+        mix(best)
+    );
+    // tuned.json holds the answer.
+    let tuned: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("tuned.json")).unwrap()).unwrap();
+    assert_eq!(tuned["page_size"].as_u64(), Some(best));
+    assert_eq!(tuned["tree_kind"], v["tree_kind"]);
+    let kind = v["answer"]["kind"]["kind"]
+        .as_str()
+        .expect("both kinds measured");
+    assert_eq!(tuned["tree_kind"].as_str(), Some(kind));
     for s in ver["sizes"].as_array().unwrap() {
         for rate in [
             &s["measured"]["point_qps"],
@@ -138,7 +170,7 @@ fn verification_reports_every_size_and_cleans_up() {
     // The B-epsilon node size, checked the same way: the advised node and
     // its neighbours, an eighth of the rows, measured rates > 0.
     let b = &ver["bepsilon"];
-    let advised = v["bepsilon_node_size"].as_u64().unwrap();
+    let advised = b["recommended_node_bytes"].as_u64().unwrap();
     let nodes: Vec<u64> = b["sizes"]
         .as_array()
         .expect("a B-epsilon entry per node size")

@@ -50,6 +50,8 @@ pub enum Error {
     TreeName { name: String, why: &'static str },
     #[error("invalid options: {0}")]
     Options(String),
+    #[error("{path}: bad tuned configuration: {why}")]
+    Tuned { path: PathBuf, why: String },
     #[error("{path} already exists; open it with Db::open (or choose another path)")]
     AlreadyExists { path: PathBuf },
     #[error("{path} does not exist; create it with Db::create")]

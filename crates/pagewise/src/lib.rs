@@ -38,6 +38,7 @@ mod stats;
 mod store;
 mod transaction;
 mod tree;
+mod tuned;
 
 pub use backup::BackupReport;
 pub use batch::Batch;
@@ -59,6 +60,9 @@ pub use stats::{LevelReads, Stats, TreeStats};
 pub use store::superblock::FORMAT_VERSION;
 pub use transaction::{Transaction, TxIter};
 pub use tree::{Iter, Tree};
+pub use tuned::{
+    sidecar_path, Tuned, TunedBEpsilon, TunedKind, TunedSource, TUNED_FILE, TUNED_SCHEMA,
+};
 
 /// Longest key a B+tree accepts with `page_size` pages.
 pub fn max_key_len(page_size: usize) -> usize {

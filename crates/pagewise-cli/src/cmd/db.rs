@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use pagewise::{Db, Durability, Options};
+use pagewise::{Db, Durability, Options, Tuned};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -34,9 +34,16 @@ enum Cmd {
     /// Create a new, empty database.
     Create {
         path: PathBuf,
-        /// Page size in bytes: a power of two from 512 to 65536.
-        #[arg(long, default_value_t = 4096)]
-        page_size: usize,
+        /// Page size in bytes: a power of two from 512 to 65536 (default
+        /// 4096, or the tuned one with --tuned).
+        #[arg(long, conflicts_with = "tuned")]
+        page_size: Option<usize>,
+        /// Take the page size and tree kind `pagewise tune DIR` chose
+        /// (DIR/tuned.json): the tree "default" is created with the tuned kind,
+        /// and a copy of the file is kept beside the Db as PATH-tuned.json
+        /// (shown by `db stats`).
+        #[arg(long, value_name = "DIR")]
+        tuned: Option<PathBuf>,
         #[arg(long)]
         no_direct: bool,
     },
@@ -106,6 +113,57 @@ enum Cmd {
     },
 }
 
+/// `db create`: defaults or `--page-size`, or the tuned configuration in
+/// `tuned` (its tree kind for the tree "default", its copy kept beside).
+fn create(
+    path: &std::path::Path,
+    page_size: Option<usize>,
+    tuned: Option<&std::path::Path>,
+    no_direct: bool,
+) -> Result<()> {
+    let t = tuned.map(Tuned::load).transpose()?;
+    let base = Options::default().direct_io(!no_direct);
+    let o = match &t {
+        Some(t) => t.apply(base),
+        None => base.page_size(page_size.unwrap_or(4096)),
+    };
+    let ps = o.page_size;
+    let db = Db::create(path, o)?;
+    let Some(t) = t else {
+        db.close()?;
+        println!("created {} (page size {ps} B)", path.display());
+        return Ok(());
+    };
+    db.tree_with("default", t.kind())?;
+    db.close()?;
+    let side = t.save_beside(path)?;
+    println!(
+        "created {} (page size {ps} B, tree \"default\" a {} tree, from {}; provenance in {})",
+        path.display(),
+        t.kind().name(),
+        tuned.unwrap_or(path).join(pagewise::TUNED_FILE).display(),
+        side.display()
+    );
+    Ok(())
+}
+
+/// `db stats`' line on where the settings came from.
+fn settings_from(path: &std::path::Path, t: Option<&Tuned>) -> String {
+    let Some(t) = t else {
+        return format!(
+            "flags or defaults (no {} beside the Db)",
+            pagewise::sidecar_path(path).display()
+        );
+    };
+    format!(
+        "pagewise tune in {} on the {} ({} tree; {})",
+        t.source.dir,
+        t.source.drive,
+        t.kind().name(),
+        pagewise::sidecar_path(path).display()
+    )
+}
+
 type KvResult = pagewise::Result<(Vec<u8>, Vec<u8>)>;
 
 fn open(c: &Common) -> Result<Db> {
@@ -160,17 +218,9 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Create {
             path,
             page_size,
+            tuned,
             no_direct,
-        } => {
-            let db = Db::create(
-                &path,
-                Options::default()
-                    .page_size(page_size)
-                    .direct_io(!no_direct),
-            )?;
-            db.close()?;
-            println!("created {} (page size {page_size} B)", path.display());
-        }
+        } => create(&path, page_size, tuned.as_deref(), no_direct)?,
         Cmd::Put { c, key, value } => {
             let db = open(&c)?;
             db.tree(&c.tree)?
@@ -257,10 +307,17 @@ pub fn run(a: Args) -> Result<()> {
         Cmd::Stats { c, json } => {
             let db = open_for_reading(&c)?;
             let s = db.stats();
+            let origin = Tuned::beside(&c.path)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
+                let mut v = serde_json::to_value(&s)?;
+                v["settings_from"] = serde_json::to_value(&origin)?;
+                println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(());
             }
+            println!(
+                "settings from   {}",
+                settings_from(&c.path, origin.as_ref())
+            );
             println!("page size       {} B", s.page_size);
             println!("direct I/O      {}", s.direct_io);
             println!(

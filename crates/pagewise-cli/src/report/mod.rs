@@ -39,6 +39,8 @@ pub struct ReportData<'a> {
     pub commands: Vec<String>,
     /// The advice measured on the engine (`tune --verify`).
     pub verification: Option<&'a crate::cmd::tune::verify::Verification>,
+    /// tune's one answer (the headline; `None` outside tune).
+    pub answer: Option<&'a crate::cmd::tune::answer::Answer>,
 }
 
 pub fn render(d: &ReportData) -> String {
@@ -99,11 +101,14 @@ fn summary(d: &ReportData) -> String {
     let a = d.advice;
     let best = a.rows.iter().find(|r| r.page_size == a.best);
     let mut s = String::from("<div class=\"card hero\">");
-    s.push_str(&format!(
-        "<div class=\"sub\">Recommended B+tree page size</div><div class=\"big\">{}</div><p>{}.</p>",
-        fmt_bytes(a.best as f64),
-        esc(&a.reason)
-    ));
+    match d.answer {
+        Some(ans) => s.push_str(&answer_html(ans, &a.reason)),
+        None => s.push_str(&format!(
+            "<div class=\"sub\">Recommended B+tree page size</div><div class=\"big\">{}</div><p>{}.</p>",
+            fmt_bytes(a.best as f64),
+            esc(&a.reason)
+        )),
+    }
     s.push_str("<div class=\"kpis\">");
     if let Some(r) = best {
         kpi(
@@ -152,6 +157,29 @@ fn summary(d: &ReportData) -> String {
         );
     }
     s.push_str("</div></div>");
+    s
+}
+
+/// The hero of a tune report: the answer, its explanations, the model's
+/// reasoning after them.
+fn answer_html(ans: &crate::cmd::tune::answer::Answer, reason: &str) -> String {
+    let big = match (ans.tree_kind, ans.bepsilon) {
+        (pagewise_model::advise::choice::Kind::BEpsilon, Some(b)) => {
+            format!("B-epsilon tree, {} nodes", fmt_bytes(b.node_bytes as f64))
+        }
+        _ => format!("B+tree, {} pages", fmt_bytes(ans.page_size as f64)),
+    };
+    let mut s = format!(
+        "<div class=\"sub\">Recommended configuration (written to tuned.json)</div><div class=\"big\">{}</div>",
+        esc(&big)
+    );
+    for l in &ans.lines {
+        s.push_str(&format!("<p>{}.</p>", esc(l)));
+    }
+    s.push_str(&format!(
+        "<p class=\"sub\">The model's reasoning: {}.</p>",
+        esc(reason)
+    ));
     s
 }
 

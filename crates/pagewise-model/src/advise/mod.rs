@@ -6,6 +6,7 @@
 pub mod bepsilon;
 pub mod bepsilon_engine;
 pub mod btree;
+pub mod choice;
 pub mod correct;
 pub mod dataset;
 mod explain;

@@ -100,6 +100,12 @@ pub struct Args {
     /// before a checkpoint, 10 to 90 (default 75).
     #[arg(long, value_name = "PERCENT")]
     pub dirty_percent: Option<u8>,
+    /// Run pagewise with the configuration `pagewise tune DIR` chose
+    /// (DIR/tuned.json): its page size, and its tree kind for the engine
+    /// `pagewise` (a tuned B-epsilon tree runs as `pagewise-bepsilon` with the
+    /// tuned node, leaf, basement and fanout). The cache stays --cache.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["page_size", "bepsilon_node", "bepsilon_leaf", "bepsilon_basement", "bepsilon_fanout"])]
+    pub tuned: Option<PathBuf>,
     /// Work directory: loop images and mount points (or plain run directories).
     #[arg(long, default_value = "/var/tmp/pagewise-bench")]
     pub dir: PathBuf,
@@ -200,9 +206,10 @@ fn params(a: &Args) -> Params {
     }
 }
 
-/// The engines' settings from the flags, checked before anything runs.
-fn settings(a: &Args) -> anyhow::Result<Settings> {
-    let settings = Settings {
+/// The engines' settings from the flags (and `--tuned`), checked before
+/// anything runs.
+fn settings(a: &Args, tuned: Option<&pagewise::Tuned>) -> anyhow::Result<Settings> {
+    let mut settings = Settings {
         cache_bytes: a.cache,
         compression: a.compression,
         sync: a.sync,
@@ -216,6 +223,15 @@ fn settings(a: &Args) -> anyhow::Result<Settings> {
         wal_limit_bytes: a.wal_limit,
         dirty_percent: a.dirty_percent,
     };
+    if let Some(t) = tuned {
+        settings.page_size = Some(t.page_size);
+        if let Some(b) = t.bepsilon {
+            settings.bepsilon_node_bytes = Some(b.node_bytes);
+            settings.bepsilon_leaf_bytes = b.leaf_bytes.or(Some(b.node_bytes));
+            settings.bepsilon_basement_bytes = Some(b.basement_bytes);
+            settings.bepsilon_fanout = Some(b.fanout);
+        }
+    }
     settings.validate()?;
     Ok(settings)
 }
@@ -246,7 +262,9 @@ fn note_unused_flags(a: &Args, engines: &[String]) {
     }
 }
 
-fn engines(a: &Args) -> anyhow::Result<Vec<String>> {
+/// The engines to run; with a tuned B-epsilon configuration the engine
+/// `pagewise` runs as `pagewise-bepsilon` (said on stderr).
+fn engines(a: &Args, tuned: Option<&pagewise::Tuned>) -> anyhow::Result<Vec<String>> {
     let compiled = compiled_engines();
     let mut out = Vec::new();
     for e in &a.engine {
@@ -254,6 +272,12 @@ fn engines(a: &Args) -> anyhow::Result<Vec<String>> {
             out.extend(compiled.iter().map(|s| s.to_string()));
         } else {
             out.push(e.clone());
+        }
+    }
+    if tuned.is_some_and(|t| t.tree_kind == pagewise::TunedKind::Bepsilon) {
+        for e in out.iter_mut().filter(|e| *e == "pagewise") {
+            eprintln!("note: the tuned configuration is a B-epsilon tree: engine pagewise runs as pagewise-bepsilon");
+            *e = "pagewise-bepsilon".into();
         }
     }
     Ok(out)
@@ -277,7 +301,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if specs.is_empty() {
         bail!("no workloads given: use e.g. -w fillrandom -w readrandom");
     }
-    let settings = settings(&a)?;
+    let tuned = a.tuned.as_deref().map(pagewise::Tuned::load).transpose()?;
+    let settings = settings(&a, tuned.as_ref())?;
     let measure = if a.no_loop {
         Measure::Plain { dir: a.dir.clone() }
     } else {
@@ -313,7 +338,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         println!("{}", header());
     }
     let mut failed = Vec::new();
-    let engines = engines(&a)?;
+    let engines = engines(&a, tuned.as_ref())?;
     note_unused_flags(&a, &engines);
     for engine in engines {
         let bar = ProgressBar::with_draw_target(

@@ -2,6 +2,7 @@
 //! sweep, fit the cost model, advise page sizes for a default dataset, and
 //! write DIR/report.html. The README's main-job command.
 
+pub mod answer;
 mod sweep;
 pub mod verify;
 mod wear;
@@ -12,7 +13,7 @@ use crate::report::{self, ReportData};
 use anyhow::Context;
 use pagewise_model::advise::{Advice, Dataset, Mix};
 use pagewise_model::fit::fit_all;
-use pagewise_model::units::{fmt_bytes, fmt_count, parse_percent, parse_rate, parse_size};
+use pagewise_model::units::{fmt_count, parse_percent, parse_rate, parse_size};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use sweep::sweep;
@@ -146,16 +147,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Some(profile) => std::sync::Arc::new(pagewise_io::EmulatedFs::new(real, profile.clone())?),
         None => real,
     };
+    let drive = verify::drive_name(args.emulate.as_ref());
     let verification = verify::run(
         &args.verify,
         &args.dir,
         fs,
-        &verify::drive_name(args.emulate.as_ref()),
+        &drive,
         &model,
         &mut advice,
         args.json,
         &mut notes,
     )?;
+    let answer = take_answer(&mut advice, verification.as_ref());
+    let tuned_path = answer::tuned(&answer, &advice, &drive, &args.dir).save(&args.dir)?;
     let (wear, wear_basis) = wear_rows(&args, &results.topology, &advice)?;
     let data = ReportData {
         results: &results,
@@ -167,6 +171,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         sweep_secs,
         commands: commands(&args, &results_path),
         verification: verification.as_ref(),
+        answer: Some(&answer),
     };
     let html = report::render(&data);
     let report_path = args.dir.join("report.html");
@@ -177,9 +182,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut out = serde_json::json!({
             "report": shown,
             "results": std::fs::canonicalize(&results_path).unwrap_or(results_path),
-            "best_page_size": advice.best,
+            "tuned": std::fs::canonicalize(&tuned_path).unwrap_or(tuned_path.clone()),
+            "tree_kind": answer.tree_kind,
+            "best_page_size": answer.page_size,
+            "bepsilon": answer.bepsilon,
+            "answer": answer,
             "reason": advice.reason,
-            "bepsilon_node_size": advice.bepsilon.as_ref().map(|b| b.node_size),
             "elapsed_secs": started.elapsed().as_secs_f64(),
             "verification": verification,
         });
@@ -191,17 +199,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         if let Some(p) = &results.emulated {
             println!("{}", p.banner());
         }
+        for l in &answer.lines {
+            println!("{l}.");
+        }
         println!(
-            "Recommended B+tree page size: {} ({}).",
-            fmt_bytes(advice.best as f64),
-            best_line(&advice)
+            "Written to {} (pagewise db create --tuned {}).",
+            tuned_path.display(),
+            args.dir.display()
         );
-        if let Some(b) = &advice.bepsilon {
-            println!(
-                "B-epsilon tree: {} nodes, {} basements.",
-                fmt_bytes(b.node_size as f64),
-                fmt_bytes(b.basement_size as f64)
-            );
+        if verification.is_none() {
+            println!("Model: {}.", best_line(&advice));
         }
         if let Some(v) = &verification {
             print!("{}", verify::render_text(v));
@@ -214,6 +221,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// tune's answer from the verification (or the advice without one), and
+/// the advice moved to it so the rest of the report (wear, KPIs) is about
+/// the configuration named.
+fn take_answer(advice: &mut Advice, v: Option<&verify::Verification>) -> answer::Answer {
+    let a = match v {
+        Some(v) => answer::measured(advice, v),
+        None => answer::unmeasured(advice),
+    };
+    advice.best = a.page_size;
+    if let (Some(b), Some(s)) = (advice.bepsilon.as_mut(), a.bepsilon) {
+        b.node_size = s.node_bytes;
+        b.basement_size = s.basement_bytes;
+        b.fanout = s.fanout;
+    }
+    a
 }
 
 fn best_line(a: &Advice) -> String {

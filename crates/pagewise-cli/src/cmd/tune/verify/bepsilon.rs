@@ -72,12 +72,16 @@ pub struct NodeCheck {
     pub cpu_insert_s: f64,
     pub cpu_get_s: f64,
     pub cpu_cached_get_s: f64,
+    /// Microseconds per range scan of the described range's records from a
+    /// random key (`None` when the mix has no ranges).
+    pub range_us: Option<f64>,
     pub height: u32,
     /// measured / predicted - 1.
     pub insert_error: f64,
     pub point_error: f64,
-    /// The described mix's point gets and inserts (ranges left out: not
-    /// measured here), per second: measured and predicted.
+    /// The described mix per second: measured (point gets, ranges and
+    /// inserts) and predicted (point gets and inserts: the advisor has no
+    /// B-epsilon range model).
     pub mix_ops: f64,
     pub predicted_mix_ops: f64,
     /// The corrected prediction, with the CPU constants fitted on the other
@@ -116,6 +120,12 @@ pub struct BEpsilonVerification {
     pub sizes: Vec<NodeCheck>,
     pub rule: &'static str,
     pub elapsed_secs: f64,
+}
+
+/// The advised node size as the verification measured it (clamped to the
+/// range it builds).
+pub fn clamp_node(advised: u64) -> u64 {
+    advised.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES)
 }
 
 /// Node sizes to verify: N/2, N, 2N within the verified range.
@@ -276,6 +286,9 @@ fn check(
     )
     .with_context(|| format!("cannot reopen {}", files.path.display()))?;
     let g = gets(&db, rows, done, d.key_bytes, budget)?;
+    let range_us = (advice.mix.range > 0.0)
+        .then(|| ranges(&db, done, d.key_bytes, d.range_records, budget))
+        .transpose()?;
     db.close()
         .context("closing the B-epsilon verification Db failed")?;
     let scaled = pagewise_model::advise::Dataset {
@@ -298,10 +311,11 @@ fn check(
         cpu_insert_s,
         cpu_get_s: g.cpu_get_s,
         cpu_cached_get_s: g.cpu_cached_get_s,
+        range_us,
         height: g.height,
         insert_error: inserts_per_s / predicted.inserts_per_s - 1.0,
         point_error: g.point_qps / predicted.point_qps - 1.0,
-        mix_ops: mix_rate(m.point, m.insert, g.point_qps, inserts_per_s),
+        mix_ops: measured_mix(m, g.point_qps, range_us, inserts_per_s),
         predicted_mix_ops: mix_rate(
             m.point,
             m.insert,
@@ -316,6 +330,40 @@ fn check(
     };
     assert!(out.rows >= 1 && out.inserts_per_s > 0.0);
     Ok(out)
+}
+
+/// The measured mix rate: ranges included when measured.
+fn measured_mix(
+    m: pagewise_model::advise::Mix,
+    point_qps: f64,
+    range_us: Option<f64>,
+    inserts_per_s: f64,
+) -> f64 {
+    let t = pagewise_model::advise::choice::KindTimes {
+        point_us: 1e6 / point_qps,
+        range_us,
+        insert_us: Some(1e6 / inserts_per_s),
+    };
+    match pagewise_model::advise::choice::mix_us(m, &t) {
+        Some(us) => 1e6 / us,
+        None => mix_rate(m.point, m.insert, point_qps, inserts_per_s),
+    }
+}
+
+/// Times range scans of `len` records from random inserted keys for a
+/// quarter of a phase: microseconds per scan.
+fn ranges(db: &Db, done: u64, key_bytes: u64, len: u64, budget: &Budget) -> anyhow::Result<f64> {
+    let t = db.tree(TREE).context("the B-epsilon tree is missing")?;
+    // Inserted keys are 2n for n in 0..rows; any even key starts a scan.
+    let mut r = Rng(0x5ca7);
+    let (n, secs) = timed(budget.phase_secs / 4.0, || {
+        let from = key(2 * r.below(done), key_bytes);
+        for kv in t.range(from..).take(len.max(1) as usize) {
+            kv.context("range scan failed")?;
+        }
+        Ok(())
+    })?;
+    Ok(secs * 1e6 / n.max(1) as f64)
 }
 
 /// Inserts keys 0..rows (even numbers) in a random order; the close (the

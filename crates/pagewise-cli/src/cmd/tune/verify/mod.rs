@@ -49,6 +49,7 @@ use std::time::{Duration, Instant};
 
 pub use text::render_text;
 use verdict::verdict;
+pub use verdict::{miss_reason, CONFIRM_FRACTION};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 pub enum Level {
@@ -244,6 +245,7 @@ pub fn run(
     let start = Instant::now();
     let budget = Budget::new(args);
     let device_only_best = advice.best;
+    learned(dir, drive, model, advice, notes);
     let mut vnotes = Vec::new();
     let verify_pages = sizes(advice.best);
     let cal_pages = [verify_pages[0], verify_pages[verify_pages.len() - 1]];
@@ -308,6 +310,29 @@ pub fn run(
     kept.verified = Some(out.correction);
     costs::save(dir, &kept)?;
     Ok(Some(out))
+}
+
+/// Starts from what an earlier verification on this drive learned: the
+/// costs fitted on its verified sizes re-rank the advice before the sizes
+/// to verify are chosen, so a contradiction measured then moves the
+/// starting point now (the fresh calibration can still move it again).
+fn learned(
+    dir: &Path,
+    drive: &str,
+    model: &ModelReport,
+    advice: &mut Advice,
+    notes: &mut Vec<String>,
+) {
+    let Some(c) = costs::load(dir, drive, notes) else {
+        return;
+    };
+    let Some(v) = c.verified else {
+        return;
+    };
+    let lo = c.page_sizes.iter().min().copied().unwrap_or(0);
+    let hi = c.page_sizes.iter().max().copied().unwrap_or(u64::MAX);
+    let whence = "fitted on the sizes an earlier run verified on this drive";
+    rerank(advice, model, (lo, hi), &v, notes, whence);
 }
 
 /// Rounds each measured phase is split into, interleaved across the Dbs.

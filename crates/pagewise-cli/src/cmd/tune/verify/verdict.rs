@@ -26,7 +26,7 @@ pub fn verdict(rec: u64, checks: &[SizeCheck], mix: Mix) -> String {
 
 /// Why `best` beat `rec`: the scaling, or the operation kind whose measured
 /// cost departs most from the calibrated model's.
-fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix) -> String {
+pub fn miss_reason(rec: u64, best: u64, checks: &[SizeCheck], mix: Mix) -> String {
     let find = |p: u64| checks.iter().find(|k| k.page_size == p);
     let (Some(r), Some(b)) = (find(rec), find(best)) else {
         return "the recommended size was not measured".into();
@@ -121,7 +121,7 @@ fn per_op_reason(r: &SizeCheck, b: &SizeCheck, mix: Mix) -> Option<String> {
     let (kr, kb) = (fmt_bytes(r.page_size as f64), fmt_bytes(b.page_size as f64));
     let pct = |x: (f64, f64)| (x.0 / x.1 - 1.0) * 100.0;
     let mut s = format!(
-        "{} cost {:.0} µs at {kr} against {:.0} µs at {kb} ({:+.0}%), where the calibrated model predicted {:.0} against {:.0} µs ({:+.0}%); weighted by the mix that is {:.0} µs of the {:.0} µs per operation the recommended size lost",
+        "{} cost {:.0} µs at {kr} against {:.0} µs at {kb} ({:+.0}%), where the calibrated model predicted {:.0} against {:.0} µs ({:+.0}%); weighted by the mix that is {:.0} µs of the {:.0} µs per operation the model's size lost",
         worst.kind,
         worst.meas.0,
         worst.meas.1,
@@ -172,14 +172,14 @@ pub fn verdict_line(rec: u64, measured: &[(u64, f64)], why: Option<String>) -> S
     let ahead = (best_ops / rec_ops - 1.0) * 100.0;
     if rec_ops >= CONFIRM_FRACTION * best_ops {
         return format!(
-            "confirmed within noise: {} measured {ahead:.1}% ahead of the recommended {}, under the {:.0}% margin",
+            "confirmed within noise: {} measured {ahead:.1}% ahead of the model's {}, under the {:.0}% margin",
             kib(best),
             kib(rec),
             (1.0 / CONFIRM_FRACTION - 1.0) * 100.0
         );
     }
     format!(
-        "measured best is {}, {ahead:.1}% ahead of the recommended {}: the model missed because {}",
+        "measured best is {}, {ahead:.1}% ahead of the model's {}: the model missed because {}",
         kib(best),
         kib(rec),
         why.unwrap_or_else(|| "of an unexplained gap".into())
@@ -215,7 +215,7 @@ mod tests {
         let s = verdict_line(8192, &m, Some("X".into()));
         assert_eq!(
             s,
-            "measured best is 16 KiB, 9.0% ahead of the recommended 8 KiB: the model missed because X"
+            "measured best is 16 KiB, 9.0% ahead of the model's 8 KiB: the model missed because X"
         );
     }
 

@@ -1,0 +1,299 @@
+//! The headline: which verified configuration `pagewise tune` names, and
+//! which tree kind serves the mix. Pure functions of measured and predicted
+//! rates, so the rules are tested by hand.
+//!
+//! **Headline rule** ([`pick_headline`]): the configuration the engine
+//! measured fastest for the mix, unless another one measured within the
+//! noise of it (at least `1 - noise` of its rate) and the model predicts
+//! more for that one: then the model's preference, named as a tie with both
+//! figures. The model *contradicts* the measurement when the configuration
+//! it ranks first measured below `1 - noise` of the best.
+//!
+//! **Tree kind** ([`choose_kind`]): the kind with the lower measured time
+//! per mix operation (the mix's weights times each kind's measured
+//! microseconds per point get, range and insert); within the noise, the
+//! B+tree (the engine's default kind, which serves gets and scans without
+//! buffered messages). The deciding operation is the one whose weighted
+//! time difference is largest in the winner's favour.
+
+use super::Mix;
+use serde::Serialize;
+
+/// One measured configuration: `measured` and `predicted` mix operations
+/// per second (predicted by the model the advice comes from).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Candidate<T> {
+    pub id: T,
+    pub measured: f64,
+    pub predicted: f64,
+}
+
+/// What [`pick_headline`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Headline<T> {
+    /// The configuration to name.
+    pub chosen: Candidate<T>,
+    /// The fastest measured one (the same as `chosen` unless a tie).
+    pub best: Candidate<T>,
+    /// The model's own first (highest prediction).
+    pub model_first: Candidate<T>,
+    /// `Some(other)` when another candidate measured within the noise of
+    /// `chosen`: the tie to name with both figures.
+    pub tie_with: Option<Candidate<T>>,
+    /// The model's first measured below `1 - noise` of the best.
+    pub contradicted: bool,
+}
+
+/// The headline among `cands` (see the module's rule); `noise` is the
+/// relative measurement noise, e.g. 0.03. `None` for no candidates.
+pub fn pick_headline<T: Copy + PartialEq>(
+    cands: &[Candidate<T>],
+    noise: f64,
+) -> Option<Headline<T>> {
+    assert!((0.0..1.0).contains(&noise));
+    assert!(cands.iter().all(|c| c.measured > 0.0 && c.predicted >= 0.0));
+    let best = *cands
+        .iter()
+        .max_by(|a, b| a.measured.total_cmp(&b.measured))?;
+    let model_first = *cands
+        .iter()
+        .max_by(|a, b| a.predicted.total_cmp(&b.predicted))?;
+    let floor = best.measured * (1.0 - noise);
+    let within = |c: &&Candidate<T>| c.measured >= floor;
+    let chosen = *(cands.iter().filter(within))
+        .max_by(|a, b| a.predicted.total_cmp(&b.predicted))
+        .expect("the best is within its own noise");
+    // The other side of the tie: the best when the model moved the choice,
+    // else the closest runner-up within the noise.
+    let tie_with = if chosen.id != best.id {
+        Some(best)
+    } else {
+        (cands.iter().filter(within))
+            .filter(|c| c.id != chosen.id)
+            .max_by(|a, b| a.measured.total_cmp(&b.measured))
+            .copied()
+    };
+    let out = Headline {
+        chosen,
+        best,
+        model_first,
+        tie_with,
+        contradicted: model_first.measured < floor,
+    };
+    assert!(out.chosen.measured >= floor);
+    Some(out)
+}
+
+/// Measured microseconds per operation of one tree kind; `None` for an
+/// operation not measured (only allowed when the mix has none of it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KindTimes {
+    pub point_us: f64,
+    pub range_us: Option<f64>,
+    pub insert_us: Option<f64>,
+}
+
+/// A tree kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    BTree,
+    BEpsilon,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::BTree => "B+tree",
+            Kind::BEpsilon => "B-epsilon tree",
+        }
+    }
+}
+
+/// What [`choose_kind`] decided.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KindChoice {
+    pub kind: Kind,
+    /// Mix operations per second of each kind, from the measured times.
+    pub btree_mix_ops: f64,
+    pub bepsilon_mix_ops: f64,
+    /// Within the noise: the B+tree by rule.
+    pub tie: bool,
+    /// The operation that decided it ("point gets", "range scans",
+    /// "inserts") and its weighted µs per mix operation in the winner's favour.
+    pub deciding_op: &'static str,
+    pub deciding_us: f64,
+}
+
+/// Microseconds per mix operation of `t` under `mix` (weights
+/// renormalised); `None` when the mix needs an operation `t` lacks.
+pub fn mix_us(mix: Mix, t: &KindTimes) -> Option<f64> {
+    let sum = mix.point + mix.range + mix.insert;
+    assert!(sum > 0.0, "an empty mix");
+    let part = |w: f64, us: Option<f64>| {
+        if w > 0.0 {
+            us.map(|u| w * u)
+        } else {
+            Some(0.0)
+        }
+    };
+    let us = part(mix.point, Some(t.point_us))?
+        + part(mix.range, t.range_us)?
+        + part(mix.insert, t.insert_us)?;
+    Some(us / sum)
+}
+
+/// The tree kind for `mix` from both kinds' measured times (module rule).
+/// `None` when either kind lacks a time the mix needs.
+pub fn choose_kind(
+    mix: Mix,
+    btree: &KindTimes,
+    beps: &KindTimes,
+    noise: f64,
+) -> Option<KindChoice> {
+    let (b_us, e_us) = (mix_us(mix, btree)?, mix_us(mix, beps)?);
+    assert!(b_us > 0.0 && e_us > 0.0);
+    let (b_ops, e_ops) = (1e6 / b_us, 1e6 / e_us);
+    let tie = e_ops < b_ops / (1.0 - noise) && b_ops < e_ops / (1.0 - noise);
+    let kind = if tie || b_ops >= e_ops {
+        Kind::BTree
+    } else {
+        Kind::BEpsilon
+    };
+    let sum = mix.point + mix.range + mix.insert;
+    let diff = |w: f64, b: Option<f64>, e: Option<f64>| match (b, e) {
+        (Some(b), Some(e)) if w > 0.0 => w / sum * (b - e),
+        _ => 0.0,
+    };
+    // Positive: the B-epsilon tree is faster at this operation.
+    let ops = [
+        (
+            "point gets",
+            diff(mix.point, Some(btree.point_us), Some(beps.point_us)),
+        ),
+        (
+            "range scans",
+            diff(mix.range, btree.range_us, beps.range_us),
+        ),
+        ("inserts", diff(mix.insert, btree.insert_us, beps.insert_us)),
+    ];
+    let sign = if kind == Kind::BEpsilon { 1.0 } else { -1.0 };
+    let (op, us) = ops
+        .iter()
+        .map(|&(k, d)| (k, d * sign))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("three operations");
+    Some(KindChoice {
+        kind,
+        btree_mix_ops: b_ops,
+        bepsilon_mix_ops: e_ops,
+        tie,
+        deciding_op: op,
+        deciding_us: us,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(id: u64, measured: f64, predicted: f64) -> Candidate<u64> {
+        Candidate {
+            id,
+            measured,
+            predicted,
+        }
+    }
+
+    #[test]
+    fn the_measured_best_wins_beyond_noise_and_contradicts_the_model() {
+        // The model ranks 8 KiB first (120); 4 KiB measured 110 against
+        // 100: 100 < 0.97 x 110 = 106.7, so 4 KiB, and a contradiction.
+        let h = pick_headline(&[c(4096, 110.0, 100.0), c(8192, 100.0, 120.0)], 0.03).unwrap();
+        assert_eq!(
+            (h.chosen.id, h.best.id, h.model_first.id),
+            (4096, 4096, 8192)
+        );
+        assert!(h.contradicted);
+        assert_eq!(h.tie_with, None);
+    }
+
+    #[test]
+    fn within_noise_the_model_preference_is_named_as_a_tie() {
+        // 4 KiB measured 102, 8 KiB 100 >= 0.97 x 102 = 98.94: a tie; the
+        // model prefers 8 KiB, so 8 KiB with the best (4 KiB) beside it.
+        let h = pick_headline(&[c(4096, 102.0, 100.0), c(8192, 100.0, 120.0)], 0.03).unwrap();
+        assert_eq!(h.chosen.id, 8192);
+        assert_eq!(h.tie_with.map(|t| (t.id, t.measured)), Some((4096, 102.0)));
+        assert!(!h.contradicted);
+    }
+
+    #[test]
+    fn a_tie_the_model_agrees_with_names_the_runner_up() {
+        // 16 KiB measured 98 < 0.97 x 102 = 98.94: outside the tie.
+        let cands = [
+            c(4096, 102.0, 130.0),
+            c(8192, 100.0, 120.0),
+            c(16384, 98.0, 90.0),
+        ];
+        let h = pick_headline(&cands, 0.03).unwrap();
+        assert_eq!((h.chosen.id, h.tie_with.map(|t| t.id)), (4096, Some(8192)));
+        let clear = pick_headline(&[c(4096, 110.0, 1.0), c(8192, 100.0, 0.5)], 0.03).unwrap();
+        assert_eq!((clear.chosen.id, clear.tie_with), (4096, None));
+        assert!(pick_headline::<u64>(&[], 0.03).is_none());
+    }
+
+    fn mix(point: f64, range: f64, insert: f64) -> Mix {
+        Mix {
+            point,
+            range,
+            insert,
+        }
+    }
+
+    const BTREE: KindTimes = KindTimes {
+        point_us: 100.0,
+        range_us: Some(200.0),
+        insert_us: Some(400.0),
+    };
+    const BEPS: KindTimes = KindTimes {
+        point_us: 150.0,
+        range_us: Some(600.0),
+        insert_us: Some(20.0),
+    };
+
+    #[test]
+    fn insert_heavy_mixes_take_the_b_epsilon_tree() {
+        // 10/0/90: B+tree 0.1x100 + 0.9x400 = 370 µs; B-epsilon
+        // 0.1x150 + 0.9x20 = 33 µs. Inserts decide: 0.9 x 380 = 342 µs.
+        let k = choose_kind(mix(0.1, 0.0, 0.9), &BTREE, &BEPS, 0.03).unwrap();
+        assert_eq!(k.kind, Kind::BEpsilon);
+        assert!((k.btree_mix_ops - 1e6 / 370.0).abs() < 1e-6);
+        assert!((k.bepsilon_mix_ops - 1e6 / 33.0).abs() < 1e-6);
+        assert_eq!(k.deciding_op, "inserts");
+        assert!((k.deciding_us - 342.0).abs() < 1e-9 && !k.tie);
+    }
+
+    #[test]
+    fn scan_heavy_mixes_take_the_b_plus_tree() {
+        // 20/70/10 (weights sum 1): B+tree 20 + 140 + 40 = 200 µs;
+        // B-epsilon 30 + 420 + 2 = 452 µs. Ranges decide: 0.7 x 400 = 280.
+        let k = choose_kind(mix(0.2, 0.7, 0.1), &BTREE, &BEPS, 0.03).unwrap();
+        assert_eq!((k.kind, k.deciding_op), (Kind::BTree, "range scans"));
+        assert!((k.deciding_us - 280.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_tie_takes_the_b_plus_tree_and_missing_times_refuse() {
+        // 50/0/50: B+tree 250 µs; B-epsilon 0.5x110 + 0.5x385 = 247.5 µs,
+        // 1% faster: within 3%.
+        let e = KindTimes {
+            point_us: 110.0,
+            range_us: None,
+            insert_us: Some(385.0),
+        };
+        let k = choose_kind(mix(0.5, 0.0, 0.5), &BTREE, &e, 0.03).unwrap();
+        assert!(k.tie && k.kind == Kind::BTree);
+        assert!(choose_kind(mix(0.5, 0.1, 0.4), &BTREE, &e, 0.03).is_none());
+    }
+}
