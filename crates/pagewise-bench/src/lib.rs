@@ -26,7 +26,10 @@ pub mod values;
 pub mod workload;
 
 pub use cachelimit::{CacheLimiter, CapChoice, CapScope, MemoryCap};
-pub use engine::{compiled_engines, open_engine, Engine, Settings, SyncPolicy, WriteOp};
+pub use engine::{
+    compiled_engines, open_engine, open_engine_for, Engine, OpenFor, ReadView, Settings,
+    SyncPolicy, TxnDone, WriteOp,
+};
 pub use error::{BenchError, Result};
 pub use interrupt::{interrupt, interrupted};
 pub use runner::{run, run_with, Measure, PhaseResult, RunConfig};

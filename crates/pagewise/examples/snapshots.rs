@@ -274,7 +274,10 @@ fn tx_rate(db: &Db, rows: u64, threads: u64, checked: bool, secs: f64) -> (f64, 
             .collect();
         hs.into_iter().map(|h| h.join().expect("thread")).collect()
     });
-    (r.iter().map(|x| x.0).sum::<u64>() as f64 / secs, r.iter().map(|x| x.1).sum())
+    (
+        r.iter().map(|x| x.0).sum::<u64>() as f64 / secs,
+        r.iter().map(|x| x.1).sum(),
+    )
 }
 
 fn tx(dir: &Path) {
@@ -301,7 +304,8 @@ fn tx(dir: &Path) {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: snapshots take DIR | gets DIR | fill DIR KIND ROWS | backup DIR ROWS | tx DIR";
+    let usage =
+        "usage: snapshots take DIR | gets DIR | fill DIR KIND ROWS | backup DIR ROWS | tx DIR";
     match &a[1..] {
         [m, d] if m == "take" => take(Path::new(d)),
         [m, d] if m == "gets" => gets(Path::new(d)),
