@@ -1,8 +1,9 @@
 //! pagewise-bench: standard storage workloads (fillseq, fillrandom, overwrite,
-//! readrandom, multireadrandom, readseq, scan, YCSB A-F, iiBench) run against
-//! engines behind one adapter trait ([`Engine`]), measuring throughput over
-//! time, latency percentiles, CPU, memory, space amplification and write
-//! amplification at the device (a loop-mounted ext4 per run) and at the syscall.
+//! readrandom, multireadrandom, readseq, scan, YCSB A-F, iiBench,
+//! readwhilewriting, txn) run against engines behind one adapter trait
+//! ([`Engine`]), measuring throughput over time, latency percentiles, CPU,
+//! memory, space amplification and write amplification at the device (a
+//! loop-mounted ext4 per run) and at the syscall.
 //!
 //! Peers (redb, LMDB, SQLite, RocksDB) compile only with the `peers` /
 //! `peers-all` features so the default build stays fast.
