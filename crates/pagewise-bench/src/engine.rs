@@ -259,6 +259,35 @@ pub fn increment_by_rmw<E: Engine + ?Sized>(
 /// Visitor for scans: return false to stop early.
 pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> bool;
 
+/// A consistent read-only view of every table at one moment: a pagewise
+/// snapshot, an LMDB or redb read transaction, a RocksDB snapshot, an SQLite
+/// read transaction. Writes made after it was taken are not seen; dropping
+/// it releases it.
+pub trait ReadView {
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>>;
+}
+
+/// What one transaction of the `txn` workload did ([`Engine::transact`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TxnDone {
+    /// Reads that found a value (in the attempt that committed).
+    pub found: u64,
+    /// Commits refused by a conflict and run again (optimistic engines).
+    pub conflicts: u64,
+}
+
+/// Puts of a transaction: (key, value) in one table.
+pub type TxnWrites = [(Vec<u8>, Vec<u8>)];
+
+/// What a phase needs of an engine when it is opened. Only RocksDB opens
+/// differently: as an `OptimisticTransactionDB` for transactions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OpenFor {
+    #[default]
+    Plain,
+    Transactions,
+}
+
 /// An ordered key-value store with named tables, atomic batches, point reads,
 /// forward range scans, sync and close. Shared between threads.
 pub trait Engine: Send + Sync {
@@ -279,6 +308,24 @@ pub trait Engine: Send + Sync {
     /// override it and read nothing.
     fn increment(&self, table: usize, keys: &[Vec<u8>], delta: u64) -> Result<()> {
         increment_by_rmw(self, table, keys, delta)
+    }
+    /// A consistent view for reads while writers go on (the
+    /// `readwhilewriting` workload). Engines without one refuse.
+    fn read_view(&self) -> Result<Box<dyn ReadView + '_>> {
+        Err(BenchError::Unsupported {
+            engine: self.name(),
+            what: "reads through a consistent view (snapshot or read transaction)",
+        })
+    }
+    /// One transaction of the `txn` workload: reads `reads` of `table`,
+    /// then puts `writes`, committed atomically and serializably (run again
+    /// after a conflict until it commits). Engines without one refuse.
+    fn transact(&self, table: usize, reads: &[Vec<u8>], writes: &TxnWrites) -> Result<TxnDone> {
+        let _ = (table, reads, writes);
+        Err(BenchError::Unsupported {
+            engine: self.name(),
+            what: "write transactions",
+        })
     }
     /// Visits up to `limit` entries with key >= `start`, in key order; returns how many.
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize>;
@@ -327,6 +374,18 @@ pub fn open_engine(
     settings: &Settings,
     tables: &[&str],
 ) -> Result<Box<dyn Engine>> {
+    open_engine_for(name, dir, settings, tables, OpenFor::Plain)
+}
+
+/// [`open_engine`] for a phase that needs `open_for`.
+#[cfg_attr(not(feature = "rocksdb"), allow(unused_variables))]
+pub fn open_engine_for(
+    name: &str,
+    dir: &Path,
+    settings: &Settings,
+    tables: &[&str],
+    open_for: OpenFor,
+) -> Result<Box<dyn Engine>> {
     use crate::engines;
     std::fs::create_dir_all(dir).map_err(|e| BenchError::os("create run directory", dir, e))?;
     match name {
@@ -346,7 +405,7 @@ pub fn open_engine(
         #[cfg(feature = "rusqlite")]
         "sqlite" => engines::sqlite::open(dir, settings, tables),
         #[cfg(feature = "rocksdb")]
-        "rocksdb" => engines::rocksdb::open(dir, settings, tables),
+        "rocksdb" => engines::rocksdb::open(dir, settings, tables, open_for),
         other if ENGINES.contains(&other) => Err(BenchError::NotCompiled(other.into())),
         other => Err(BenchError::UnknownEngine(other.into())),
     }

@@ -11,6 +11,11 @@ pub enum BenchError {
         "unknown engine {0:?}: expected one of pagewise, redb, lmdb, sqlite, rocksdb, btreemap"
     )]
     UnknownEngine(String),
+    #[error("engine {engine} does not support {what}; run this workload on another engine")]
+    Unsupported {
+        engine: &'static str,
+        what: &'static str,
+    },
     #[error("{flags}: {what}")]
     Settings { flags: String, what: String },
     #[error("bad workload spec {spec:?}: {what}")]

@@ -99,6 +99,7 @@ pub fn ycsb_pick(y: Ycsb, rng: &mut impl Rng) -> YcsbOp {
 pub fn default_ops(kind: Kind, p: &Params) -> u64 {
     match kind {
         Kind::Scan => (p.keys / p.scan_len as u64).max(1),
+        Kind::Txn => (p.keys / p.txn_writes.max(1) as u64).max(1),
         _ => p.keys,
     }
 }
@@ -114,6 +115,11 @@ pub fn latency_unit(kind: Kind, p: &Params) -> String {
         Kind::MultiReadRandom => format!("multi-get of {} keys", p.multiget),
         Kind::ReadSeq => "chunk of 1000 entries".into(),
         Kind::Scan => format!("scan of {} entries", p.scan_len),
+        Kind::ReadWhileWriting => format!("view taken, {} reads through it", p.view_reads),
+        Kind::Txn => format!(
+            "transaction of {} reads and {} writes, retries included",
+            p.txn_reads, p.txn_writes
+        ),
         _ => "op".into(),
     }
 }
@@ -166,7 +172,7 @@ pub fn run_phase(
     progress.start(&kind.name(), total);
     let start = Instant::now();
     let results: Vec<Result<Recorder>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..params.threads.max(1))
+        let handles: Vec<_> = (0..thread_count(kind, params))
             .map(|tid| {
                 let ctx = &ctx;
                 s.spawn(move || {
@@ -194,7 +200,24 @@ pub fn run_phase(
     Ok((merged, elapsed))
 }
 
+/// Threads of a phase: `threads`, and readwhilewriting's writer beside them.
+fn thread_count(kind: Kind, p: &Params) -> usize {
+    match kind {
+        Kind::ReadWhileWriting => p.threads.max(1) + 1,
+        _ => p.threads.max(1),
+    }
+}
+
 impl Ctx<'_> {
+    /// True once no more ops will be claimed: all claimed, the deadline
+    /// passed, a thread failed or the run was interrupted.
+    fn over(&self) -> bool {
+        self.stop.load(Relaxed)
+            || crate::interrupted()
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+            || self.claimed.load(Relaxed) >= self.total
+    }
+
     /// Claims up to `n` ops; returns the first op index and how many, or None when done.
     fn claim(&self, n: u64) -> Option<(u64, u64)> {
         if self.stop.load(Relaxed)
@@ -340,6 +363,21 @@ impl Ctx<'_> {
                     self.ycsb_op(y, &picker, &mut rng, rec)?;
                     1
                 }
+                Kind::ReadWhileWriting if tid == self.params.threads.max(1) as u64 => {
+                    return self.writer(&picker, &mut rng, rec);
+                }
+                Kind::ReadWhileWriting => {
+                    let Some((_, n)) = self.claim(self.params.view_reads as u64) else {
+                        break;
+                    };
+                    self.reads_through_view(n, &picker, &mut rng, &mut key, rec)?;
+                    n
+                }
+                Kind::Txn => {
+                    let Some(_) = self.claim(1) else { break };
+                    self.transaction(&picker, &mut rng, rec)?;
+                    1
+                }
                 Kind::IiBench => {
                     let Some((first, n)) = self.claim(batch) else {
                         break;
@@ -358,6 +396,76 @@ impl Ctx<'_> {
             rec.record(t0, done);
             self.progress.inc(done);
         }
+        Ok(())
+    }
+
+    /// readwhilewriting's writer: batches of `batch` overwrites of random
+    /// existing keys, at full speed until the readers are done.
+    fn writer(&self, picker: &KeyPicker, rng: &mut SmallRng, rec: &mut Recorder) -> Result<()> {
+        while !self.over() {
+            let ops: Vec<WriteOp> = (0..self.params.batch)
+                .map(|_| {
+                    let k = picker.pick(rng, self.main_keys());
+                    self.key_and_value(k, rng.gen::<u64>() | 1)
+                })
+                .collect();
+            rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
+            self.engine.write_batch(&ops)?;
+            rec.side_writes += ops.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// `n` point reads of random keys through one view taken for them.
+    fn reads_through_view(
+        &self,
+        n: u64,
+        picker: &KeyPicker,
+        rng: &mut SmallRng,
+        key: &mut Vec<u8>,
+        rec: &mut Recorder,
+    ) -> Result<()> {
+        let view = self.engine.read_view()?;
+        for _ in 0..n {
+            encode_key_into(
+                picker.pick(rng, self.main_keys()),
+                self.params.key_size,
+                key,
+            );
+            self.count_found(rec, view.get(MAIN, key)?.is_some());
+        }
+        Ok(())
+    }
+
+    /// One transaction of `txn_reads` reads and `txn_writes` puts of random
+    /// existing keys, run again by the engine until it commits.
+    fn transaction(
+        &self,
+        picker: &KeyPicker,
+        rng: &mut SmallRng,
+        rec: &mut Recorder,
+    ) -> Result<()> {
+        let ks = self.params.key_size;
+        let reads: Vec<Vec<u8>> = (0..self.params.txn_reads)
+            .map(|_| encode_key(picker.pick(rng, self.main_keys()), ks))
+            .collect();
+        let writes: Vec<(Vec<u8>, Vec<u8>)> = (0..self.params.txn_writes)
+            .map(|_| {
+                let k = picker.pick(rng, self.main_keys());
+                (
+                    encode_key(k, ks),
+                    self.values.value(k, rng.gen::<u64>() | 1),
+                )
+            })
+            .collect();
+        rec.user_bytes += writes
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum::<u64>();
+        let done = self.engine.transact(MAIN, &reads, &writes)?;
+        rec.found += done.found;
+        rec.missing += reads.len() as u64 - done.found;
+        rec.conflicts += done.conflicts;
         Ok(())
     }
 
@@ -468,6 +576,10 @@ mod tests {
         batches: AtomicU64,
         writes: AtomicU64,
         scans: AtomicU64,
+        views: AtomicU64,
+        txns: AtomicU64,
+        /// Behave as an engine without views or transactions.
+        plain: bool,
     }
 
     impl Counting {
@@ -511,6 +623,27 @@ mod tests {
         fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
             self.scans.fetch_add(1, Relaxed);
             self.db().scan(table, start, limit, visit)
+        }
+        fn read_view(&self) -> Result<Box<dyn crate::engine::ReadView + '_>> {
+            if self.plain {
+                return Err(crate::BenchError::Unsupported {
+                    engine: "counting",
+                    what: "views",
+                });
+            }
+            self.views.fetch_add(1, Relaxed);
+            self.db().read_view()
+        }
+        fn transact(
+            &self,
+            table: usize,
+            reads: &[Vec<u8>],
+            writes: &crate::engine::TxnWrites,
+        ) -> Result<crate::engine::TxnDone> {
+            self.txns.fetch_add(1, Relaxed);
+            self.gets.fetch_add(reads.len() as u64, Relaxed);
+            self.writes.fetch_add(writes.len() as u64, Relaxed);
+            self.db().transact(table, reads, writes)
         }
         fn sync(&self) -> Result<()> {
             Ok(())
@@ -798,5 +931,80 @@ mod tests {
         assert_eq!(e.writes.load(Relaxed), 1000);
         assert_eq!(e.keys(MAIN).len(), 3_000, "overwrite adds no keys");
         assert_eq!(rec.user_bytes, 1000 * 116);
+    }
+
+    #[test]
+    fn readwhilewriting_reads_through_views_beside_one_writer() {
+        let e = Counting::new();
+        let state = DbState::default();
+        let p = params(2_000, 2);
+        load(&e, &state, &p);
+        let p = Params {
+            ops: Some(4_000),
+            view_reads: 16,
+            batch: 10,
+            ..p
+        };
+        let (rec, _) = run_phase(&e, Kind::ReadWhileWriting, &p, &state, &NoProgress).unwrap();
+        assert_eq!((rec.ops, rec.found, rec.missing), (4_000, 4_000, 0));
+        assert_eq!(e.views.load(Relaxed), 4_000 / 16, "one view per 16 reads");
+        assert_eq!(e.gets.load(Relaxed), 0, "no read bypassed the views");
+        let w = e.writes.load(Relaxed);
+        assert_eq!(rec.side_writes, w);
+        assert_eq!(w % 10, 0, "whole batches of 10");
+        assert_eq!(rec.user_bytes, w * 116);
+        assert_eq!(e.keys(MAIN).len(), 2_000, "overwrites add no keys");
+        assert_eq!(
+            rec.latency("x".into()).count,
+            4_000 / 16,
+            "samples are views"
+        );
+    }
+
+    #[test]
+    fn readwhilewriting_on_an_engine_without_views_is_a_typed_error() {
+        let e = Counting {
+            plain: true,
+            ..Counting::new()
+        };
+        let state = DbState::default();
+        load(&e, &state, &params(100, 1));
+        let e = run_phase(
+            &e,
+            Kind::ReadWhileWriting,
+            &params(100, 2),
+            &state,
+            &NoProgress,
+        )
+        .err()
+        .expect("no views: the phase fails");
+        assert!(matches!(e, crate::BenchError::Unsupported { .. }), "{e}");
+    }
+
+    #[test]
+    fn txn_runs_transactions_of_reads_and_writes() {
+        let e = Counting::new();
+        let state = DbState::default();
+        let p = params(2_000, 2);
+        load(&e, &state, &p);
+        let p = Params {
+            ops: Some(300),
+            txn_reads: 3,
+            txn_writes: 5,
+            ..p
+        };
+        let (rec, _) = run_phase(&e, Kind::Txn, &p, &state, &NoProgress).unwrap();
+        assert_eq!(rec.ops, 300);
+        assert_eq!(e.txns.load(Relaxed), 300);
+        assert_eq!((rec.found, rec.missing), (900, 0));
+        assert_eq!(e.writes.load(Relaxed), 1_500);
+        assert_eq!(
+            e.batches.load(Relaxed),
+            0,
+            "writes went through transactions"
+        );
+        assert_eq!((rec.conflicts, rec.user_bytes), (0, 1_500 * 116));
+        assert_eq!(e.keys(MAIN).len(), 2_000);
+        assert_eq!(default_ops(Kind::Txn, &p), 400, "keys / writes");
     }
 }

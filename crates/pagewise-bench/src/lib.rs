@@ -1,8 +1,9 @@
 //! pagewise-bench: standard storage workloads (fillseq, fillrandom, overwrite,
-//! readrandom, multireadrandom, readseq, scan, YCSB A-F, iiBench) run against
-//! engines behind one adapter trait ([`Engine`]), measuring throughput over
-//! time, latency percentiles, CPU, memory, space amplification and write
-//! amplification at the device (a loop-mounted ext4 per run) and at the syscall.
+//! readrandom, multireadrandom, readseq, scan, YCSB A-F, iiBench,
+//! readwhilewriting, txn) run against engines behind one adapter trait
+//! ([`Engine`]), measuring throughput over time, latency percentiles, CPU,
+//! memory, space amplification and write amplification at the device (a
+//! loop-mounted ext4 per run) and at the syscall.
 //!
 //! Peers (redb, LMDB, SQLite, RocksDB) compile only with the `peers` /
 //! `peers-all` features so the default build stays fast.
@@ -26,7 +27,10 @@ pub mod values;
 pub mod workload;
 
 pub use cachelimit::{CacheLimiter, CapChoice, CapScope, MemoryCap};
-pub use engine::{compiled_engines, open_engine, Engine, Settings, SyncPolicy, WriteOp};
+pub use engine::{
+    compiled_engines, open_engine, open_engine_for, Engine, OpenFor, ReadView, Settings,
+    SyncPolicy, TxnDone, WriteOp,
+};
 pub use error::{BenchError, Result};
 pub use interrupt::{interrupt, interrupted};
 pub use runner::{run, run_with, Measure, PhaseResult, RunConfig};

@@ -14,6 +14,10 @@ pub struct Recorder {
     pub user_bytes: u64,
     pub found: u64,
     pub missing: u64,
+    /// Writes done beside the measured ops (readwhilewriting's writer).
+    pub side_writes: u64,
+    /// Transaction commits refused by a conflict and run again.
+    pub conflicts: u64,
 }
 
 impl Recorder {
@@ -26,6 +30,8 @@ impl Recorder {
             user_bytes: 0,
             found: 0,
             missing: 0,
+            side_writes: 0,
+            conflicts: 0,
         }
     }
 
@@ -55,6 +61,8 @@ impl Recorder {
         self.user_bytes += other.user_bytes;
         self.found += other.found;
         self.missing += other.missing;
+        self.side_writes += other.side_writes;
+        self.conflicts += other.conflicts;
     }
 
     pub fn latency(&self, unit: String) -> Latency {
@@ -118,8 +126,12 @@ mod tests {
             a.record(Instant::now(), 2);
         }
         b.record(Instant::now(), 5);
+        b.side_writes = 7;
+        b.conflicts = 2;
+        a.side_writes = 1;
         a.merge(&b);
         assert_eq!(a.ops, 25);
+        assert_eq!((a.side_writes, a.conflicts), (8, 2));
         assert_eq!(a.per_sec.iter().sum::<u64>(), 25);
         assert_eq!(a.latency("op".into()).count, 11);
     }

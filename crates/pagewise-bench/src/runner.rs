@@ -2,7 +2,7 @@
 
 use crate::cachelimit::{phase_capped, CacheLimiter, CapScope, MemoryCap};
 use crate::csd::{CsdMount, CsdStats};
-use crate::engine::{open_engine, Engine, Settings};
+use crate::engine::{open_engine_for, Engine, OpenFor, Settings};
 use crate::exec::{latency_unit, run_phase, DbState, Progress, TABLES};
 use crate::loopfs::LoopFs;
 use crate::metrics::{Latency, Recorder};
@@ -73,6 +73,16 @@ pub struct PhaseResult {
     pub latency: Latency,
     pub found: u64,
     pub missing: u64,
+    /// readwhilewriting: writes of the writer thread beside the reads (the
+    /// phase's ops), and their rate over the phase.
+    #[serde(default)]
+    pub side_writes: Option<u64>,
+    #[serde(default)]
+    pub side_writes_per_s: Option<f64>,
+    /// txn: commits refused by a conflict and run again (ops count each
+    /// transaction once, when it commits).
+    #[serde(default)]
+    pub conflicts: Option<u64>,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
     pub peak_rss_bytes: Option<u64>,
@@ -305,7 +315,13 @@ fn phase(
     }
     let base = if capped { limiter.base()? } else { None };
     let t_open = Instant::now();
-    let engine = open_engine(&cfg.engine, &place.dir, &settings, &TABLES)?;
+    let engine = open_engine_for(
+        &cfg.engine,
+        &place.dir,
+        &settings,
+        &TABLES,
+        open_for(spec.kind),
+    )?;
     let open_s = t_open.elapsed().as_secs_f64();
     let engine_version = engine.version();
     if p.warm {
@@ -373,6 +389,7 @@ fn phase(
     let live = state.live_bytes();
     let user = rec.user_bytes;
     let secs = elapsed.as_secs_f64().max(1e-9);
+    let rww = spec.kind == Kind::ReadWhileWriting;
     Ok(PhaseResult {
         engine: cfg.engine.clone(),
         engine_version,
@@ -392,6 +409,9 @@ fn phase(
         latency: rec.latency(latency_unit(spec.kind, p)),
         found: rec.found,
         missing: rec.missing,
+        side_writes: rww.then_some(rec.side_writes),
+        side_writes_per_s: rww.then(|| rec.side_writes as f64 / secs),
+        conflicts: (spec.kind == Kind::Txn).then_some(rec.conflicts),
         cpu_user_s: u1 - u0,
         cpu_sys_s: s1 - s0,
         peak_rss_bytes,
@@ -410,6 +430,14 @@ fn phase(
         memory_cap: Some(memory_cap),
         notes,
     })
+}
+
+/// How a phase's engine is opened: RocksDB as a transaction DB for `txn`.
+fn open_for(kind: Kind) -> OpenFor {
+    match kind {
+        Kind::Txn => OpenFor::Transactions,
+        _ => OpenFor::Plain,
+    }
 }
 
 /// What [`run_and_close`] measured.

@@ -34,6 +34,16 @@ pub enum Kind {
     Scan,
     Ycsb(Ycsb),
     IiBench,
+    /// `threads` readers doing point reads through consistent views (one
+    /// view per `view_reads` reads) while one more thread overwrites
+    /// uniformly random existing keys in batches of `batch` at full speed,
+    /// as db_bench's readwhilewriting. Ops are the reads; the writer's
+    /// writes are reported beside them.
+    ReadWhileWriting,
+    /// Write transactions of `txn_reads` point reads and `txn_writes`
+    /// puts on existing keys of `dist`, committed one by one; ops are
+    /// committed transactions, conflicts are counted.
+    Txn,
 }
 
 impl Kind {
@@ -48,6 +58,8 @@ impl Kind {
             "readseq" => Self::ReadSeq,
             "scan" => Self::Scan,
             "iibench" => Self::IiBench,
+            "readwhilewriting" => Self::ReadWhileWriting,
+            "txn" => Self::Txn,
             "ycsb-a" | "ycsba" => Self::Ycsb(Ycsb::A),
             "ycsb-b" | "ycsbb" => Self::Ycsb(Ycsb::B),
             "ycsb-c" | "ycsbc" => Self::Ycsb(Ycsb::C),
@@ -69,6 +81,8 @@ impl Kind {
             Self::ReadSeq => "readseq".into(),
             Self::Scan => "scan".into(),
             Self::IiBench => "iibench".into(),
+            Self::ReadWhileWriting => "readwhilewriting".into(),
+            Self::Txn => "txn".into(),
             Self::Ycsb(y) => format!("ycsb-{}", format!("{y:?}").to_lowercase()),
         }
     }
@@ -118,6 +132,31 @@ pub struct Params {
     /// Read the whole main table once before the timed ops (fills the caches).
     #[serde(default)]
     pub warm: bool,
+    /// readwhilewriting: point reads per consistent view (at least 1).
+    #[serde(default = "default_view_reads")]
+    pub view_reads: usize,
+    /// txn: point reads per transaction.
+    #[serde(default = "default_txn_reads")]
+    pub txn_reads: usize,
+    /// txn: puts per transaction.
+    #[serde(default = "default_txn_writes")]
+    pub txn_writes: usize,
+}
+
+/// Reads per view of `readwhilewriting` unless `view_reads=` says otherwise.
+pub const DEFAULT_VIEW_READS: usize = 16;
+/// Reads and writes per transaction of `txn` unless `reads=`/`writes=` say otherwise.
+pub const DEFAULT_TXN_READS: usize = 10;
+pub const DEFAULT_TXN_WRITES: usize = 10;
+
+fn default_view_reads() -> usize {
+    DEFAULT_VIEW_READS
+}
+fn default_txn_reads() -> usize {
+    DEFAULT_TXN_READS
+}
+fn default_txn_writes() -> usize {
+    DEFAULT_TXN_WRITES
 }
 
 mod secs_opt {
@@ -151,6 +190,9 @@ impl Default for Params {
             cache: None,
             seed: 1,
             warm: false,
+            view_reads: DEFAULT_VIEW_READS,
+            txn_reads: DEFAULT_TXN_READS,
+            txn_writes: DEFAULT_TXN_WRITES,
         }
     }
 }
@@ -239,7 +281,7 @@ impl Spec {
         };
         let (name, opts) = text.split_once(':').unwrap_or((text, ""));
         let kind = Kind::parse(name.trim()).ok_or_else(|| {
-            bad(format!("unknown workload {name:?}; known: fillseq fillrandom overwrite incrandom readrandom multireadrandom readseq scan ycsb-a..ycsb-f iibench"))
+            bad(format!("unknown workload {name:?}; known: fillseq fillrandom overwrite incrandom readrandom multireadrandom readseq scan ycsb-a..ycsb-f iibench readwhilewriting txn"))
         })?;
         let mut p = base.clone();
         if let Kind::Ycsb(y) = kind {
@@ -263,6 +305,14 @@ impl Spec {
                 "value_size" => p.value_size = num(v)? as usize,
                 "seed" => p.seed = num(v)?,
                 "warm" => p.warm = num(v)? != 0,
+                "view_reads" => {
+                    p.view_reads = Some(num(v)?)
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| bad(format!("view_reads={v}: at least 1 read per view")))?
+                        as usize
+                }
+                "reads" => p.txn_reads = num(v)? as usize,
+                "writes" => p.txn_writes = num(v)? as usize,
                 "duration" => {
                     p.duration = Some(
                         parse_duration(v)
@@ -293,6 +343,9 @@ impl Spec {
                 _ => return Err(bad(format!("unknown option {k:?}"))),
             }
         }
+        if kind == Kind::Txn && p.txn_reads + p.txn_writes == 0 {
+            return Err(bad("a transaction needs at least one read or write".into()));
+        }
         Ok(Self {
             text: text.into(),
             kind,
@@ -320,6 +373,35 @@ mod tests {
         assert!(Spec::parse("readrandom:bogus=1", &base).is_err());
         assert!(Spec::parse("nosuch", &base).is_err());
         assert!(Spec::parse("scan:cache=lots", &base).is_err());
+    }
+
+    #[test]
+    fn parses_readwhilewriting_and_txn() {
+        let base = Params::default();
+        let r = Spec::parse("readwhilewriting:threads=2,view_reads=4,batch=10", &base).unwrap();
+        assert_eq!(r.kind, Kind::ReadWhileWriting);
+        assert_eq!((r.params.threads, r.params.view_reads), (2, 4));
+        assert_eq!(r.params.batch, 10);
+        assert_eq!(r.kind.name(), "readwhilewriting");
+        let d = Spec::parse("readwhilewriting", &base).unwrap();
+        assert_eq!(d.params.view_reads, DEFAULT_VIEW_READS);
+        let e = Spec::parse("readwhilewriting:view_reads=0", &base).unwrap_err();
+        assert!(e.to_string().contains("at least 1 read per view"), "{e}");
+        let t = Spec::parse("txn:reads=3,writes=7,threads=2", &base).unwrap();
+        assert_eq!(t.kind, Kind::Txn);
+        assert_eq!((t.params.txn_reads, t.params.txn_writes), (3, 7));
+        assert_eq!(t.kind.name(), "txn");
+        let d = Spec::parse("txn", &base).unwrap();
+        assert_eq!((d.params.txn_reads, d.params.txn_writes), (10, 10));
+        assert!(Spec::parse("txn:reads=0,writes=0", &base).is_err());
+        assert!(Spec::parse("txn:writes=many", &base).is_err());
+        // Results written before these parameters existed read the defaults.
+        let mut old = serde_json::to_value(&base).unwrap();
+        for k in ["view_reads", "txn_reads", "txn_writes"] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let back: Params = serde_json::from_value(old).unwrap();
+        assert_eq!(back, base);
     }
 
     #[test]

@@ -2,25 +2,39 @@
 //! peer: it is the model the other adapters are tested against and the fastest
 //! possible "engine" for checking the harness itself. `close` writes a dump so
 //! multi-phase runs can reopen it.
+//!
+//! The tables are copy-on-write: a read view shares them, and a write while
+//! a view lives copies every table first (exact snapshots, slow: a model,
+//! not a peer). A transaction holds the write lock, so it never conflicts.
 
-use crate::engine::{Engine, Visit, WriteOp};
+use crate::engine::{Engine, ReadView, TxnDone, TxnWrites, Visit, WriteOp};
 use crate::{BenchError, Result};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 type Table = BTreeMap<Vec<u8>, Vec<u8>>;
 
 pub struct BTreeEngine {
-    tables: RwLock<Vec<Table>>,
+    tables: RwLock<Arc<Vec<Table>>>,
     dump: Option<PathBuf>,
+}
+
+/// Every table as it was when the view was taken.
+struct BTreeView(Arc<Vec<Table>>);
+
+impl ReadView for BTreeView {
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.0[table].get(key).cloned())
+    }
 }
 
 impl BTreeEngine {
     pub fn new(tables: usize) -> Self {
         Self {
-            tables: RwLock::new(vec![Table::new(); tables]),
+            tables: RwLock::new(Arc::new(vec![Table::new(); tables])),
             dump: None,
         }
     }
@@ -46,7 +60,7 @@ impl BTreeEngine {
             *b = t;
             h.to_vec()
         };
-        let tables = self.tables.get_mut();
+        let tables = Arc::make_mut(self.tables.get_mut());
         while b.len() >= 12 {
             let t = u32::from_le_bytes(take(4, &mut b).try_into().unwrap()) as usize;
             let kl = u32::from_le_bytes(take(4, &mut b).try_into().unwrap()) as usize;
@@ -70,7 +84,8 @@ impl Engine for BTreeEngine {
     }
 
     fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
-        let mut t = self.tables.write();
+        let mut guard = self.tables.write();
+        let t = Arc::make_mut(&mut guard);
         for op in ops {
             match op {
                 WriteOp::Put { table, key, value } => {
@@ -86,6 +101,23 @@ impl Engine for BTreeEngine {
 
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.tables.read()[table].get(key).cloned())
+    }
+
+    fn read_view(&self) -> Result<Box<dyn ReadView + '_>> {
+        Ok(Box::new(BTreeView(self.tables.read().clone())))
+    }
+
+    fn transact(&self, table: usize, reads: &[Vec<u8>], writes: &TxnWrites) -> Result<TxnDone> {
+        let mut guard = self.tables.write();
+        let t = &mut Arc::make_mut(&mut guard)[table];
+        let found = reads.iter().filter(|k| t.contains_key(*k)).count() as u64;
+        for (k, v) in writes {
+            t.insert(k.clone(), v.clone());
+        }
+        Ok(TxnDone {
+            found,
+            conflicts: 0,
+        })
     }
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {

@@ -25,10 +25,17 @@
 //! engine stats record the options chosen (`options`) and each tree's kind
 //! with its parameters (`trees`).
 
-use crate::engine::{add_counter, Engine, Settings, SyncPolicy, Visit, WriteOp, COUNTER_BYTES};
+use crate::engine::{
+    add_counter, Engine, ReadView, Settings, SyncPolicy, TxnDone, TxnWrites, Visit, WriteOp,
+    COUNTER_BYTES,
+};
 use crate::{BenchError, Result};
-use pagewise::{Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Tree, TreeKind};
+use pagewise::{
+    Batch, Db, DeltaFlush, Durability, MergeOperator, Options, Snapshot, SnapshotTree, Tree,
+    TreeKind,
+};
 use pagewise_io::{CompressingFs, CompressionMeter, RealFs};
+use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -129,6 +136,26 @@ fn open_kind(
     }))
 }
 
+/// A pagewise snapshot; each table's tree is looked up on its first read.
+struct PagewiseView<'a> {
+    snap: Snapshot,
+    names: &'a [String],
+    trees: Vec<OnceCell<SnapshotTree>>,
+}
+
+impl ReadView for PagewiseView<'_> {
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let tree = match self.trees[table].get() {
+            Some(t) => t,
+            None => {
+                let t = self.snap.tree(&self.names[table]).map_err(err)?;
+                self.trees[table].get_or_init(|| t)
+            }
+        };
+        tree.get(key).map_err(err)
+    }
+}
+
 /// The `incrandom` workload's merge operator: each operand is an 8-byte
 /// little-endian delta added with [`add_counter`], so a blind upsert ends
 /// where the other engines' read-modify-write does.
@@ -188,6 +215,35 @@ impl Engine for PagewiseEngine {
             b.upsert(&self.names[table], k, delta.to_le_bytes());
         }
         self.db.apply(b).map_err(err)
+    }
+
+    fn read_view(&self) -> Result<Box<dyn ReadView + '_>> {
+        Ok(Box::new(PagewiseView {
+            snap: self.db.snapshot().map_err(err)?,
+            names: &self.names,
+            trees: (0..self.names.len()).map(|_| OnceCell::new()).collect(),
+        }))
+    }
+
+    /// `Db::transaction`, run again after each `Error::Conflict`.
+    fn transact(&self, table: usize, reads: &[Vec<u8>], writes: &TxnWrites) -> Result<TxnDone> {
+        let name = &self.names[table];
+        let mut conflicts = 0;
+        loop {
+            let mut tx = self.db.transaction().map_err(err)?;
+            let mut found = 0;
+            for k in reads {
+                found += u64::from(tx.get(name, k).map_err(err)?.is_some());
+            }
+            for (k, v) in writes {
+                tx.insert(name, k, v);
+            }
+            match tx.commit() {
+                Ok(()) => return Ok(TxnDone { found, conflicts }),
+                Err(pagewise::Error::Conflict { .. }) => conflicts += 1,
+                Err(e) => return Err(err(e)),
+            }
+        }
     }
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {

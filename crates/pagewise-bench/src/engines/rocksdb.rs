@@ -11,20 +11,45 @@
 //! gets then missed the warmed block cache on every freshly compacted file
 //! (docs/benchmarks.md, "Engine against peers (5M rows)": RocksDB's cached
 //! readrandom).
+//!
+//! Reads through a view use a RocksDB snapshot (`ReadOptions` with it). A
+//! phase that needs transactions (`txn`) opens the same files as an
+//! `OptimisticTransactionDB` (pagewise's transactions are optimistic too):
+//! its reads are `GetForUpdate`, so a key read and changed by another
+//! commit before this one is a conflict (`Busy`/`TryAgain`), run again.
 
-use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
+use crate::engine::{
+    Engine, OpenFor, ReadView, Settings, SyncPolicy, TxnDone, TxnWrites, Visit, WriteOp,
+};
 use crate::{BenchError, Result};
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Direction, IteratorMode,
-    Options, WriteBatch, WriteOptions, DB,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBAccess, DBCompressionType,
+    Direction, ErrorKind, IteratorMode, OptimisticTransactionDB, OptimisticTransactionOptions,
+    Options, SnapshotWithThreadMode, WriteBatch, WriteBatchWithTransaction, WriteOptions, DB,
 };
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const NAME: &str = "rocksdb";
 
+/// The Db as opened: plain, or as an optimistic transaction DB.
+enum Handle {
+    Plain(DB),
+    Optimistic(OptimisticTransactionDB),
+}
+
+/// Runs `$body` with `$db` bound to whichever Db `$h` holds.
+macro_rules! on_db {
+    ($h:expr, $db:ident => $body:expr) => {
+        match $h {
+            Handle::Plain($db) => $body,
+            Handle::Optimistic($db) => $body,
+        }
+    };
+}
+
 pub struct RocksEngine {
-    db: DB,
+    db: Handle,
     tables: Vec<String>,
     sync: SyncPolicy,
     _cache: Cache,
@@ -34,7 +59,12 @@ fn err(e: impl std::fmt::Display) -> BenchError {
     BenchError::engine(NAME, e)
 }
 
-pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>> {
+pub fn open(
+    dir: &Path,
+    s: &Settings,
+    tables: &[&str],
+    open_for: OpenFor,
+) -> Result<Box<dyn Engine>> {
     let cache = Cache::new_lru_cache(s.cache_bytes as usize);
     let mut bbo = BlockBasedOptions::default();
     bbo.set_block_cache(&cache);
@@ -55,7 +85,12 @@ pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>
     let cfs = tables
         .iter()
         .map(|t| ColumnFamilyDescriptor::new(*t, cf_opts.clone()));
-    let db = DB::open_cf_descriptors(&opts, dir, cfs).map_err(err)?;
+    let db = match open_for {
+        OpenFor::Plain => Handle::Plain(DB::open_cf_descriptors(&opts, dir, cfs).map_err(err)?),
+        OpenFor::Transactions => Handle::Optimistic(
+            OptimisticTransactionDB::open_cf_descriptors(&opts, dir, cfs).map_err(err)?,
+        ),
+    };
     Ok(Box::new(RocksEngine {
         db,
         tables: tables.iter().map(|t| t.to_string()).collect(),
@@ -98,10 +133,68 @@ struct Settled {
 }
 
 impl RocksEngine {
-    fn cf(&self, table: usize) -> Result<&rocksdb::ColumnFamily> {
-        self.db
-            .cf_handle(&self.tables[table])
+    fn cf(&self, table: usize) -> Result<&ColumnFamily> {
+        on_db!(&self.db, db => db.cf_handle(&self.tables[table]))
             .ok_or_else(|| err(format!("column family {} missing", self.tables[table])))
+    }
+
+    fn write_options(&self) -> WriteOptions {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(self.sync == SyncPolicy::EveryBatch);
+        wo
+    }
+
+    /// `ops` added to batch `b` (either kind of Db's batch).
+    fn fill<const T: bool>(
+        &self,
+        b: &mut WriteBatchWithTransaction<T>,
+        ops: &[WriteOp],
+    ) -> Result<()> {
+        for op in ops {
+            match op {
+                WriteOp::Put { table, key, value } => b.put_cf(self.cf(*table)?, key, value),
+                WriteOp::Delete { table, key } => b.delete_cf(self.cf(*table)?, key),
+            }
+        }
+        Ok(())
+    }
+
+    /// One optimistic transaction: Ok(None) if its commit met a conflict.
+    fn try_transact(
+        &self,
+        db: &OptimisticTransactionDB,
+        cf: &ColumnFamily,
+        reads: &[Vec<u8>],
+        writes: &TxnWrites,
+    ) -> Result<Option<u64>> {
+        let tx = db.transaction_opt(
+            &self.write_options(),
+            &OptimisticTransactionOptions::default(),
+        );
+        let mut found = 0;
+        for k in reads {
+            found += u64::from(tx.get_for_update_cf(cf, k, true).map_err(err)?.is_some());
+        }
+        for (k, v) in writes {
+            tx.put_cf(cf, k, v).map_err(err)?;
+        }
+        match tx.commit() {
+            Ok(()) => Ok(Some(found)),
+            Err(e) if matches!(e.kind(), ErrorKind::Busy | ErrorKind::TryAgain) => Ok(None),
+            Err(e) => Err(err(e)),
+        }
+    }
+}
+
+/// A RocksDB snapshot of either kind of Db.
+struct RocksView<'a, D: DBAccess> {
+    snap: SnapshotWithThreadMode<'a, D>,
+    engine: &'a RocksEngine,
+}
+
+impl<D: DBAccess> ReadView for RocksView<'_, D> {
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.snap.get_cf(self.engine.cf(table)?, key).map_err(err)
     }
 }
 
@@ -113,64 +206,95 @@ impl Engine for RocksEngine {
     fn version(&self) -> String {
         // Which RocksDB is linked is decided at build time: bundled, or the
         // system library named by ROCKSDB_LIB_DIR.
-        match option_env!("ROCKSDB_LIB_DIR") {
+        let lib = match option_env!("ROCKSDB_LIB_DIR") {
             Some(dir) => format!("system librocksdb from {dir} (rocksdb crate 0.22.0)"),
             None => "RocksDB 8.10.0 bundled (rocksdb crate 0.22.0)".into(),
+        };
+        match self.db {
+            Handle::Plain(_) => lib,
+            Handle::Optimistic(_) => format!("{lib}, opened as OptimisticTransactionDB"),
         }
     }
 
     fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
-        let mut b = WriteBatch::default();
-        for op in ops {
-            match op {
-                WriteOp::Put { table, key, value } => b.put_cf(self.cf(*table)?, key, value),
-                WriteOp::Delete { table, key } => b.delete_cf(self.cf(*table)?, key),
+        let wo = self.write_options();
+        match &self.db {
+            Handle::Plain(db) => {
+                let mut b = WriteBatch::default();
+                self.fill(&mut b, ops)?;
+                db.write_opt(b, &wo).map_err(err)
+            }
+            Handle::Optimistic(db) => {
+                let mut b = WriteBatchWithTransaction::<true>::default();
+                self.fill(&mut b, ops)?;
+                db.write_opt(b, &wo).map_err(err)
             }
         }
-        let mut wo = WriteOptions::default();
-        wo.set_sync(self.sync == SyncPolicy::EveryBatch);
-        self.db.write_opt(b, &wo).map_err(err)
     }
 
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.db.get_cf(self.cf(table)?, key).map_err(err)
+        let cf = self.cf(table)?;
+        on_db!(&self.db, db => db.get_cf(cf, key)).map_err(err)
     }
 
     fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         let cf = self.cf(table)?;
-        self.db
-            .multi_get_cf(keys.iter().map(|k| (cf, k.as_slice())))
+        on_db!(&self.db, db => db.multi_get_cf(keys.iter().map(|k| (cf, k.as_slice()))))
             .into_iter()
             .map(|r| r.map_err(err))
             .collect()
     }
 
-    fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
-        let it = self.db.iterator_cf(
-            self.cf(table)?,
-            IteratorMode::From(start, Direction::Forward),
-        );
-        let mut n = 0;
-        for item in it.take(limit) {
-            let (k, v) = item.map_err(err)?;
-            n += 1;
-            if !visit(&k, &v) {
-                break;
+    fn read_view(&self) -> Result<Box<dyn ReadView + '_>> {
+        Ok(on_db!(&self.db, db => Box::new(RocksView {
+            snap: db.snapshot(),
+            engine: self,
+        }) as Box<dyn ReadView + '_>))
+    }
+
+    /// An optimistic transaction, run again after a conflict; a plain Db
+    /// (opened for another workload) refuses.
+    fn transact(&self, table: usize, reads: &[Vec<u8>], writes: &TxnWrites) -> Result<TxnDone> {
+        let Handle::Optimistic(db) = &self.db else {
+            return Err(err("transactions need the Db opened as OptimisticTransactionDB (OpenFor::Transactions)"));
+        };
+        let cf = self.cf(table)?;
+        let mut conflicts = 0;
+        loop {
+            match self.try_transact(db, cf, reads, writes)? {
+                Some(found) => return Ok(TxnDone { found, conflicts }),
+                None => conflicts += 1,
             }
         }
+    }
+
+    fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
+        let cf = self.cf(table)?;
+        let mode = IteratorMode::From(start, Direction::Forward);
+        let mut n = 0;
+        on_db!(&self.db, db => {
+            for item in db.iterator_cf(cf, mode).take(limit) {
+                let (k, v) = item.map_err(err)?;
+                n += 1;
+                if !visit(&k, &v) {
+                    break;
+                }
+            }
+        });
         Ok(n)
     }
 
     fn sync(&self) -> Result<()> {
-        self.db.flush_wal(true).map_err(err)
+        on_db!(&self.db, db => db.flush_wal(true)).map_err(err)
     }
 
     fn close(self: Box<Self>) -> Result<Option<serde_json::Value>> {
         // Memtables go to SST files now, so the phase that wrote them pays for it.
         for t in 0..self.tables.len() {
-            self.db.flush_cf(self.cf(t)?).map_err(err)?;
+            let cf = self.cf(t)?;
+            on_db!(&self.db, db => db.flush_cf(cf)).map_err(err)?;
         }
-        self.db.flush_wal(true).map_err(err)?;
+        self.sync()?;
         let settled = self.settle()?;
         Ok(Some(self.stats(&settled)?))
     }
@@ -182,7 +306,9 @@ impl RocksEngine {
     /// family the DB-wide call reads holds no data here.)
     fn backlog(&self) -> Result<Backlog> {
         let db_int = |name: &str| -> Result<u64> {
-            Ok(self.db.property_int_value(name).map_err(err)?.unwrap_or(0))
+            Ok(on_db!(&self.db, db => db.property_int_value(name))
+                .map_err(err)?
+                .unwrap_or(0))
         };
         let mut b = Backlog {
             running_flushes: db_int("rocksdb.num-running-flushes")?,
@@ -192,9 +318,7 @@ impl RocksEngine {
         for t in 0..self.tables.len() {
             let cf = self.cf(t)?;
             let cf_int = |name: &str| -> Result<u64> {
-                Ok(self
-                    .db
-                    .property_int_value_cf(cf, name)
+                Ok(on_db!(&self.db, db => db.property_int_value_cf(cf, name))
                     .map_err(err)?
                     .unwrap_or(0))
             };

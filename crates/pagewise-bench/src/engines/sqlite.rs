@@ -4,10 +4,10 @@
 //! fsync at sync), `FULL` when every batch must be durable. Readers get their own
 //! connections from a pool so threads read in parallel.
 
-use crate::engine::{Engine, Settings, SyncPolicy, Visit, WriteOp};
+use crate::engine::{Engine, ReadView, Settings, SyncPolicy, TxnDone, TxnWrites, Visit, WriteOp};
 use crate::{BenchError, Result};
 use parking_lot::Mutex;
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::path::{Path, PathBuf};
 
 const NAME: &str = "sqlite";
@@ -75,6 +75,41 @@ pub fn open(dir: &Path, s: &Settings, tables: &[&str]) -> Result<Box<dyn Engine>
     }))
 }
 
+/// Looks `key` up in `table` on connection `c` (inside whatever
+/// transaction `c` has open).
+fn select(c: &Connection, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    let sql = format!("SELECT v FROM \"{table}\" WHERE k = ?1");
+    c.prepare_cached(&sql)
+        .and_then(|mut st| st.query_row([key], |r| r.get::<_, Vec<u8>>(0)).optional())
+        .map_err(err)
+}
+
+/// A read transaction on a pooled reader connection: in WAL mode every
+/// SELECT in it reads the snapshot its first one started. The connection
+/// goes back to the pool when the view is dropped.
+struct SqliteView<'a> {
+    engine: &'a SqliteEngine,
+    conn: Option<Connection>,
+}
+
+impl ReadView for SqliteView<'_> {
+    fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let c = self.conn.as_ref().expect("held until drop");
+        select(c, &self.engine.tables[table], key)
+    }
+}
+
+impl Drop for SqliteView<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            // A connection whose read transaction cannot end is not reused.
+            if c.execute_batch("COMMIT").is_ok() {
+                self.engine.readers.lock().push(c);
+            }
+        }
+    }
+}
+
 impl SqliteEngine {
     fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         let c = match self.readers.lock().pop() {
@@ -126,11 +161,46 @@ impl Engine for SqliteEngine {
     }
 
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let sql = format!("SELECT v FROM \"{}\" WHERE k = ?1", self.tables[table]);
-        self.with_reader(|c| {
-            c.prepare_cached(&sql)
-                .and_then(|mut st| st.query_row([key], |r| r.get::<_, Vec<u8>>(0)).optional())
-                .map_err(err)
+        self.with_reader(|c| select(c, &self.tables[table], key))
+    }
+
+    fn read_view(&self) -> Result<Box<dyn ReadView + '_>> {
+        let c = match self.readers.lock().pop() {
+            Some(c) => c,
+            None => connect(&self.path, &self.settings)?,
+        };
+        // A deferred transaction reads from the snapshot its first read
+        // starts: read the schema now so the view is the Db as of this call.
+        c.execute_batch("BEGIN; SELECT count(*) FROM sqlite_schema;")
+            .map_err(err)?;
+        Ok(Box::new(SqliteView {
+            engine: self,
+            conn: Some(c),
+        }))
+    }
+
+    /// An immediate transaction on the writer connection (one writer at a
+    /// time: no conflicts).
+    fn transact(&self, table: usize, reads: &[Vec<u8>], writes: &TxnWrites) -> Result<TxnDone> {
+        let name = &self.tables[table];
+        let mut c = self.writer.lock();
+        let txn = c
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let mut found = 0;
+        for k in reads {
+            found += u64::from(select(&txn, name, k)?.is_some());
+        }
+        let sql = format!("INSERT OR REPLACE INTO \"{name}\" (k, v) VALUES (?1, ?2)");
+        for (k, v) in writes {
+            txn.prepare_cached(&sql)
+                .and_then(|mut st| st.execute((k, v)))
+                .map_err(err)?;
+        }
+        txn.commit().map_err(err)?;
+        Ok(TxnDone {
+            found,
+            conflicts: 0,
         })
     }
 

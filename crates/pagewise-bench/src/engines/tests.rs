@@ -2,7 +2,10 @@
 //! a BTreeMap model: batches across tables, overwrites, deletes, point reads,
 //! scans from arbitrary start keys, and the same again after close + reopen.
 
-use crate::engine::{add_counter, compiled_engines, open_engine, Settings, SyncPolicy, WriteOp};
+use crate::engine::{
+    add_counter, compiled_engines, open_engine, open_engine_for, OpenFor, Settings, SyncPolicy,
+    WriteOp,
+};
 use crate::keys::encode_key;
 use crate::values::{Compressibility, ValueGen};
 use rand::rngs::SmallRng;
@@ -257,4 +260,128 @@ fn an_lmdb_engine_dropped_without_close_releases_its_files() {
         open_files_under(dir.path()),
         Vec::<std::path::PathBuf>::new()
     );
+}
+
+fn small_cache() -> Settings {
+    Settings {
+        cache_bytes: 4 << 20,
+        ..Settings::default()
+    }
+}
+
+/// Keys 0..100 of table 1 with values "v{n}", written by one batch.
+fn put_hundred(engine: &dyn crate::Engine, round: u8) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let model: BTreeMap<Vec<u8>, Vec<u8>> = (0..100u64)
+        .map(|n| (encode_key(n, 16), format!("v{n}-{round}").into_bytes()))
+        .collect();
+    let ops: Vec<WriteOp> = model
+        .iter()
+        .map(|(k, v)| WriteOp::Put {
+            table: 1,
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect();
+    engine.write_batch(&ops).unwrap();
+    model
+}
+
+/// A read view sees the Db as it was when taken on every adapter: not the
+/// overwrites, deletes and inserts committed after it; a later view does.
+#[test]
+fn every_adapter_reads_a_view_as_of_when_it_was_taken() {
+    for name in compiled_engines().into_iter().chain(["btreemap"]) {
+        eprintln!("adapter {name}");
+        let dir = tempfile::tempdir().unwrap();
+        let settings = small_cache();
+        let engine = open_engine(name, dir.path(), &settings, &TABLES).unwrap();
+        let before = put_hundred(engine.as_ref(), 0);
+        let view = engine
+            .read_view()
+            .unwrap_or_else(|e| panic!("{name}: view: {e}"));
+        let after = put_hundred(engine.as_ref(), 1);
+        let gone = encode_key(7, 16);
+        let new = encode_key(500, 16);
+        engine
+            .write_batch(&[
+                WriteOp::Delete {
+                    table: 1,
+                    key: gone.clone(),
+                },
+                WriteOp::Put {
+                    table: 1,
+                    key: new.clone(),
+                    value: b"new".to_vec(),
+                },
+            ])
+            .unwrap();
+        for (k, v) in &before {
+            assert_eq!(view.get(1, k).unwrap().as_ref(), Some(v), "{name}: {k:?}");
+        }
+        assert_eq!(
+            view.get(1, &new).unwrap(),
+            None,
+            "{name}: later insert seen"
+        );
+        assert_eq!(view.get(0, &new).unwrap(), None, "{name}: other table");
+        drop(view);
+        let later = engine.read_view().unwrap();
+        assert_eq!(
+            later.get(1, &gone).unwrap(),
+            None,
+            "{name}: delete not seen"
+        );
+        assert_eq!(later.get(1, &new).unwrap().as_deref(), Some(&b"new"[..]));
+        let k = encode_key(8, 16);
+        assert_eq!(later.get(1, &k).unwrap().as_ref(), after.get(&k));
+        drop(later);
+        engine.close().unwrap();
+    }
+}
+
+/// Transactions read what is there (absent keys count as not found) and
+/// their writes land, on every adapter opened for transactions; also after
+/// a reopen.
+#[test]
+fn every_adapter_commits_transactions_like_the_model() {
+    for name in compiled_engines().into_iter().chain(["btreemap"]) {
+        eprintln!("adapter {name}");
+        let dir = tempfile::tempdir().unwrap();
+        let settings = small_cache();
+        let open = || {
+            open_engine_for(name, dir.path(), &settings, &TABLES, OpenFor::Transactions).unwrap()
+        };
+        let engine = open();
+        let mut model = put_hundred(engine.as_ref(), 0);
+        let mut rng = SmallRng::seed_from_u64(0x5eed_0003);
+        for round in 0..30u64 {
+            // Keys 0..150: a third absent at first.
+            let reads: Vec<Vec<u8>> = (0..10)
+                .map(|_| encode_key(rng.gen_range(0..150u64), 16))
+                .collect();
+            let writes: Vec<(Vec<u8>, Vec<u8>)> = (0..10)
+                .map(|i| {
+                    let k = encode_key(rng.gen_range(0..150u64), 16);
+                    (k, format!("t{round}-{i}").into_bytes())
+                })
+                .collect();
+            let want = reads.iter().filter(|k| model.contains_key(*k)).count() as u64;
+            let done = engine
+                .transact(1, &reads, &writes)
+                .unwrap_or_else(|e| panic!("{name}: transact: {e}"));
+            assert_eq!(done.found, want, "{name}: round {round} reads");
+            assert_eq!(done.conflicts, 0, "{name}: one thread, no conflict");
+            model.extend(writes);
+        }
+        let check = |e: &dyn crate::Engine, when: &str| {
+            for (k, v) in &model {
+                assert_eq!(e.get(1, k).unwrap().as_ref(), Some(v), "{name} {when}");
+            }
+        };
+        check(engine.as_ref(), "before close");
+        engine.close().unwrap();
+        let engine = open();
+        check(engine.as_ref(), "after reopen");
+        engine.close().unwrap();
+    }
 }

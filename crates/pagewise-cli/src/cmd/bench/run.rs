@@ -23,8 +23,10 @@ pub struct Args {
     pub engine: Vec<String>,
     /// Phases in order, each `name[:opt=value,...]`; repeat -w or separate with spaces.
     /// Names: fillseq fillrandom overwrite incrandom readrandom multireadrandom readseq scan
-    /// ycsb-a..ycsb-f iibench. Options: ops threads duration cache(=64M|5%) dist
-    /// values batch multiget scan keys seed value_size warm(=1: read everything first).
+    /// ycsb-a..ycsb-f iibench readwhilewriting txn. Options: ops threads duration
+    /// cache(=64M|5%) dist values batch multiget scan keys seed value_size
+    /// warm(=1: read everything first) view_reads (readwhilewriting: reads per
+    /// snapshot, default 16) reads writes (txn: per transaction, default 10 each).
     #[arg(short, long = "workload", default_value = "fillrandom readrandom")]
     pub workloads: Vec<String>,
     /// Keys loaded by fills (rows for iibench), e.g. 1M.
@@ -203,6 +205,9 @@ fn params(a: &Args) -> Params {
         cache: None,
         seed: a.seed,
         warm: false,
+        view_reads: pagewise_bench::workload::DEFAULT_VIEW_READS,
+        txn_reads: pagewise_bench::workload::DEFAULT_TXN_READS,
+        txn_writes: pagewise_bench::workload::DEFAULT_TXN_WRITES,
     }
 }
 
@@ -436,6 +441,17 @@ pub fn mib(v: u64) -> String {
 }
 
 fn row(r: &PhaseResult) -> String {
+    let mut line = row_figures(r);
+    if let Some(w) = r.side_writes_per_s {
+        line += &format!("  writes beside the reads: {w:.0}/s");
+    }
+    if let Some(c) = r.conflicts {
+        line += &format!("  conflicts: {c}");
+    }
+    line
+}
+
+fn row_figures(r: &PhaseResult) -> String {
     format!(
         "{:<9} {:<28} {:>11.0} {:>9} {:>9} {:>7} {:>7} {:>8} {:>7} {:>9}",
         r.engine,
