@@ -42,6 +42,10 @@ pub struct Settings {
     pub bepsilon_basement_bytes: Option<u32>,
     /// pagewise-bepsilon: most children of an internal node (`--bepsilon-fanout`).
     pub bepsilon_fanout: Option<u16>,
+    /// pagewise-bepsilon: values of at least this many bytes go to extents
+    /// of their own, `Some(None)` none (`--bepsilon-value-extent SIZE|off`);
+    /// None: the engine's default.
+    pub bepsilon_value_extent: Option<Option<u32>>,
     /// pagewise-delta: change bytes a page may carry as delta blocks before
     /// it is written whole again (`--delta-threshold`).
     pub delta_threshold_bytes: Option<usize>,
@@ -64,6 +68,7 @@ impl Default for Settings {
             bepsilon_leaf_bytes: None,
             bepsilon_basement_bytes: None,
             bepsilon_fanout: None,
+            bepsilon_value_extent: None,
             delta_threshold_bytes: None,
             wal_limit_bytes: None,
             dirty_percent: None,
@@ -98,6 +103,9 @@ impl Settings {
         if let Some(n) = self.bepsilon_fanout {
             o = o.fanout(n);
         }
+        if let Some(v) = self.bepsilon_value_extent {
+            o = o.value_extent_bytes(v);
+        }
         TreeKind::BEpsilon(o)
             .validate()
             .map_err(|e| BenchError::Settings {
@@ -117,6 +125,10 @@ impl Settings {
                 self.bepsilon_basement_bytes.map(u64::from),
             ),
             ("--bepsilon-fanout", self.bepsilon_fanout.map(u64::from)),
+            (
+                "--bepsilon-value-extent",
+                self.bepsilon_value_extent.map(|v| v.map_or(0, u64::from)),
+            ),
         ];
         let set: Vec<String> = given
             .iter()

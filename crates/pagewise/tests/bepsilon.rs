@@ -41,18 +41,27 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Trees 0 and 1 are B-epsilon (tiny nodes), tree 2 a B+tree.
+/// Trees 0 and 1 are B-epsilon (tiny nodes), tree 2 a B+tree. Values of at
+/// least 64 bytes (lz4 trees) or 200 (zstd) go to value extents, so puts
+/// of 40..400 bytes cross the threshold both ways; uncompressed trees keep
+/// every value in the tree (untagged, as files before value extents).
 fn name(t: u8) -> String {
     format!("tree{t}")
 }
 
 fn bepsilon(comp: Compression) -> TreeKind {
+    let extent_bytes = match comp {
+        Compression::Lz4 => Some(64),
+        Compression::Zstd => Some(200),
+        Compression::None => None,
+    };
     TreeKind::BEpsilon(
         BEpsilonOptions::default()
             .node_bytes(512)
             .basement_bytes(128)
             .fanout(4)
-            .compression(comp),
+            .compression(comp)
+            .value_extent_bytes(extent_bytes),
     )
 }
 

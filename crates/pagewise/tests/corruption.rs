@@ -112,16 +112,27 @@ impl Shape {
         }
         let o = BEpsilonOptions::default().fanout(4);
         TreeKind::BEpsilon(match t {
-            // Basements of up to 4 pages, cut into page-sized segments.
-            0 => o.node_bytes(8 * ps).basement_bytes(4 * ps),
-            // Tiny basements: every buffer of 256 raw bytes is segmented.
-            1 => o.node_bytes(2048).basement_bytes(128),
-            // Leaves smaller than the internal nodes, stored uncompressed.
+            // Basements of up to 4 pages, cut into page-sized segments;
+            // every value in the tree (as before value extents): its large
+            // values fill leaves, which are written back early.
+            0 => o
+                .node_bytes(8 * ps)
+                .basement_bytes(4 * ps)
+                .value_extent_bytes(None),
+            // Tiny basements: every buffer of 256 raw bytes is segmented;
+            // every value in the tree.
+            1 => o
+                .node_bytes(2048)
+                .basement_bytes(128)
+                .value_extent_bytes(None),
+            // Leaves smaller than the internal nodes, stored uncompressed;
+            // values of 64 bytes and more in value extents.
             _ => o
                 .node_bytes(1024)
                 .leaf_bytes(384)
                 .basement_bytes(128)
-                .compression(Compression::None),
+                .compression(Compression::None)
+                .value_extent_bytes(Some(64)),
         })
     }
 

@@ -46,15 +46,23 @@ fn base_seed() -> u64 {
 /// Whether case `seed` makes t1 a B-epsilon tree, and its options (every
 /// other one of the tiny-basement trees with leaves smaller than its
 /// internal nodes; one in four with 2 KiB basements, which are stored as
-/// segments: docs/design.md, "Segments").
+/// segments: docs/design.md, "Segments"). Values of at least 64 bytes go
+/// to value extents in one case in three, none in another, and those of at
+/// least the default (about 2 KB, the large values) in the third.
 fn bepsilon(seed: u64) -> Option<TreeKind> {
     (seed / 2 % 4 != 3).then(|| {
         let shapes = [(512, 128), (1024, 128), (2048, 128), (4096, 2048)];
         let (node, basement) = shapes[(seed / 4 % 4) as usize];
+        let extents = [
+            Some(64),
+            None,
+            BEpsilonOptions::default().value_extent_bytes,
+        ];
         let o = BEpsilonOptions::default()
             .node_bytes(node)
             .basement_bytes(basement)
-            .fanout(4);
+            .fanout(4)
+            .value_extent_bytes(extents[(seed / 24 % 3) as usize]);
         TreeKind::BEpsilon(if seed / 12 % 2 == 1 && basement < 384 / 2 {
             o.leaf_bytes(384)
         } else {

@@ -78,6 +78,7 @@ fn open(dir: &std::path::Path, delta: bool) -> Db {
         fanout: 4,
         compression: Compression::Lz4,
         level: 0,
+        value_extent_bytes: Some(128),
     };
     db.tree_with(&name(1), TreeKind::BEpsilon(beps)).unwrap();
     db

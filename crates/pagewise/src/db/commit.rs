@@ -232,10 +232,7 @@ impl Inner {
     }
 
     fn log_and_apply(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
-        let placed = group
-            .iter()
-            .map(|p| self.place_values(&p.ops))
-            .collect::<Result<Vec<_>>>()?;
+        let placed = self.place_values(group.iter().map(|p| &p.ops[..]))?;
         let mut payload = Vec::new();
         for p in group {
             payload.clear();
@@ -260,18 +257,39 @@ impl Inner {
         Ok(())
     }
 
-    /// Writes values too large for their tree's nodes to fresh extents
-    /// (never referenced by the durable checkpoint, so writing them early
-    /// is safe). One entry per op.
-    fn place_values(&self, ops: &[Op]) -> Result<Vec<Option<Extent>>> {
-        let out_of_line = self.ix.out_of_line(ops);
-        ops.iter()
-            .zip(out_of_line)
-            .map(|(op, out)| match op {
-                Op::Put { value, .. } if out => self.ix.store.write_value_extent(value).map(Some),
-                _ => Ok(None),
+    /// Writes the values their trees keep out of line
+    /// ([`crate::index::Index::out_of_line`]) in the batches `batches` to
+    /// fresh extents, back to back, in one run (never referenced by the
+    /// durable checkpoint, so writing them early is safe). Per batch, one
+    /// entry per op.
+    fn place_values<'a>(
+        &self,
+        batches: impl Iterator<Item = &'a [Op]> + Clone,
+    ) -> Result<Vec<Vec<Option<Extent>>>> {
+        let out: Vec<Vec<bool>> = batches
+            .clone()
+            .map(|ops| self.ix.out_of_line(ops))
+            .collect();
+        let values: Vec<&[u8]> = batches
+            .clone()
+            .zip(&out)
+            .flat_map(|(ops, o)| ops.iter().zip(o))
+            .filter_map(|(op, &o)| match op {
+                Op::Put { value, .. } if o => Some(&value[..]),
+                _ => None,
             })
-            .collect()
+            .collect();
+        let mut exts = self.ix.store.write_value_extents(&values)?.into_iter();
+        let placed: Vec<Vec<Option<Extent>>> = out
+            .iter()
+            .map(|o| {
+                o.iter()
+                    .map(|&x| if x { exts.next() } else { None })
+                    .collect()
+            })
+            .collect();
+        assert!(exts.next().is_none(), "every extent placed");
+        Ok(placed)
     }
 
     /// Applies one batch under the state write lock and the allocator
@@ -292,7 +310,8 @@ impl Inner {
 
     /// Places and applies a replayed batch.
     pub(super) fn apply_ops(&self, ops: &[Op]) -> Result<()> {
-        let placed = self.place_values(ops)?;
+        let placed = self.place_values(std::iter::once(ops))?;
+        let placed = placed.into_iter().next().expect("one batch");
         self.apply_placed(ops, placed)
     }
 }

@@ -18,6 +18,7 @@ use crate::store::{Epoch, Store};
 
 /// A snapshot's frozen state of every tree.
 pub use bepsilon::read::Frozen;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::AtomicU64;
@@ -328,25 +329,58 @@ impl Index {
         }
     }
 
-    /// Which of `ops` (one entry each) are puts whose value goes to an
-    /// extent of its own because it does not fit in its tree's nodes.
+    /// Which puts of `ops` store their value in an extent of its own: on
+    /// a B+tree, one whose entry would not fit a page; on a B-epsilon tree,
+    /// one whose value reaches the tree's `value_extent_bytes`.
     pub fn out_of_line(&self, ops: &[Op]) -> Vec<bool> {
-        let ps = self.store.page_size();
-        // A value too large for a B+tree page: only such trees take extents.
-        let big = |op: &Op| match op {
-            Op::Put { key, value, .. } => !fits_inline(TreeKind::BTree, ps, key.len(), value.len()),
-            _ => false,
-        };
-        // The common case, every value inline: no lookup of kinds.
-        if !ops.iter().any(big) {
+        let least = bepsilon::MIN_VALUE_EXTENT_BYTES as usize;
+        let could = |op: &Op| matches!(op, Op::Put { value, .. } if value.len() >= least);
+        // The common case, small values: no lookup of trees.
+        if !ops.iter().any(could) {
             return vec![false; ops.len()];
         }
-        let inline = self.bepsilon_trees(ops);
+        let ps = self.store.page_size();
+        let forms = self.value_forms(ops);
         let out: Vec<bool> = ops
             .iter()
-            .map(|op| big(op) && !inline.contains(op.tree()))
+            .zip(forms)
+            .map(|(op, form)| match (op, form) {
+                (Op::Put { value, .. }, Some(f)) => f.out_of_line(value.len()),
+                (Op::Put { key, value, .. }, None) => {
+                    !fits_inline(TreeKind::BTree, ps, key.len(), value.len())
+                }
+                _ => false,
+            })
             .collect();
         assert_eq!(out.len(), ops.len());
+        out
+    }
+
+    /// Per op, how its tree stores values when it is (or is created in
+    /// `ops` as) a B-epsilon tree; None for a B+tree.
+    fn value_forms(&self, ops: &[Op]) -> Vec<Option<bepsilon::value::Form>> {
+        let st = self.store.state.read();
+        let mut created: Vec<(Arc<str>, Option<bepsilon::value::Form>)> = Vec::new();
+        let mut out = Vec::with_capacity(ops.len());
+        for op in ops {
+            let form = match st.trees.get(op.tree()) {
+                Some(Desc::BEpsilon(m)) => Some(m.opts.form()),
+                Some(Desc::BTree(_)) => None,
+                None => {
+                    if let Op::CreateTree { tree, kind, params } = op {
+                        if !created.iter().any(|c| &c.0 == tree) {
+                            let f = (*kind == KIND_BEPSILON).then(|| {
+                                bepsilon::BEpsilonOptions::decode(params)
+                                    .map_or(bepsilon::value::Form::Plain, |o| o.form())
+                            });
+                            created.push((tree.clone(), f));
+                        }
+                    }
+                    created.iter().find(|c| &c.0 == op.tree()).and_then(|c| c.1)
+                }
+            };
+            out.push(form);
+        }
         out
     }
 
@@ -363,10 +397,10 @@ impl Index {
         placed: Vec<Option<Extent>>,
     ) -> Result<()> {
         assert_eq!(ops.len(), placed.len());
-        let mut runs: Vec<&Op> = Vec::new();
+        let mut runs: Vec<(&Op, Option<Extent>)> = Vec::new();
         for (k, (op, ext)) in ops.iter().zip(placed).enumerate() {
             if self.is_bepsilon_keyed(&epoch.trees, op) {
-                runs.push(op);
+                runs.push((op, ext));
                 continue;
             }
             self.apply(epoch, alloc, op, ext)?;
@@ -375,9 +409,9 @@ impl Index {
                 self.store.cache.reserve(epoch.dirty.bytes() as usize);
             }
         }
-        runs.sort_by(|a, b| a.tree().cmp(b.tree())); // stable
-        for run in runs.chunk_by(|a, b| a.tree() == b.tree()) {
-            self.apply_bepsilon_run(epoch, alloc, run[0].tree(), run)?;
+        runs.sort_by(|a, b| a.0.tree().cmp(b.0.tree())); // stable
+        for run in runs.chunk_by(|a, b| a.0.tree() == b.0.tree()) {
+            self.apply_bepsilon_run(epoch, alloc, run[0].0.tree(), run)?;
         }
         Ok(())
     }
@@ -390,25 +424,48 @@ impl Index {
     }
 
     /// Applies the keyed ops `ops` of one batch, all on B-epsilon tree
-    /// `tree`, in order (`bepsilon::write::Writer::apply_run`). Requires:
-    /// the state write lock and the allocator.
+    /// `tree`, in order (`bepsilon::write::Writer::apply_run`), each put
+    /// with the extent [`Index::out_of_line`] had its value written to, if
+    /// any. Requires: the state write lock and the allocator.
     fn apply_bepsilon_run(
         &self,
         epoch: &mut Epoch<Trees>,
         alloc: &mut Alloc,
         tree: &str,
-        ops: &[&Op],
+        ops: &[(&Op, Option<Extent>)],
     ) -> Result<()> {
         let Epoch { trees, dirty, .. } = epoch;
         let Some(Desc::BEpsilon(m)) = trees.get_mut(tree) else {
             panic!("apply_bepsilon_run on a tree that is not B-epsilon");
         };
+        let form = m.opts.form();
+        // The stored bytes of each put: its value as given (plain trees),
+        // tagged, or the reference to its extent.
+        let stored: Vec<Cow<[u8]>> = ops
+            .iter()
+            .map(|(op, ext)| match (op, ext, form) {
+                (Op::Put { .. }, Some(e), bepsilon::value::Form::Tagged(_)) => {
+                    Cow::Owned(bepsilon::value::reference(e))
+                }
+                (Op::Put { value, .. }, None, bepsilon::value::Form::Tagged(_)) => {
+                    Cow::Owned(form.inline(value))
+                }
+                (Op::Put { value, .. }, None, bepsilon::value::Form::Plain) => {
+                    Cow::Borrowed(&value[..])
+                }
+                (Op::Put { .. }, Some(_), bepsilon::value::Form::Plain) => {
+                    unreachable!("a plain tree's value placed in an extent")
+                }
+                _ => Cow::Borrowed(&[][..]),
+            })
+            .collect();
         let run: Vec<(&[u8], bepsilon::write::Msg)> = ops
             .iter()
-            .map(|op| {
+            .zip(&stored)
+            .map(|((op, _), st)| {
                 assert_eq!(&**op.tree(), tree);
                 let msg = match op {
-                    Op::Put { value, .. } => bepsilon::write::Msg::Put(value),
+                    Op::Put { .. } => bepsilon::write::Msg::Put(st),
                     Op::Upsert { operand, .. } => bepsilon::write::Msg::Upsert(operand),
                     _ => bepsilon::write::Msg::Delete,
                 };
@@ -423,6 +480,7 @@ impl Index {
             merge: self.merge.as_deref(),
             events: self.events.as_deref(),
             tree,
+            dropped: Vec::new(),
         };
         w.apply_run(m, &run)
     }
@@ -438,7 +496,7 @@ impl Index {
         placed: Option<Extent>,
     ) -> Result<()> {
         if self.is_bepsilon_keyed(&epoch.trees, op) {
-            return self.apply_bepsilon_run(epoch, alloc, op.tree(), &[op]);
+            return self.apply_bepsilon_run(epoch, alloc, op.tree(), &[(op, placed)]);
         }
         let Epoch { trees, dirty, .. } = epoch;
         let tree = op.tree();
@@ -514,23 +572,6 @@ impl Index {
         self.store.state.read().snapshot(taken_ns, max_age)
     }
 
-    /// Names of the trees of `ops` that are (or are created in `ops` as)
-    /// B-epsilon trees: their values are always stored inline.
-    fn bepsilon_trees(&self, ops: &[Op]) -> Vec<Arc<str>> {
-        let st = self.store.state.read();
-        let mut out: Vec<Arc<str>> = Vec::new();
-        for op in ops {
-            let named = match op {
-                Op::CreateTree { tree, kind, .. } => *kind == KIND_BEPSILON && !out.contains(tree),
-                _ => st.trees.bepsilon(op.tree()).is_some() && !out.contains(op.tree()),
-            };
-            if named {
-                out.push(op.tree().clone());
-            }
-        }
-        out
-    }
-
     pub fn contains(&self, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<bool> {
         use crate::store::read::Step;
         // One read for a B+tree; a tree of another kind answers `None`.
@@ -544,7 +585,7 @@ impl Index {
         })?;
         match found {
             Some(b) => Ok(b),
-            None => Ok(bepsilon::read::get(self, at, tree, key)?.is_some()),
+            None => Ok(bepsilon::read::get_stored(self, at, tree, key)?.0.is_some()),
         }
     }
 
@@ -561,7 +602,11 @@ impl Index {
             }
             Desc::BEpsilon(m) => {
                 let w = bepsilon::check::walk(self, claims, m);
-                (Desc::BEpsilon(w.counted), w.pages_checked, 0)
+                (
+                    Desc::BEpsilon(w.counted),
+                    w.pages_checked,
+                    w.value_pages_checked,
+                )
             }
         }
     }

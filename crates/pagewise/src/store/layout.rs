@@ -58,6 +58,7 @@ mod tests {
             &crate::index::bepsilon::layout::HEADER_TABLE,
             &crate::index::bepsilon::layout::DIR_TABLE,
             &crate::index::bepsilon::layout::SEGMENT_TABLE,
+            &crate::index::bepsilon::layout::STORED_VALUE_TABLE,
         ]
     }
 

@@ -182,15 +182,31 @@ impl<T> Store<T> {
         self.pager.ps
     }
 
-    /// Writes `value` to a fresh extent. Fresh pages are never referenced by
-    /// the durable checkpoint, so writing them before the log is safe.
-    pub fn write_value_extent(&self, value: &[u8]) -> crate::error::Result<Extent> {
-        let count = self.pager.extent_pages(value.len());
-        let first = self.alloc.lock().alloc_written(count);
-        let ext = Extent::new(first, value.len() as u64, self.pager.ps);
-        assert_eq!(ext.count_pages, count);
-        self.pager.write_extent(&ext, Kind::Overflow, value, 0)?;
-        Ok(ext)
+    /// Writes each of `values` to a fresh extent of its own, the extents
+    /// back to back in one allocation, so a commit group's values take one
+    /// I/O per MiB. Fresh pages are never referenced by the durable
+    /// checkpoint, so writing them before the log is safe.
+    pub fn write_value_extents(&self, values: &[&[u8]]) -> crate::error::Result<Vec<Extent>> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let counts: Vec<u64> = values
+            .iter()
+            .map(|v| self.pager.extent_pages(v.len()))
+            .collect();
+        let mut at = self.alloc.lock().alloc_written(counts.iter().sum());
+        let exts: Vec<Extent> = values
+            .iter()
+            .zip(&counts)
+            .map(|(v, &n)| {
+                let e = Extent::new(at, v.len() as u64, self.pager.ps);
+                assert_eq!(e.count_pages, n);
+                at += n;
+                e
+            })
+            .collect();
+        self.pager.write_extent_run(&exts, Kind::Overflow, values)?;
+        Ok(exts)
     }
 
     /// Called once a checkpoint is durable: the written images become clean

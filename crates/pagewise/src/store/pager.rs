@@ -862,6 +862,59 @@ impl Pager {
         Ok(())
     }
 
+    /// Writes each of `payloads` to its extent of `exts` (same order, as
+    /// [`Pager::write_extent`] would one by one), where the extents lie
+    /// back to back from `exts[0]`'s first page: one I/O per
+    /// [`MAX_RUN_BYTES`] of pages instead of one per extent.
+    pub fn write_extent_run(&self, exts: &[Extent], kind: Kind, payloads: &[&[u8]]) -> Result<()> {
+        assert_eq!(exts.len(), payloads.len());
+        assert!(
+            exts.windows(2).all(|w| w[0].end_page() == w[1].first_page),
+            "back to back"
+        );
+        let cap = self.extent_cap();
+        let mut start = 0;
+        for _ in 0..exts.len() {
+            if start == exts.len() {
+                break;
+            }
+            let mut end = start + 1;
+            while end < exts.len()
+                && (exts[end].end_page() - exts[start].first_page) as usize * self.ps
+                    <= MAX_RUN_BYTES
+            {
+                end += 1;
+            }
+            let first = exts[start].first_page;
+            let n = (exts[end - 1].end_page() - first) as usize;
+            let mut buf = self.buf(n * self.ps);
+            for (ext, payload) in exts[start..end].iter().zip(&payloads[start..end]) {
+                assert_eq!(ext.len_bytes, payload.len() as u64, "extent length");
+                assert_eq!(ext.count_pages, self.extent_pages(payload.len()));
+                for k in 0..ext.count_pages as usize {
+                    let lo = (k * cap).min(payload.len());
+                    let chunk = &payload[lo..((k + 1) * cap).min(payload.len())];
+                    let at = (ext.first_page - first) as usize + k;
+                    let page = &mut buf[at * self.ps..(at + 1) * self.ps];
+                    page[HDR..HDR + chunk.len()].copy_from_slice(chunk);
+                    let header = Header {
+                        kind,
+                        count: 0,
+                        gen: 0,
+                        used: chunk.len() as u32,
+                        aux: k as u32,
+                    };
+                    page::seal(page, ext.first_page + k as u64, header);
+                }
+            }
+            self.off(first + n as u64 - 1);
+            self.io(kind).write_at(&buf, self.off(first))?;
+            start = end;
+        }
+        assert_eq!(start, exts.len(), "every extent written");
+        Ok(())
+    }
+
     /// Reads and verifies a whole extent.
     pub fn read_extent(&self, ext: &Extent, kind: Kind) -> Result<Vec<u8>> {
         if ext.len_bytes == 0 {

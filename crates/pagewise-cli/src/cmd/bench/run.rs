@@ -90,6 +90,11 @@ pub struct Args {
     /// pagewise-bepsilon: most children of an internal node, 3 to 1024 (default 8).
     #[arg(long, value_name = "N")]
     pub bepsilon_fanout: Option<u16>,
+    /// pagewise-bepsilon: values of at least SIZE bytes are written once to
+    /// an extent of their own and the tree carries a reference; `off` keeps
+    /// every value in the tree (default 2032, at least 64).
+    #[arg(long, value_parser = size_or_off, value_name = "SIZE|off")]
+    pub bepsilon_value_extent: Option<Option<u32>>,
     /// pagewise-delta: change bytes a page may carry as delta blocks before
     /// it is written whole again, at least 1 (default 2K).
     #[arg(long, value_parser = size, value_name = "SIZE")]
@@ -106,7 +111,7 @@ pub struct Args {
     /// (DIR/tuned.json): its page size, and its tree kind for the engine
     /// `pagewise` (a tuned B-epsilon tree runs as `pagewise-bepsilon` with the
     /// tuned node, leaf, basement and fanout). The cache stays --cache.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["page_size", "bepsilon_node", "bepsilon_leaf", "bepsilon_basement", "bepsilon_fanout"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["page_size", "bepsilon_node", "bepsilon_leaf", "bepsilon_basement", "bepsilon_fanout", "bepsilon_value_extent"])]
     pub tuned: Option<PathBuf>,
     /// Work directory: loop images and mount points (or plain run directories).
     #[arg(long, default_value = "/var/tmp/pagewise-bench")]
@@ -154,6 +159,12 @@ fn size(s: &str) -> Result<u64, String> {
 fn size_u32(s: &str) -> Result<u32, String> {
     let n = size(s)?;
     u32::try_from(n).map_err(|_| format!("{s:?} is too large: at most 4G - 1 bytes (e.g. 64K, 1M)"))
+}
+fn size_or_off(s: &str) -> Result<Option<u32>, String> {
+    if s == "off" {
+        return Ok(None);
+    }
+    size_u32(s).map(Some)
 }
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration(s).ok_or_else(|| format!("{s:?} is not a duration (e.g. 30s, 2m)"))
@@ -224,6 +235,7 @@ fn settings(a: &Args, tuned: Option<&pagewise::Tuned>) -> anyhow::Result<Setting
         bepsilon_leaf_bytes: a.bepsilon_leaf,
         bepsilon_basement_bytes: a.bepsilon_basement,
         bepsilon_fanout: a.bepsilon_fanout,
+        bepsilon_value_extent: a.bepsilon_value_extent,
         delta_threshold_bytes: a.delta_threshold.map(|t| t as usize),
         wal_limit_bytes: a.wal_limit,
         dirty_percent: a.dirty_percent,
@@ -247,7 +259,8 @@ fn note_unused_flags(a: &Args, engines: &[String]) {
     let bepsilon = a.bepsilon_node.is_some()
         || a.bepsilon_leaf.is_some()
         || a.bepsilon_basement.is_some()
-        || a.bepsilon_fanout.is_some();
+        || a.bepsilon_fanout.is_some()
+        || a.bepsilon_value_extent.is_some();
     if bepsilon && !has(&["pagewise-bepsilon", "pagewise-beps"]) {
         eprintln!(
             "note: --bepsilon-* apply to pagewise-bepsilon only, which this run does not include"

@@ -51,6 +51,7 @@ pub const KINDS: &[Kind] = &[
             fanout: 6,
             compression: pagewise::Compression::Lz4,
             level: 3,
+            value_extent_bytes: Some(512),
         }),
         upsert: true,
         delta: false,

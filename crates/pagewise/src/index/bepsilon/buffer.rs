@@ -122,6 +122,10 @@ pub struct Buffer {
     scattered: bool,
     /// Offset of the last message appended.
     last: u32,
+    /// The stored values of puts that a later put or delete replaced here
+    /// and that may name a value extent (`value::may_name_extent`), for the
+    /// writer to free ([`Buffer::take_dropped`]); empty at rest.
+    dropped: Vec<Vec<u8>>,
 }
 
 impl Buffer {
@@ -296,10 +300,21 @@ impl Buffer {
         assert!(self.count <= before + batch.len() && (batch.is_empty() || self.count > 0));
     }
 
+    /// The stored values of replaced puts that may name value extents,
+    /// since the last call (the writer frees those that do).
+    pub fn take_dropped(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.dropped)
+    }
+
     /// Takes the live message at entry `off` out of the counts (the caller
     /// marks the entry dead).
     fn retire(&mut self, off: u32) {
         assert!(off & DEAD == 0, "retire a live entry");
+        let m = self.at(off);
+        if m.kind == Kind::Put && super::value::may_name_extent(m.val) {
+            let v = m.val.to_vec();
+            self.dropped.push(v);
+        }
         let m = self.at(off);
         let (bytes, op) = (m.bytes(), m.kind == Kind::Upsert);
         self.live_bytes -= bytes;
@@ -557,6 +572,7 @@ impl Buffer {
             max_seq,
             scattered: false,
             last,
+            dropped: Vec::new(),
         })
     }
 }

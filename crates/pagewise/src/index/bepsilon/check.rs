@@ -4,7 +4,9 @@
 //! recounts the descriptor's counters; every buffered key must pass its
 //! buffer's key filter.
 
+use super::buffer::Kind as MsgKind;
 use super::node::{Buffer, Node, Part};
+use super::value::Stored;
 use super::{format, Child, Meta};
 use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
@@ -14,6 +16,8 @@ use crate::store::page::{Kind, HDR};
 pub struct Walk {
     pub counted: Meta,
     pub pages_checked: u64,
+    /// Pages of value extents read and verified.
+    pub value_pages_checked: u64,
 }
 
 pub fn walk(ix: &Index, claims: &mut Claims, m: &Meta) -> Walk {
@@ -24,6 +28,7 @@ pub fn walk(ix: &Index, claims: &mut Claims, m: &Meta) -> Walk {
             ..*m
         },
         pages_checked: 0,
+        value_pages_checked: 0,
     };
     match m.root {
         Some(Child::Clean(ext)) => visit(ix, claims, &mut w, &ext, m.height, (None, None)),
@@ -73,10 +78,16 @@ fn visit(
     }
     for (i, p) in node.parts.iter().enumerate() {
         match p.as_deref() {
-            Some(Part::Packed(_)) => {
-                w.counted.entries += p.as_ref().map_or(0, |p| p.entries()) as u64
+            Some(Part::Packed(b)) => {
+                w.counted.entries += b.len() as u64;
+                for (_, v) in b.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded) {
+                    check_value(ix, claims, w, ext, v);
+                }
             }
             Some(Part::Buf(b)) => {
+                for m in b.messages().filter(|m| m.kind == MsgKind::Put) {
+                    check_value(ix, claims, w, ext, m.val);
+                }
                 if let Some(k) = filter_misses(&node, i, b) {
                     let what = format!("buffer {i}: key {k:?} is not in its filter");
                     claims.problem(ext.first_page, what);
@@ -94,6 +105,34 @@ fn visit(
             }
             None => unreachable!("decode_full loads every partition"),
         }
+    }
+}
+
+/// Checks stored value `v` of the node at `node` against the tree's form:
+/// a tagged value must parse, and a value extent is claimed (no other
+/// owner) and read (page checksums, kind, length).
+fn check_value(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, v: &[u8]) {
+    let (form, ps) = (w.counted.opts.form(), ix.store.pager.ps);
+    let ext = match form.parse(v, ps) {
+        Some(Stored::Inline(_)) => return,
+        Some(Stored::Extent(e)) => e,
+        None => {
+            let what = format!(
+                "a stored value of {} bytes with tag {:?}",
+                v.len(),
+                v.first()
+            );
+            return claims.problem(node.first_page, what);
+        }
+    };
+    let what = format!("value extent named by node {}", node.first_page);
+    if !claims.claim(ext.first_page, ext.count_pages, Owner::Used, &what) {
+        return;
+    }
+    claims.map_pages(ext.first_page, ext.count_pages, "B-epsilon value extent");
+    match ix.store.pager.read_extent(&ext, Kind::Overflow) {
+        Ok(_) => w.value_pages_checked += ext.count_pages,
+        Err(e) => claims.problem(ext.first_page, format!("{what}: {e}")),
     }
 }
 

@@ -4,8 +4,9 @@
 //! is held between steps (not a snapshot, like B+tree iterators).
 
 use super::node::Part;
-use super::pending::resolve;
+use super::pending::{resolve, Values};
 use super::pivots::Pivots;
+use super::read::plain_value;
 use super::read::{read_at, Frozen, Step, View};
 use crate::error::Result;
 use crate::index::{in_range, Index};
@@ -170,6 +171,12 @@ fn resolve_unit(
             .map_or(Bound::Unbounded, |h| Bound::Excluded(h.clone())),
     );
     let keep = |k: &[u8]| in_range(k, bounds.0, bounds.1);
+    let form = v.form(tree);
+    let mut plain = |b: &[u8]| plain_value(v.ix, form, tree, b);
+    let mut values = Values {
+        form,
+        plain: &mut plain,
+    };
     let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
     match base {
         Part::Packed(b) => {
@@ -188,9 +195,21 @@ fn resolve_unit(
             .filter(|e| keep(e.0))
         {
             let old = out.get(k).cloned().flatten();
-            let new = resolve(v.ix_merge(), tree, k, old, &p)?;
+            let new = resolve(v.ix_merge(), tree, k, old, &p, &mut values)?;
             out.insert(k.to_vec(), new);
         }
     }
-    Ok(out.into_iter().filter_map(|(k, v)| Some((k, v?))).collect())
+    // Stored values to the user's (value extents read here: the state lock
+    // or a pinned snapshot holds them, else `read_at` retries on reuse).
+    let mut entries = Vec::with_capacity(out.len());
+    for (k, stored) in out {
+        if let Some(s) = stored {
+            let val = match form {
+                super::value::Form::Plain => s,
+                _ => (values.plain)(&s)?,
+            };
+            entries.push((k, val));
+        }
+    }
+    Ok(entries)
 }

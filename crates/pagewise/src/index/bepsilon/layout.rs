@@ -16,6 +16,7 @@ pub mod params {
     pub const COMPRESSION: Field = Field::new(10, 1);
     pub const LEVEL: Field = Field::new(11, 1);
     pub const LEAF_BYTES: Field = Field::new(12, 4);
+    pub const VALUE_EXTENT_BYTES: Field = Field::new(16, 4);
 }
 
 /// A tree's root descriptor in its catalog entry.
@@ -81,7 +82,21 @@ pub const PARAMS_TABLE: Table = Table {
         ("compression", params::COMPRESSION),
         ("compression level", params::LEVEL),
         ("leaf bytes", params::LEAF_BYTES),
+        ("value extent bytes", params::VALUE_EXTENT_BYTES),
     ],
+};
+
+/// A stored value of a tree with value extents (`value.rs`).
+pub mod stored {
+    use super::Field;
+    pub const TAG: Field = Field::new(0, 1);
+}
+
+#[cfg(test)]
+pub const STORED_VALUE_TABLE: Table = Table {
+    heading: "B-epsilon value extents",
+    index: 0,
+    rows: &[("tag", stored::TAG)],
 };
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 
 use super::node::{Node, Part};
 use super::packed::Packed;
-use super::pending::{Change, Resolve};
+use super::pending::{Base, Change, Resolve};
+use super::value::may_name_extent;
 use crate::error::Result;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -20,11 +21,14 @@ fn packed(p: &Part) -> &Packed {
 }
 
 /// `old` with `msgs` (sorted, distinct keys) applied; and the change in
-/// entries. Bounded by the entries and messages.
+/// entries. Bounded by the entries and messages. Stored values that leave
+/// the tree and may name value extents go to `dropped`: every entry a
+/// change replaces or removes, and the put a merge consumed.
 fn merge(
     old: &Packed,
     msgs: &[(&[u8], Change)],
     resolve: &mut Resolve<'_>,
+    dropped: &mut Vec<Vec<u8>>,
 ) -> Result<(Packed, i64)> {
     let extra: usize = msgs.iter().map(|(k, c)| 6 + k.len() + c.bytes()).sum();
     let mut out = Packed::with_capacity(old.bytes() + extra, old.len() + msgs.len());
@@ -43,6 +47,12 @@ fn merge(
             Change::Delete => None,
             Change::Merge(p) => resolve(key, existing, p)?.map(Cow::Owned),
         };
+        dropped.extend(existing.filter(|v| may_name_extent(v)).map(<[u8]>::to_vec));
+        if let Change::Merge(p) = change {
+            if let (Some(Base::Put(_, v)), false) = (&p.base, p.ops.is_empty()) {
+                dropped.extend(may_name_extent(v).then(|| v.clone()));
+            }
+        }
         match after {
             Some(v) => {
                 out.push(key, &v);
@@ -61,10 +71,12 @@ impl Node {
     /// Applies `msgs` (sorted by key, distinct) to the basements holding
     /// their keys; returns the change in entries. A basement is replaced
     /// only once its merge succeeded.
+    /// Stored values leaving the tree go to `dropped` (`merge`).
     pub fn apply_sorted(
         &mut self,
         msgs: &[(&[u8], Change)],
         resolve: &mut Resolve<'_>,
+        dropped: &mut Vec<Vec<u8>>,
     ) -> Result<i64> {
         assert!(self.is_leaf() && self.all_loaded());
         debug_assert!(msgs.windows(2).all(|w| w[0].0 < w[1].0));
@@ -79,7 +91,7 @@ impl Node {
                 continue;
             }
             let part = self.parts[i].as_deref().expect("dirty leaves are loaded");
-            let (new, d) = merge(packed(part), &msgs[from..to], resolve)?;
+            let (new, d) = merge(packed(part), &msgs[from..to], resolve, dropped)?;
             self.part_bytes[i] = new.bytes();
             self.parts[i] = Some(Arc::new(Part::Packed(new)));
             delta += d;
@@ -93,7 +105,7 @@ impl Node {
     /// change in entries (-1, 0 or 1).
     #[cfg(test)]
     pub fn base_set(&mut self, key: &[u8], value: Option<Vec<u8>>) -> i64 {
-        use super::pending::{Base, Pending};
+        use super::pending::Pending;
         let p = Pending {
             base: Some(match value {
                 Some(v) => Base::Put(0, v),
@@ -108,7 +120,7 @@ impl Node {
                     _ => None,
                 })
             };
-        self.apply_sorted(&[(key, Change::of(&p))], &mut set)
+        self.apply_sorted(&[(key, Change::of(&p))], &mut set, &mut Vec::new())
             .expect("setting a value resolves")
     }
 
@@ -238,7 +250,7 @@ mod tests {
                 .map(|(k, p)| (k.as_slice(), Change::of(p)))
                 .collect();
             let before = n.parts.iter().flatten().map(|p| p.entries()).sum::<usize>() as i64;
-            let d = n.apply_sorted(&refs, &mut append).unwrap();
+            let d = n.apply_sorted(&refs, &mut append, &mut Vec::new()).unwrap();
             n.fix_basements(2048);
             let after = n.parts.iter().flatten().map(|p| p.entries()).sum::<usize>() as i64;
             assert_eq!(after - before, d, "round {round}");

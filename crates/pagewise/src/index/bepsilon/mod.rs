@@ -22,6 +22,7 @@ pub mod pivots;
 pub mod place;
 pub mod read;
 pub mod segment;
+pub mod value;
 pub mod write;
 pub mod writeback;
 
@@ -40,6 +41,11 @@ pub const MAX_NODE_BYTES: u32 = 64 << 20;
 pub const PARAMS_BYTES: usize = params::LEVEL.end();
 /// Catalog parameter bytes with the optional leaf bytes field.
 pub const PARAMS_LEAF_BYTES: usize = params::LEAF_BYTES.end();
+/// Catalog parameter bytes with the value extent field.
+pub const PARAMS_VALUE_BYTES: usize = params::VALUE_EXTENT_BYTES.end();
+/// Least `value_extent_bytes` an option accepts: a smaller value gains
+/// nothing from an extent of its own (its reference is 17 bytes).
+pub const MIN_VALUE_EXTENT_BYTES: u32 = 64;
 /// Bytes of the root descriptor.
 pub const DESC_BYTES: usize = root::NEXT_SEQ.end();
 const _: () = assert!(root::EXTENT.bytes == EXTENT_REF_BYTES);
@@ -99,6 +105,11 @@ pub struct BEpsilonOptions {
     pub compression: Compression,
     /// zstd level (ignored by the others).
     pub level: u8,
+    /// Values of at least this many bytes are written once, at commit, to
+    /// an extent of their own, and the tree moves a 17-byte reference to it
+    /// (docs/design.md, "B-epsilon value extents"); None: every value is
+    /// stored in the tree's messages and leaves. Stored in the file.
+    pub value_extent_bytes: Option<u32>,
 }
 
 impl Default for BEpsilonOptions {
@@ -134,9 +145,16 @@ impl Default for BEpsilonOptions {
             fanout: 8,
             compression: Compression::Lz4,
             level: 3,
+            value_extent_bytes: Some(DEFAULT_VALUE_EXTENT_BYTES),
         }
     }
 }
+
+/// The default `value_extent_bytes`: half a 4 KiB page's payload, where
+/// a value's own extent (one page written once) costs less than carrying
+/// the value through the tree's levels (docs/design.md, "B-epsilon value
+/// extents"; docs/benchmarks.md, "Values of 1 to 16 KB").
+pub const DEFAULT_VALUE_EXTENT_BYTES: u32 = 2032;
 
 impl BEpsilonOptions {
     /// Sets the node bytes, and leaves of the same size: call
@@ -162,6 +180,20 @@ impl BEpsilonOptions {
     pub fn compression(mut self, c: Compression) -> Self {
         self.compression = c;
         self
+    }
+    /// Values of at least `n` bytes go to extents of their own; None: all
+    /// values stay in the tree.
+    pub fn value_extent_bytes(mut self, n: Option<u32>) -> Self {
+        self.value_extent_bytes = n;
+        self
+    }
+
+    /// How the tree stores values.
+    pub fn form(&self) -> value::Form {
+        match self.value_extent_bytes {
+            Some(n) => value::Form::Tagged(n),
+            None => value::Form::Plain,
+        }
     }
 
     /// The target bytes of a leaf: `leaf_bytes`, else the node bytes.
@@ -199,36 +231,51 @@ impl BEpsilonOptions {
         if !(3..=1024).contains(&self.fanout) {
             return Err(format!("fanout {} must be between 3 and 1024", self.fanout));
         }
+        if let Some(n) = self.value_extent_bytes {
+            if n < MIN_VALUE_EXTENT_BYTES {
+                return Err(format!(
+                    "value extent bytes {n} must be at least {MIN_VALUE_EXTENT_BYTES}"
+                ));
+            }
+        }
         Ok(())
     }
 
     /// The catalog parameters: [`PARAMS_BYTES`], plus the leaf bytes
-    /// ([`PARAMS_LEAF_BYTES`] in all) when set, so trees without them keep
-    /// the format older files have (docs/design.md, "B-epsilon nodes").
+    /// ([`PARAMS_LEAF_BYTES`] in all) when set, plus the value extent bytes
+    /// ([`PARAMS_VALUE_BYTES`], the leaf field 0 when unset) when set, so
+    /// trees without them keep the format older files have (docs/design.md,
+    /// "B-epsilon nodes").
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(PARAMS_LEAF_BYTES);
+        let mut b = Vec::with_capacity(PARAMS_VALUE_BYTES);
         b.extend_from_slice(&self.node_bytes.to_le_bytes());
         b.extend_from_slice(&self.basement_bytes.to_le_bytes());
         b.extend_from_slice(&self.fanout.to_le_bytes());
         b.push(self.compression.code());
         b.push(self.level);
         assert_eq!(b.len(), PARAMS_BYTES);
-        if let Some(leaf) = self.leaf_bytes {
-            b.extend_from_slice(&leaf.to_le_bytes());
+        if self.leaf_bytes.is_some() || self.value_extent_bytes.is_some() {
+            b.extend_from_slice(&self.leaf_bytes.unwrap_or(0).to_le_bytes());
         }
-        assert!(b.len() == PARAMS_BYTES || b.len() == PARAMS_LEAF_BYTES);
+        if let Some(n) = self.value_extent_bytes {
+            b.extend_from_slice(&n.to_le_bytes());
+        }
+        assert!([PARAMS_BYTES, PARAMS_LEAF_BYTES, PARAMS_VALUE_BYTES].contains(&b.len()));
         b
     }
 
     /// Reads [`Self::encode`]'s bytes; 12 bytes (no leaf field): leaves
-    /// split at the node bytes.
+    /// split at the node bytes; under 20 (no value extent field): values
+    /// stay in the tree.
     pub fn decode(b: &[u8]) -> Result<Self, String> {
-        if b.len() != PARAMS_BYTES && b.len() != PARAMS_LEAF_BYTES {
+        if ![PARAMS_BYTES, PARAMS_LEAF_BYTES, PARAMS_VALUE_BYTES].contains(&b.len()) {
             return Err(format!("B-epsilon parameters of {} bytes", b.len()));
         }
+        let field = |f: crate::store::layout::Field| (b.len() >= f.end()).then(|| get_u32(b, f.at));
         let o = Self {
             node_bytes: get_u32(b, params::NODE_BYTES.at),
-            leaf_bytes: (b.len() == PARAMS_LEAF_BYTES).then(|| get_u32(b, params::LEAF_BYTES.at)),
+            leaf_bytes: field(params::LEAF_BYTES).filter(|&n| n != 0),
+            value_extent_bytes: field(params::VALUE_EXTENT_BYTES),
             basement_bytes: get_u32(b, params::BASEMENT_BYTES.at),
             fanout: get_u16(b, params::FANOUT.at),
             compression: Compression::from_code(b[params::COMPRESSION.at])
@@ -352,7 +399,10 @@ mod tests {
 
     #[test]
     fn leaf_bytes_round_trip_and_old_params() {
-        let o = BEpsilonOptions::default().leaf_bytes(128 << 10).fanout(8);
+        let o = BEpsilonOptions::default()
+            .leaf_bytes(128 << 10)
+            .fanout(8)
+            .value_extent_bytes(None);
         let b = o.encode();
         assert_eq!(b.len(), PARAMS_LEAF_BYTES);
         assert_eq!(BEpsilonOptions::decode(&b).unwrap(), o);
@@ -362,12 +412,34 @@ mod tests {
         let old = BEpsilonOptions::decode(&b[..PARAMS_BYTES]).unwrap();
         assert_eq!(old.leaf_bytes, None);
         assert_eq!(old.target_bytes(0), old.node_bytes as usize);
-        let same = BEpsilonOptions::default().node_bytes(1 << 20);
+        let same = BEpsilonOptions::default()
+            .node_bytes(1 << 20)
+            .value_extent_bytes(None);
         assert_eq!(same.encode().len(), PARAMS_BYTES);
         assert_eq!(BEpsilonOptions::default().target_bytes(0), 512 << 10);
         // Bad leaf bytes: too small, or below twice the basement bytes.
         assert!(BEpsilonOptions::decode(&o.leaf_bytes(100).encode()).is_err());
         assert!(BEpsilonOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());
         assert!(BEpsilonOptions::decode(&b[..PARAMS_BYTES + 2]).is_err());
+    }
+
+    #[test]
+    fn value_extent_bytes_round_trip() {
+        let d = BEpsilonOptions::default();
+        assert_eq!(d.value_extent_bytes, Some(DEFAULT_VALUE_EXTENT_BYTES));
+        let b = d.encode();
+        assert_eq!(b.len(), PARAMS_VALUE_BYTES);
+        assert_eq!(get_u32(&b, 16), DEFAULT_VALUE_EXTENT_BYTES);
+        assert_eq!(BEpsilonOptions::decode(&b).unwrap(), d);
+        // Without leaf bytes the leaf field is written as 0 (none).
+        let n = BEpsilonOptions::default().node_bytes(1 << 20);
+        let nb = n.encode();
+        assert_eq!((nb.len(), get_u32(&nb, 12)), (PARAMS_VALUE_BYTES, 0));
+        assert_eq!(BEpsilonOptions::decode(&nb).unwrap(), n);
+        assert_eq!(n.form(), value::Form::Tagged(DEFAULT_VALUE_EXTENT_BYTES));
+        assert_eq!(d.value_extent_bytes(None).form(), value::Form::Plain);
+        let low = d.value_extent_bytes(Some(MIN_VALUE_EXTENT_BYTES - 1));
+        assert!(low.validate().is_err());
+        assert!(BEpsilonOptions::decode(&low.encode()).is_err());
     }
 }

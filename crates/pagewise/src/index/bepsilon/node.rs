@@ -208,13 +208,16 @@ impl Node {
         Arc::make_mut(self.parts[i].as_mut().expect("dirty partitions are loaded"))
     }
 
-    /// Buffers `m` in partition `i`, after what its key holds there.
-    pub fn buf_add(&mut self, i: usize, m: Message) {
+    /// Buffers `m` in partition `i`, after what its key holds there; the
+    /// stored values of the puts it replaces that may name value extents
+    /// go to `dropped`.
+    pub fn buf_add(&mut self, i: usize, m: Message, dropped: &mut Vec<Vec<u8>>) {
         assert!(!self.is_leaf() && i < self.parts.len());
         let Part::Buf(buf) = self.part_mut(i) else {
             panic!("internal node partition is not a buffer")
         };
         buf.add(m);
+        dropped.extend(buf.take_dropped());
         let bytes = buf.bytes();
         self.part_bytes[i] = bytes;
         debug_assert!(bytes >= m.bytes());
@@ -222,13 +225,15 @@ impl Node {
 
     /// Buffers `batch` (sorted by key, equal keys oldest first, all of
     /// child `i`'s range) in partition `i` at once (`Buffer::add_sorted`).
-    pub fn buf_add_sorted(&mut self, i: usize, batch: &[Message]) {
+    /// The puts it replaces go to `dropped` as in [`Node::buf_add`].
+    pub fn buf_add_sorted(&mut self, i: usize, batch: &[Message], dropped: &mut Vec<Vec<u8>>) {
         assert!(!self.is_leaf() && i < self.parts.len());
         debug_assert!(batch.iter().all(|m| self.find(m.key) == i));
         let Part::Buf(buf) = self.part_mut(i) else {
             panic!("internal node partition is not a buffer")
         };
         buf.add_sorted(batch);
+        dropped.extend(buf.take_dropped());
         self.part_bytes[i] = buf.bytes();
     }
 

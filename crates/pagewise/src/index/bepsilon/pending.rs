@@ -2,6 +2,7 @@
 //! they leave ([`resolve`]); a key's messages as a leaf applies them
 //! ([`Change`]).
 
+use super::value::Form;
 use crate::error::{Error, Result};
 use crate::options::MergeOperator;
 
@@ -49,14 +50,26 @@ impl Pending {
     }
 }
 
-/// The value of `key` after `p`, given the value before it. Errors when `p`
-/// holds operands and no merge operator is registered.
+/// How [`resolve`] reads a tree's stored values (`value.rs`): the tree's
+/// form, and the user's value of a stored value (an extent read for one
+/// that names an extent).
+pub struct Values<'a> {
+    pub form: Form,
+    pub plain: &'a mut dyn FnMut(&[u8]) -> Result<Vec<u8>>,
+}
+
+/// The stored value of `key` after `p`, given the stored value before it.
+/// A put or delete alone leaves its own stored value (a reference stays a
+/// reference); operands merge into the user's value before them, and the
+/// result is stored inline. Errors when `p` holds operands and no merge
+/// operator is registered.
 pub fn resolve(
     merge: Option<&dyn MergeOperator>,
     tree: &str,
     key: &[u8],
     existing: Option<Vec<u8>>,
     p: &Pending,
+    values: &mut Values<'_>,
 ) -> Result<Option<Vec<u8>>> {
     let base = match &p.base {
         Some(Base::Put(_, v)) => Some(v.clone()),
@@ -71,8 +84,16 @@ pub fn resolve(
             tree: tree.to_string(),
         });
     };
+    let before = match base {
+        Some(b) if values.form != Form::Plain => Some((values.plain)(&b)?),
+        b => b,
+    };
     let operands: Vec<&[u8]> = p.ops.iter().map(|o| o.1.as_slice()).collect();
-    Ok(Some(op.full_merge(key, base.as_deref(), &operands)))
+    let merged = op.full_merge(key, before.as_deref(), &operands);
+    Ok(Some(match values.form {
+        Form::Plain => merged,
+        form => form.inline(&merged),
+    }))
 }
 
 /// Resolves one key's messages against its value before them.

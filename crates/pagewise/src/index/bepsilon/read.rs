@@ -10,7 +10,8 @@
 
 use super::counters::{level_of, READ_LEVELS};
 use super::node::{Node, Part};
-use super::pending::{resolve, Pending};
+use super::pending::{resolve, Pending, Values};
+use super::value::Form;
 use super::{format, Child, Meta};
 use crate::error::{Error, Result};
 use crate::index::{Index, Trees};
@@ -46,7 +47,7 @@ pub enum Step<T> {
 /// What a traversal sees: trees, dirty nodes, cached nodes and nodes it read.
 pub struct View<'a> {
     epoch: &'a Epoch<Trees>,
-    ix: &'a Index,
+    pub ix: &'a Index,
     pinned: &'a PidMap<Arc<Node>>,
     hits: std::cell::Cell<u64>,
     /// Buffer reads saved by key filters in this try, by height.
@@ -62,6 +63,11 @@ pub struct View<'a> {
 impl View<'_> {
     pub fn ix_merge(&self) -> Option<&dyn crate::options::MergeOperator> {
         self.ix.merge.as_deref()
+    }
+
+    /// How `tree` stores values (plain when it does not exist).
+    pub fn form(&self, tree: &str) -> Form {
+        self.meta(tree).map_or(Form::Plain, |m| m.opts.form())
     }
 
     pub fn meta(&self, tree: &str) -> Option<&Meta> {
@@ -538,13 +544,64 @@ fn resolve_path(
     path: &[Pending],
 ) -> Result<Option<Vec<u8>>> {
     assert!(path.len() <= super::MAX_HEIGHT as usize + 1);
+    let form = v.form(tree);
+    let mut plain = |b: &[u8]| plain_value(v.ix, form, tree, b);
+    let mut values = Values {
+        form,
+        plain: &mut plain,
+    };
     for pend in path.iter().rev() {
-        val = resolve(v.ix.merge.as_deref(), tree, key, val, pend)?;
+        val = resolve(v.ix.merge.as_deref(), tree, key, val, pend, &mut values)?;
     }
     Ok(val)
 }
 
-pub fn get(ix: &Index, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+/// The user's value of stored value `b` of `tree` (form `form`): a value
+/// extent is read from disk. Requires: no page reuse can race with it (the
+/// state lock held, or a pinned snapshot), or the caller discards the
+/// result when `reuse_gen` moved (`read_at` does).
+pub fn plain_value(ix: &Index, form: Form, tree: &str, b: &[u8]) -> Result<Vec<u8>> {
+    let pager = &ix.store.pager;
+    form.plain(b, pager, tree, &mut |e| {
+        pager.read_extent(e, Kind::Overflow)
+    })
+}
+
+/// The stored value of `key` (`value.rs`) and how `tree` stores values.
+pub fn get_stored(
+    ix: &Index,
+    at: Option<&Frozen>,
+    tree: &str,
+    key: &[u8],
+) -> Result<(Option<Vec<u8>>, Form)> {
     let mut resume = None;
-    read_at(ix, at, |v| get_step(v, tree, key, &mut resume))?
+    read_at(ix, at, |v| match get_step(v, tree, key, &mut resume) {
+        Step::Done(r) => Step::Done(r.map(|s| (s, v.form(tree)))),
+        Step::Miss(m) => Step::Miss(m),
+    })?
+}
+
+/// The value of `key`: its stored value, and a value extent read with no
+/// lock held (looked up again if its pages were reused meanwhile).
+pub fn get(ix: &Index, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    for _ in 0..MAX_RESTARTS {
+        let gen = ix.store.reuse_gen.load(Ordering::Acquire);
+        let (stored, form) = get_stored(ix, at, tree, key)?;
+        let Some(stored) = stored else {
+            return Ok(None);
+        };
+        let Some(ext) = form.extent_of(&stored, ix.store.pager.ps) else {
+            // Inline (or damaged: `plain` says so); no read.
+            let mut none = |_: &Extent| unreachable!("an inline value");
+            return form
+                .plain(&stored, &ix.store.pager, tree, &mut none)
+                .map(Some);
+        };
+        let gen = (!at.is_some_and(|fz| fz.pinned())).then_some(gen);
+        if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {
+            return Ok(Some(v));
+        }
+        // The extent was reused since the message was read: look again.
+    }
+    panic!("a get restarted {MAX_RESTARTS} times: page reuse never settles");
 }

@@ -6,7 +6,7 @@
 
 use super::buffer::{Kind as MsgKind, Message};
 use super::node::{no_dir, Buffer, Node, Part};
-use super::pending::{resolve, Change, Pending};
+use super::pending::{resolve, Change, Pending, Values};
 use super::pivots::Pivots;
 use super::{format, provisional_id, BEpsilonOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
@@ -37,6 +37,9 @@ pub struct Writer<'a> {
     pub merge: Option<&'a dyn MergeOperator>,
     pub events: Option<&'a dyn EventListener>,
     pub tree: &'a str,
+    /// Stored values that left the tree during this apply and may name
+    /// value extents; [`Writer::free_dropped`] frees those that do.
+    pub dropped: Vec<Vec<u8>>,
 }
 
 impl Msg<'_> {
@@ -57,9 +60,33 @@ impl Writer<'_> {
     /// root's buffers sorted, each child's run in one pass, and the root
     /// flushes once afterwards.
     pub fn apply_run(&mut self, m: &mut Meta, run: &[(&[u8], Msg)]) -> Result<()> {
+        let r = self.apply_run_inner(m, run);
+        self.free_dropped(m);
+        r
+    }
+
+    /// Frees the value extents named by the stored values that left the
+    /// tree (`dropped`), as pages the durable checkpoint may reference:
+    /// reusable after the next checkpoint, and once no snapshot may read
+    /// them (docs/design.md, "B-epsilon value extents").
+    fn free_dropped(&mut self, m: &Meta) {
+        let form = m.opts.form();
+        for b in std::mem::take(&mut self.dropped) {
+            if let Some(e) = form.extent_of(&b, self.pager.ps) {
+                self.alloc.free_later(e.first_page, e.count_pages);
+            }
+        }
+        assert!(self.dropped.is_empty());
+    }
+
+    fn apply_run_inner(&mut self, m: &mut Meta, run: &[(&[u8], Msg)]) -> Result<()> {
         let root = match m.root {
             Some(c) if m.height > 0 && run.len() > 1 => c,
-            _ => return run.iter().try_for_each(|(k, msg)| self.apply(m, k, *msg)),
+            _ => {
+                return run
+                    .iter()
+                    .try_for_each(|(k, msg)| self.apply_one(m, k, *msg))
+            }
         };
         if self.merge.is_none() && run.iter().any(|(_, x)| matches!(x, Msg::Upsert(_))) {
             return Err(Error::NoMergeOperator {
@@ -87,7 +114,7 @@ impl Writer<'_> {
         let root_id = self.make_dirty(root)?;
         m.root = Some(Child::Dirty(root_id));
         let mut node = self.take(root_id);
-        add_runs(&mut node, &msgs);
+        add_runs(&mut node, &msgs, &mut self.dropped);
         let r = self.flush_until_fits(m, &mut node);
         self.put(root_id, node);
         r?;
@@ -96,7 +123,7 @@ impl Writer<'_> {
 
     /// Applies one message. Requires: the state write lock and the
     /// allocator (held by the caller's borrows). Effect: in memory only.
-    pub fn apply(&mut self, m: &mut Meta, key: &[u8], msg: Msg) -> Result<()> {
+    fn apply_one(&mut self, m: &mut Meta, key: &[u8], msg: Msg) -> Result<()> {
         if matches!(msg, Msg::Upsert(_)) && self.merge.is_none() {
             return Err(Error::NoMergeOperator {
                 tree: self.tree.to_string(),
@@ -137,7 +164,7 @@ impl Writer<'_> {
             r
         } else {
             let i = root.find(key);
-            root.buf_add(i, message);
+            root.buf_add(i, message, &mut self.dropped);
             self.flush_until_fits(m, &mut root)
         };
         self.put(root_id, root);
@@ -289,7 +316,7 @@ impl Writer<'_> {
             return r;
         }
         let all: Vec<Message> = msgs.messages().collect();
-        add_runs(child, &all);
+        add_runs(child, &all, &mut self.dropped);
         self.flush_until_fits(m, child)
     }
 
@@ -300,7 +327,19 @@ impl Writer<'_> {
         leaf: &mut Node,
         batch: &[(&[u8], Change)],
     ) -> Result<()> {
-        let (merge, tree) = (self.merge, self.tree);
+        let (merge, tree, pager) = (self.merge, self.tree, self.pager);
+        let form = m.opts.form();
+        // A merge over a value extent reads it under the state lock: no
+        // page can be reused meanwhile (rare: upserts over large values).
+        let mut plain = |b: &[u8]| {
+            form.plain(b, pager, tree, &mut |e| {
+                pager.read_extent(e, Kind::Overflow)
+            })
+        };
+        let mut values = Values {
+            form,
+            plain: &mut plain,
+        };
         let mut res = |key: &[u8], existing: Option<&[u8]>, p: &Pending| {
             // A put or delete ignores the value before it: no copy.
             let before = if p.ops.is_empty() {
@@ -308,9 +347,9 @@ impl Writer<'_> {
             } else {
                 existing.map(<[u8]>::to_vec)
             };
-            resolve(merge, tree, key, before, p)
+            resolve(merge, tree, key, before, p, &mut values)
         };
-        let d = leaf.apply_sorted(batch, &mut res)?;
+        let d = leaf.apply_sorted(batch, &mut res, &mut self.dropped)?;
         m.entries = m.entries.checked_add_signed(d).expect("entry count");
         Ok(())
     }
@@ -342,7 +381,7 @@ impl Writer<'_> {
         parent.parts.remove(r);
         parent.part_bytes.remove(r);
         for msg in rbuf.messages() {
-            parent.buf_add(l, msg);
+            parent.buf_add(l, msg, &mut self.dropped);
         }
         let mut joined = Node::concat(left, sep, right);
         if joined.is_leaf() {
@@ -432,7 +471,7 @@ impl Writer<'_> {
 /// Adds `msgs` (sorted by key, equal keys oldest first, newer than what
 /// `node` buffers) to internal `node`: each child's run is contiguous and
 /// goes into its buffer in one pass (bounded by the fanout).
-fn add_runs(node: &mut Node, msgs: &[Message]) {
+fn add_runs(node: &mut Node, msgs: &[Message], dropped: &mut Vec<Vec<u8>>) {
     assert!(!node.is_leaf());
     let mut start = 0;
     for _ in 0..node.children.len() {
@@ -441,7 +480,7 @@ fn add_runs(node: &mut Node, msgs: &[Message]) {
         };
         let i = node.find(first.key);
         let end = start + msgs[start..].partition_point(|x| node.find(x.key) == i);
-        node.buf_add_sorted(i, &msgs[start..end]);
+        node.buf_add_sorted(i, &msgs[start..end], dropped);
         start = end;
     }
     assert_eq!(start, msgs.len(), "every message placed");
