@@ -94,7 +94,7 @@ pub struct Args {
     /// an extent of their own and the tree carries a reference; `off` keeps
     /// every value in the tree (default 2032, at least 64).
     #[arg(long, value_parser = size_or_off, value_name = "SIZE|off")]
-    pub bepsilon_value_extent: Option<Option<u32>>,
+    pub bepsilon_value_extent: Option<ValueExtent>,
     /// pagewise-delta: change bytes a page may carry as delta blocks before
     /// it is written whole again, at least 1 (default 2K).
     #[arg(long, value_parser = size, value_name = "SIZE")]
@@ -160,11 +160,15 @@ fn size_u32(s: &str) -> Result<u32, String> {
     let n = size(s)?;
     u32::try_from(n).map_err(|_| format!("{s:?} is too large: at most 4G - 1 bytes (e.g. 64K, 1M)"))
 }
-fn size_or_off(s: &str) -> Result<Option<u32>, String> {
+/// `--bepsilon-value-extent`: a size, or `off` (None).
+#[derive(Debug, Clone, Copy)]
+pub struct ValueExtent(Option<u32>);
+
+fn size_or_off(s: &str) -> Result<ValueExtent, String> {
     if s == "off" {
-        return Ok(None);
+        return Ok(ValueExtent(None));
     }
-    size_u32(s).map(Some)
+    size_u32(s).map(|n| ValueExtent(Some(n)))
 }
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration(s).ok_or_else(|| format!("{s:?} is not a duration (e.g. 30s, 2m)"))
@@ -235,7 +239,7 @@ fn settings(a: &Args, tuned: Option<&pagewise::Tuned>) -> anyhow::Result<Setting
         bepsilon_leaf_bytes: a.bepsilon_leaf,
         bepsilon_basement_bytes: a.bepsilon_basement,
         bepsilon_fanout: a.bepsilon_fanout,
-        bepsilon_value_extent: a.bepsilon_value_extent,
+        bepsilon_value_extent: a.bepsilon_value_extent.map(|v| v.0),
         delta_threshold_bytes: a.delta_threshold.map(|t| t as usize),
         wal_limit_bytes: a.wal_limit,
         dirty_percent: a.dirty_percent,

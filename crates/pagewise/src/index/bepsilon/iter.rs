@@ -8,8 +8,11 @@ use super::pending::{resolve, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
 use super::read::{read_at, Frozen, Step, View};
+use super::value::Form;
 use crate::error::Result;
 use crate::index::{in_range, Index};
+use crate::store::extent::Extent;
+use crate::store::page::Kind;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -199,17 +202,33 @@ fn resolve_unit(
             out.insert(k.to_vec(), new);
         }
     }
-    // Stored values to the user's (value extents read here: the state lock
-    // or a pinned snapshot holds them, else `read_at` retries on reuse).
-    let mut entries = Vec::with_capacity(out.len());
-    for (k, stored) in out {
-        if let Some(s) = stored {
-            let val = match form {
-                super::value::Form::Plain => s,
-                _ => (values.plain)(&s)?,
-            };
-            entries.push((k, val));
-        }
+    let entries: Vec<Kv> = out.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
+    match form {
+        super::value::Form::Plain => Ok(entries),
+        _ => plain_values(v, form, tree, entries),
+    }
+}
+
+/// `entries` with their stored values turned into the user's: the value
+/// extents among them read through one queue (`Pager::read_extents`). The
+/// state lock or a pinned snapshot holds the extents, else `read_at`
+/// discards the result when `reuse_gen` moved.
+fn plain_values(v: &View, form: Form, tree: &str, mut entries: Vec<Kv>) -> Result<Vec<Kv>> {
+    let pager = &v.ix.store.pager;
+    let at: Vec<(usize, Extent)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, s))| Some((i, form.extent_of(s, pager.ps)?)))
+        .collect();
+    let exts: Vec<Extent> = at.iter().map(|a| a.1).collect();
+    let mut read = pager.read_extents(&exts, Kind::Overflow)?.into_iter();
+    for (i, (_, s)) in entries.iter_mut().enumerate() {
+        let mut got = |_: &Extent| read.next().expect("one read per extent");
+        let plain = match at.binary_search_by_key(&i, |a| a.0) {
+            Ok(_) => form.plain(s, pager, tree, &mut got)?,
+            Err(_) => form.plain(s, pager, tree, &mut |_| unreachable!("inline"))?,
+        };
+        *s = plain;
     }
     Ok(entries)
 }

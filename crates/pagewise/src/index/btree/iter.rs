@@ -268,7 +268,9 @@ impl Cursor {
             } else {
                 &mut self.back
             };
+            let from = buf.len();
             buf.extend(c.entries.into_iter().map(|(k, v)| (k, v, gen)));
+            read_overflow(ix, at, buf.range_mut(from..), gen);
             match (c.exhausted, c.next) {
                 (true, Some(sep)) => {
                     if forward {
@@ -372,6 +374,45 @@ impl Cursor {
                     return Some(Err(err));
                 }
             }
+        }
+    }
+}
+
+/// Reads the overflow values of the entries just buffered (a leaf's, read
+/// under reuse generation `gen`) through one queue (`Pager::read_extents`),
+/// so a scan over large values waits about once per queue depth instead of
+/// once per value. A value whose extent may have been reused meanwhile, or
+/// whose read failed, stays an extent: `resolve` reads it again and reports.
+fn read_overflow<'a>(
+    ix: &Index,
+    at: Option<&Frozen>,
+    entries: impl Iterator<Item = &'a mut Entry>,
+    gen: u64,
+) {
+    let mut big: Vec<&mut Entry> = entries
+        .filter(|e| matches!(e.1, Owned::Overflow(_)))
+        .collect();
+    let exts: Vec<crate::store::extent::Extent> = big
+        .iter()
+        .map(|e| match e.1 {
+            Owned::Overflow(x) => x,
+            Owned::Inline(_) => unreachable!("filtered"),
+        })
+        .collect();
+    if exts.len() < 2 {
+        return; // one value: `resolve` reads it as before
+    }
+    let Ok(read) = ix.store.pager.read_extents(&exts, Kind::Overflow) else {
+        return;
+    };
+    let trusted =
+        at.is_some_and(|fz| fz.pinned()) || ix.store.reuse_gen.load(Ordering::Acquire) == gen;
+    if !trusted {
+        return;
+    }
+    for (e, r) in big.iter_mut().zip(read) {
+        if let Ok(v) = r {
+            e.1 = Owned::Inline(v);
         }
     }
 }
