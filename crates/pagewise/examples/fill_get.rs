@@ -6,7 +6,7 @@
 //! a full scan to warm it, and `GETS` random point gets.
 //!
 //! ```sh
-//! fill_get fill DIR KEYS                 # builds DIR/db.pw
+//! fill_get fill DIR KEYS [bepsilon]      # builds DIR/db.pw (a B+tree, or a default B-epsilon tree)
 //! fill_get get DIR KEYS GETS             # warm scan, then GETS gets
 //! valgrind --tool=cachegrind fill_get get DIR 1000000 300000   # minus a GETS=0 run
 //! ```
@@ -14,7 +14,7 @@
 //! The source uses only API that predates the seam, so the same file builds
 //! against an older checkout for a before/after comparison.
 
-use pagewise::{Batch, Db, Durability, Options, Tree};
+use pagewise::{BEpsilonOptions, Batch, Db, Durability, Options, Tree, TreeKind};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 
 const BATCH: u64 = 1000;
@@ -26,12 +26,16 @@ fn key(i: u64) -> [u8; 16] {
     k
 }
 
-fn fill(path: &std::path::Path, keys: u64) {
+fn fill(path: &std::path::Path, keys: u64, bepsilon: bool) {
     let o = Options::default()
         .cache_bytes(64 << 20)
         .durability(Durability::Buffered)
         .direct_io(true);
     let db = Db::open_or_create(path, o).expect("create the Db");
+    if bepsilon {
+        let kind = TreeKind::BEpsilon(BEpsilonOptions::default());
+        db.tree_with("main", kind).expect("create the tree");
+    }
     let mut v = [0u8; 100];
     let mut rng = SmallRng::seed_from_u64(5);
     for b in 0..keys.div_ceil(BATCH) {
@@ -55,7 +59,7 @@ fn gets(t: &Tree, keys: u64, n: u64) -> u64 {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: fill_get fill DIR KEYS | fill_get get DIR KEYS GETS";
+    let usage = "usage: fill_get fill DIR KEYS [bepsilon] | fill_get get DIR KEYS GETS";
     let (mode, dir, keys) = match &a[..] {
         [_, m, d, k, ..] => (m.as_str(), std::path::PathBuf::from(d), k.parse::<u64>()),
         _ => panic!("{usage}"),
@@ -65,7 +69,7 @@ fn main() {
     if mode == "fill" {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create DIR");
-        fill(&path, keys);
+        fill(&path, keys, a.get(4).is_some_and(|k| k == "bepsilon"));
         return;
     }
     let n: u64 = a.get(4).and_then(|s| s.parse().ok()).expect(usage);

@@ -18,7 +18,6 @@ use crate::store::{Epoch, Store};
 
 /// A snapshot's frozen state of every tree.
 pub use bepsilon::read::Frozen;
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::AtomicU64;
@@ -306,6 +305,58 @@ fn fits_inline(kind: TreeKind, page_size: usize, key_bytes: usize, value_bytes: 
     }
 }
 
+/// The stored bytes of the puts of `ops` on a tree of form `form`, in one
+/// arena: tagged, or the reference to the extent its value was written to
+/// (`bepsilon/value.rs`); per op its span of the arena (None: a plain
+/// tree's put, stored as given, or an op with no value).
+fn stored_values(
+    form: bepsilon::value::Form,
+    ops: &[(&Op, Option<Extent>)],
+) -> (Vec<u8>, Vec<Option<std::ops::Range<usize>>>) {
+    let mut arena: Vec<u8> = Vec::new();
+    let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(ops.len());
+    if let bepsilon::value::Form::Tagged(_) = form {
+        let need: usize = ops
+            .iter()
+            .map(|(op, ext)| match ext {
+                Some(_) => bepsilon::value::STORED_REF_BYTES,
+                None => op_value_bytes(op) + 1,
+            })
+            .sum();
+        arena.reserve_exact(need);
+    }
+    for (op, ext) in ops {
+        let span = match (op, ext, form) {
+            (Op::Put { .. }, Some(e), bepsilon::value::Form::Tagged(_)) => {
+                let at = arena.len();
+                arena.extend_from_slice(&bepsilon::value::reference(e));
+                Some(at..arena.len())
+            }
+            (Op::Put { value, .. }, None, bepsilon::value::Form::Tagged(_)) => {
+                let at = arena.len();
+                arena.push(bepsilon::value::TAG_INLINE);
+                arena.extend_from_slice(value);
+                Some(at..arena.len())
+            }
+            (Op::Put { .. }, Some(_), bepsilon::value::Form::Plain) => {
+                unreachable!("a plain tree's value placed in an extent")
+            }
+            _ => None,
+        };
+        spans.push(span);
+    }
+    assert_eq!(spans.len(), ops.len());
+    (arena, spans)
+}
+
+/// The value bytes a put carries (0 for other ops).
+fn op_value_bytes(op: &Op) -> usize {
+    match op {
+        Op::Put { value, .. } => value.len(),
+        _ => 0,
+    }
+}
+
 /// Ops of one batch between two reservations of the dirty set's memory in
 /// the cache (eviction does no I/O): a batch of 1,000 random inserts on 16
 /// KiB pages dirties about 26 MB, which without them sat beside a full
@@ -362,7 +413,15 @@ impl Index {
         let st = self.store.state.read();
         let mut created: Vec<(Arc<str>, Option<bepsilon::value::Form>)> = Vec::new();
         let mut out = Vec::with_capacity(ops.len());
+        let mut last: Option<(&Arc<str>, Option<bepsilon::value::Form>)> = None;
         for op in ops {
+            // A batch's ops mostly name one tree: looked up once per run.
+            if let Some((t, f)) = last {
+                if t == op.tree() && !matches!(op, Op::CreateTree { .. }) {
+                    out.push(f);
+                    continue;
+                }
+            }
             let form = match st.trees.get(op.tree()) {
                 Some(Desc::BEpsilon(m)) => Some(m.opts.form()),
                 Some(Desc::BTree(_)) => None,
@@ -379,6 +438,7 @@ impl Index {
                     created.iter().find(|c| &c.0 == op.tree()).and_then(|c| c.1)
                 }
             };
+            last = Some((op.tree(), form));
             out.push(form);
         }
         out
@@ -439,24 +499,14 @@ impl Index {
             panic!("apply_bepsilon_run on a tree that is not B-epsilon");
         };
         let form = m.opts.form();
-        // The stored bytes of each put: its value as given (plain trees),
-        // tagged, or the reference to its extent.
-        let stored: Vec<Cow<[u8]>> = ops
+        let (arena, spans) = stored_values(form, ops);
+        let stored: Vec<&[u8]> = ops
             .iter()
-            .map(|(op, ext)| match (op, ext, form) {
-                (Op::Put { .. }, Some(e), bepsilon::value::Form::Tagged(_)) => {
-                    Cow::Owned(bepsilon::value::reference(e))
-                }
-                (Op::Put { value, .. }, None, bepsilon::value::Form::Tagged(_)) => {
-                    Cow::Owned(form.inline(value))
-                }
-                (Op::Put { value, .. }, None, bepsilon::value::Form::Plain) => {
-                    Cow::Borrowed(&value[..])
-                }
-                (Op::Put { .. }, Some(_), bepsilon::value::Form::Plain) => {
-                    unreachable!("a plain tree's value placed in an extent")
-                }
-                _ => Cow::Borrowed(&[][..]),
+            .zip(&spans)
+            .map(|((op, _), span)| match (op, span) {
+                (_, Some(r)) => &arena[r.clone()],
+                (Op::Put { value, .. }, None) => &value[..],
+                _ => &[][..],
             })
             .collect();
         let run: Vec<(&[u8], bepsilon::write::Msg)> = ops

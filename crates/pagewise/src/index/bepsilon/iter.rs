@@ -223,12 +223,14 @@ fn plain_values(v: &View, form: Form, tree: &str, mut entries: Vec<Kv>) -> Resul
     let exts: Vec<Extent> = at.iter().map(|a| a.1).collect();
     let mut read = pager.read_extents(&exts, Kind::Overflow)?.into_iter();
     for (i, (_, s)) in entries.iter_mut().enumerate() {
-        let mut got = |_: &Extent| read.next().expect("one read per extent");
-        let plain = match at.binary_search_by_key(&i, |a| a.0) {
-            Ok(_) => form.plain(s, pager, tree, &mut got)?,
-            Err(_) => form.plain(s, pager, tree, &mut |_| unreachable!("inline"))?,
-        };
-        *s = plain;
+        if at.binary_search_by_key(&i, |a| a.0).is_ok() {
+            let mut got = |_: &Extent| read.next().expect("one read per extent");
+            *s = form.plain(s, pager, tree, &mut got)?;
+        } else if s.first() == Some(&super::value::TAG_INLINE) {
+            s.remove(0); // the value follows its tag: no copy to a new vector
+        } else {
+            *s = form.plain(s, pager, tree, &mut |_| unreachable!("not an extent"))?;
+        }
     }
     Ok(entries)
 }

@@ -587,9 +587,16 @@ pub fn get(ix: &Index, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Op
     for _ in 0..MAX_RESTARTS {
         let gen = ix.store.reuse_gen.load(Ordering::Acquire);
         let (stored, form) = get_stored(ix, at, tree, key)?;
-        let Some(stored) = stored else {
+        let Some(mut stored) = stored else {
             return Ok(None);
         };
+        if form == Form::Plain {
+            return Ok(Some(stored));
+        }
+        if stored.first() == Some(&super::value::TAG_INLINE) {
+            stored.remove(0); // the value follows its tag: no copy
+            return Ok(Some(stored));
+        }
         let Some(ext) = form.extent_of(&stored, ix.store.pager.ps) else {
             // Inline (or damaged: `plain` says so); no read.
             let mut none = |_: &Extent| unreachable!("an inline value");
