@@ -6,7 +6,8 @@
 //! a full scan to warm it, and `GETS` random point gets.
 //!
 //! ```sh
-//! fill_get fill DIR KEYS [bepsilon]      # builds DIR/db.pw (a B+tree, or a default B-epsilon tree)
+//! fill_get fill DIR KEYS [bepsilon|bepsilon-inline]   # builds DIR/db.pw: a B+tree, or a default
+//!                                        # B-epsilon tree (inline: without value extents)
 //! fill_get get DIR KEYS GETS             # warm scan, then GETS gets
 //! valgrind --tool=cachegrind fill_get get DIR 1000000 300000   # minus a GETS=0 run
 //! ```
@@ -26,14 +27,13 @@ fn key(i: u64) -> [u8; 16] {
     k
 }
 
-fn fill(path: &std::path::Path, keys: u64, bepsilon: bool) {
+fn fill(path: &std::path::Path, keys: u64, kind: Option<TreeKind>) {
     let o = Options::default()
         .cache_bytes(64 << 20)
         .durability(Durability::Buffered)
         .direct_io(true);
     let db = Db::open_or_create(path, o).expect("create the Db");
-    if bepsilon {
-        let kind = TreeKind::BEpsilon(BEpsilonOptions::default());
+    if let Some(kind) = kind {
         db.tree_with("main", kind).expect("create the tree");
     }
     let mut v = [0u8; 100];
@@ -69,7 +69,13 @@ fn main() {
     if mode == "fill" {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create DIR");
-        fill(&path, keys, a.get(4).is_some_and(|k| k == "bepsilon"));
+        let o = BEpsilonOptions::default();
+        let kind = match a.get(4).map(String::as_str) {
+            Some("bepsilon") => Some(TreeKind::BEpsilon(o)),
+            Some("bepsilon-inline") => Some(TreeKind::BEpsilon(o.value_extent_bytes(None))),
+            _ => None,
+        };
+        fill(&path, keys, kind);
         return;
     }
     let n: u64 = a.get(4).and_then(|s| s.parse().ok()).expect(usage);

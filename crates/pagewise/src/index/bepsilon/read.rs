@@ -436,6 +436,7 @@ pub struct Resume {
     path: Vec<Pending>,
     skips: [u32; READ_LEVELS],
     resets: u32,
+    form: Form,
 }
 
 /// One descent toward `key`: the pending messages on the path (root first)
@@ -447,15 +448,19 @@ pub fn get_step(
     tree: &str,
     key: &[u8],
     resume: &mut Option<Resume>,
-) -> Step<Result<Option<Vec<u8>>>> {
-    let (mut cur, mut path) = match resume.take() {
+) -> Step<Result<(Option<Vec<u8>>, Form)>> {
+    let (mut cur, mut path, form) = match resume.take() {
         Some(r) if r.resets == v.resets => {
             v.skips.set(r.skips);
-            (r.at, r.path)
+            (r.at, r.path, r.form)
         }
-        _ => match v.meta(tree).and_then(|m| m.root) {
-            Some(root) => (root, Vec::new()),
-            None => return Step::Done(Ok(None)),
+        _ => match v.meta(tree) {
+            Some(Meta {
+                root: Some(root),
+                opts,
+                ..
+            }) => (*root, Vec::new(), opts.form()),
+            _ => return Step::Done(Ok((None, Form::Plain))),
         },
     };
     for _ in 0..=super::MAX_HEIGHT {
@@ -472,6 +477,7 @@ pub fn get_step(
                     path,
                     skips,
                     resets,
+                    form,
                 });
                 return Step::Miss(miss);
             }
@@ -485,14 +491,16 @@ pub fn get_step(
                         // A put or delete here is newer than every message
                         // below it (messages only move down), so it decides
                         // the value: the levels below are not read.
-                        return Step::Done(resolve_path(v, tree, key, None, &path));
+                        let r = resolve_path(v, tree, form, key, None, &path);
+                        return Step::Done(r.map(|s| (s, form)));
                     }
                 }
                 cur = n.children[i];
             }
             Part::Packed(b) => {
                 let val = b.get(key).map(<[u8]>::to_vec);
-                return Step::Done(resolve_path(v, tree, key, val, &path));
+                let r = resolve_path(v, tree, form, key, val, &path);
+                return Step::Done(r.map(|s| (s, form)));
             }
         }
     }
@@ -539,12 +547,15 @@ fn visit(v: &View, cur: Child, key: &[u8]) -> std::result::Result<Visit, Miss> {
 fn resolve_path(
     v: &View,
     tree: &str,
+    form: Form,
     key: &[u8],
     mut val: Option<Vec<u8>>,
     path: &[Pending],
 ) -> Result<Option<Vec<u8>>> {
     assert!(path.len() <= super::MAX_HEIGHT as usize + 1);
-    let form = v.form(tree);
+    if path.is_empty() {
+        return Ok(val); // the common get: nothing buffered for the key
+    }
     let mut plain = |b: &[u8]| plain_value(v.ix, form, tree, b);
     let mut values = Values {
         form,
@@ -575,10 +586,7 @@ pub fn get_stored(
     key: &[u8],
 ) -> Result<(Option<Vec<u8>>, Form)> {
     let mut resume = None;
-    read_at(ix, at, |v| match get_step(v, tree, key, &mut resume) {
-        Step::Done(r) => Step::Done(r.map(|s| (s, v.form(tree)))),
-        Step::Miss(m) => Step::Miss(m),
-    })?
+    read_at(ix, at, |v| get_step(v, tree, key, &mut resume))?
 }
 
 /// The value of `key`: its stored value, and a value extent read with no
