@@ -18,6 +18,15 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 type Kv = (Vec<u8>, Vec<u8>);
+/// A resolved entry: key, value, and the extent its value is still to be
+/// read from (the value then empty): a cursor over a pinned snapshot reads
+/// value extents as entries are returned, [`VALUE_READS`] per queue.
+type Entry = (Vec<u8>, Vec<u8>, Option<Extent>);
+
+/// Value extents a cursor reads through one queue: a 100-entry scan over
+/// values in extents waits about four times, not once per value, and reads
+/// no value past where it stops.
+const VALUE_READS: usize = 32;
 
 pub struct Cursor {
     tree: Arc<str>,
@@ -27,13 +36,13 @@ pub struct Cursor {
     /// Where the next unit is fetched from, per direction (None: the end).
     fnext: Option<Bound<Vec<u8>>>,
     bnext: Option<Bound<Vec<u8>>>,
-    front: VecDeque<Kv>,
-    back: VecDeque<Kv>,
+    front: VecDeque<Entry>,
+    back: VecDeque<Entry>,
 }
 
 /// One basement's resolved entries and the key range it covers.
 struct Unit {
-    entries: Vec<Kv>,
+    entries: Vec<Entry>,
     lo: Option<Vec<u8>>,
     hi: Option<Vec<u8>>,
 }
@@ -58,12 +67,18 @@ impl Cursor {
             } else {
                 self.back.pop_back()
             };
-            if let Some((k, v)) = got {
+            if let Some((k, mut v, ext)) = got {
                 if !in_range(&k, &self.lo, &self.hi) {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
                     (self.front, self.back) = (VecDeque::new(), VecDeque::new());
                     return None;
+                }
+                if let Some(e) = ext {
+                    match self.read_values(ix, e, forward) {
+                        Ok(first) => v = first,
+                        Err(e) => return Some(Err(e)),
+                    }
                 }
                 if forward {
                     self.lo = Bound::Excluded(k.clone());
@@ -77,8 +92,11 @@ impl Cursor {
             } else {
                 self.bnext.clone()?
             };
+            // Value extents are read as entries are returned only where
+            // nothing can reuse them meanwhile (a pinned snapshot).
+            let lazy = at.is_some_and(|fz| fz.pinned());
             let unit = match read_at(ix, at, |v| {
-                unit_step(v, &self.tree, &pos, forward, &self.lo, &self.hi)
+                unit_step(v, &self.tree, &pos, forward, (&self.lo, &self.hi), lazy)
             }) {
                 Ok(Ok(u)) => u,
                 Ok(Err(e)) | Err(e) => return Some(Err(e)),
@@ -92,6 +110,39 @@ impl Cursor {
             }
         }
         None
+    }
+
+    /// The value in extent `first` (of the entry just taken in the
+    /// direction of travel), reading it with the next entries' value
+    /// extents in that direction through one queue, up to [`VALUE_READS`].
+    fn read_values(&mut self, ix: &Index, first: Extent, forward: bool) -> Result<Vec<u8>> {
+        let queue = if forward {
+            &mut self.front
+        } else {
+            &mut self.back
+        };
+        let n = queue.len();
+        let next: Vec<usize> = (0..n)
+            .map(|i| if forward { i } else { n - 1 - i })
+            .filter(|&i| queue[i].2.is_some())
+            .take(VALUE_READS - 1)
+            .collect();
+        let mut exts = vec![first];
+        exts.extend(next.iter().map(|&i| queue[i].2.expect("filtered")));
+        let mut read = ix
+            .store
+            .pager
+            .read_extents(&exts, Kind::Overflow)?
+            .into_iter();
+        let value = read.next().expect("the first extent")?;
+        for (i, r) in next.into_iter().zip(read) {
+            // A failed read stays pending: it fails again, with its entry.
+            if let Ok(v) = r {
+                queue[i].1 = v;
+                queue[i].2 = None;
+            }
+        }
+        Ok(value)
     }
 }
 
@@ -110,8 +161,8 @@ fn unit_step(
     tree: &str,
     pos: &Bound<Vec<u8>>,
     forward: bool,
-    lo: &Bound<Vec<u8>>,
-    hi: &Bound<Vec<u8>>,
+    (lo, hi): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
+    lazy: bool,
 ) -> Step<Result<Unit>> {
     let empty = Unit {
         entries: Vec::new(),
@@ -142,7 +193,7 @@ fn unit_step(
             Err(m) => return Step::Miss(m),
         };
         if !matches!(&*part, Part::Buf(_)) {
-            let r = resolve_unit(v, tree, &part, &bufs, (&ulo, &uhi), (lo, hi));
+            let r = resolve_unit(v, tree, &part, &bufs, (&ulo, &uhi), (lo, hi), lazy);
             return Step::Done(r.map(|entries| Unit {
                 entries,
                 lo: ulo,
@@ -164,7 +215,8 @@ fn resolve_unit(
     bufs: &[Arc<Part>],
     unit: (&Option<Vec<u8>>, &Option<Vec<u8>>),
     bounds: (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
-) -> Result<Vec<Kv>> {
+    lazy: bool,
+) -> Result<Vec<Entry>> {
     let range = (
         unit.0
             .as_ref()
@@ -202,27 +254,50 @@ fn resolve_unit(
             out.insert(k.to_vec(), new);
         }
     }
-    let entries: Vec<Kv> = out.into_iter().filter_map(|(k, v)| Some((k, v?))).collect();
+    let entries: Vec<Entry> = out
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v?, None)))
+        .collect();
     match form {
         super::value::Form::Plain => Ok(entries),
-        _ => plain_values(v, form, tree, entries),
+        _ => plain_values(v, form, tree, entries, lazy),
     }
 }
 
 /// `entries` with their stored values turned into the user's: the value
-/// extents among them read through one queue (`Pager::read_extents`). The
-/// state lock or a pinned snapshot holds the extents, else `read_at`
-/// discards the result when `reuse_gen` moved.
-fn plain_values(v: &View, form: Form, tree: &str, mut entries: Vec<Kv>) -> Result<Vec<Kv>> {
+/// extents among them named for the cursor to read (`lazy`), or read here
+/// through one queue (`Pager::read_extents`). The state lock or a pinned
+/// snapshot holds the extents, else `read_at` discards the result when
+/// `reuse_gen` moved.
+fn plain_values(
+    v: &View,
+    form: Form,
+    tree: &str,
+    mut entries: Vec<Entry>,
+    lazy: bool,
+) -> Result<Vec<Entry>> {
     let pager = &v.ix.store.pager;
     let at: Vec<(usize, Extent)> = entries
         .iter()
         .enumerate()
-        .filter_map(|(i, (_, s))| Some((i, form.extent_of(s, pager.ps)?)))
+        .filter_map(|(i, (_, s, _))| Some((i, form.extent_of(s, pager.ps)?)))
         .collect();
-    let exts: Vec<Extent> = at.iter().map(|a| a.1).collect();
+    if lazy {
+        for &(i, e) in &at {
+            entries[i].1 = Vec::new();
+            entries[i].2 = Some(e);
+        }
+    }
+    let exts: Vec<Extent> = if lazy {
+        Vec::new()
+    } else {
+        at.iter().map(|a| a.1).collect()
+    };
     let mut read = pager.read_extents(&exts, Kind::Overflow)?.into_iter();
-    for (i, (_, s)) in entries.iter_mut().enumerate() {
+    for (i, (_, s, pending)) in entries.iter_mut().enumerate() {
+        if pending.is_some() {
+            continue;
+        }
         if at.binary_search_by_key(&i, |a| a.0).is_ok() {
             let mut got = |_: &Extent| read.next().expect("one read per extent");
             *s = form.plain(s, pager, tree, &mut got)?;
