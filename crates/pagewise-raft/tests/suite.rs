@@ -15,6 +15,8 @@ impl StoreBuilder<TypeConfig, LogStore, StateMachine, TempDir> for Builder {
 }
 
 #[test]
-fn openraft_storage_suite() -> Result<(), StorageError> {
-    Suite::test_all(Builder)
+fn openraft_storage_suite() {
+    if let Err(e) = Suite::test_all(Builder) {
+        panic!("openraft's storage suite failed on pagewise: {e}");
+    }
 }
