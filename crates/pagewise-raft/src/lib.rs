@@ -16,7 +16,9 @@
 mod codec;
 mod keys;
 mod log_store;
+pub mod network;
 mod request;
+pub mod server;
 mod snapshot;
 mod state_machine;
 
