@@ -51,7 +51,13 @@ pub struct ServeOptions {
     pub snapshot_logs: u64,
     /// Entries kept in the log behind the last snapshot (the rest is purged).
     pub keep_logs: u64,
+    /// Longest a peer may take to take one snapshot chunk (at most
+    /// [`SNAPSHOT_CHUNK_BYTES`], sent as JSON) and, with the last, to install it.
+    pub snapshot_timeout_ms: u64,
 }
+
+/// Bytes of snapshot per install RPC.
+pub const SNAPSHOT_CHUNK_BYTES: u64 = 1 << 20;
 
 impl ServeOptions {
     /// Checks the options, naming the flag at fault.
@@ -74,6 +80,8 @@ impl ServeOptions {
             election_timeout_max: self.election_max_ms,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_logs),
             max_in_snapshot_log_to_keep: self.keep_logs,
+            install_snapshot_timeout: self.snapshot_timeout_ms,
+            snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
             ..Default::default()
         };
         c.validate().map_err(|e| {

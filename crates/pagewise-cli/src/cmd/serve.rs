@@ -32,6 +32,9 @@ pub struct Args {
     /// Entries kept in the log behind the last snapshot; older ones are purged.
     #[arg(long, default_value_t = 1000)]
     pub keep_logs: u64,
+    /// Longest a peer may take to receive one snapshot chunk (1 MiB) and to install the whole.
+    #[arg(long, default_value_t = 5000)]
+    pub snapshot_timeout_ms: u64,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -44,6 +47,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         election_max_ms: a.election_max_ms,
         snapshot_logs: a.snapshot_logs,
         keep_logs: a.keep_logs,
+        snapshot_timeout_ms: a.snapshot_timeout_ms,
     };
     opts.validate()?;
     let rt = tokio::runtime::Builder::new_multi_thread()

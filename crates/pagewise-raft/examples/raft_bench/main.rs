@@ -75,6 +75,8 @@ fn config() -> Arc<Config> {
         election_timeout_max: 1000,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(5000),
         max_in_snapshot_log_to_keep: 1000,
+        install_snapshot_timeout: 5000,
+        snapshot_max_chunk_size: pagewise_raft::server::SNAPSHOT_CHUNK_BYTES,
         ..Default::default()
     };
     Arc::new(c.validate().expect("valid config"))
