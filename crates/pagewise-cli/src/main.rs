@@ -34,6 +34,8 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Create, read, write, scan, inspect and check a pagewise database.
     Db(cmd::db::Args),
+    /// Run one node of a Raft cluster (openraft) on pagewise storage, with an HTTP API on 127.0.0.1.
+    Serve(Box<cmd::serve::Args>),
     /// Crash-test a database: SIGKILL a loader process at random moments and verify after each kill; or --soak.
     Stress(Box<cmd::stress::Args>),
     /// The loader process `stress` starts and kills (internal).
@@ -58,6 +60,7 @@ fn main() {
         Command::Tune(a) => cmd::tune::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Db(a) => cmd::db::run(a),
+        Command::Serve(a) => cmd::serve::run(*a),
         Command::Stress(a) => cmd::stress::run(*a),
         Command::StressChild(a) => cmd::stress::child::run(*a),
         Command::CsdServe {
