@@ -1,27 +1,30 @@
 #!/bin/bash
-# Sequential tune runs for issue 33; one JSON per run.
-B=/work/wt-tune/target/release/pagewise
-OUT=/work/wt-tune/docs/bench/tune33
+# Sequential `pagewise tune` runs, one JSON per run (docs/benchmarks.md,
+# "Tune's advice measured"). Usage: run.sh FIRST_ROUND LAST_ROUND STOP_HHMM
+# (UTC; a run is skipped once the clock passes it). Round 1 also runs the two
+# described workloads. Runs of one profile share a directory under
+# /var/tmp/tune33, so a run starts from the costs the previous one learned.
+set -u
+[ $# -eq 3 ] || { echo "usage: $0 FIRST_ROUND LAST_ROUND STOP_HHMM" >&2; exit 2; }
+HERE=$(cd "$(dirname "$0")" && pwd)
+B=$HERE/../../../target/release/pagewise
+mkdir -p /var/tmp/tune33
 run() { # name args...
   local name=$1; shift
-  if [ "$(date -u +%H%M)" -ge 1405 ]; then echo "skip $name (time)"; return; fi
-  local d=/var/tmp/tune33/$name
+  if [ "$(date -u +%H%M)" -ge "$STOP" ]; then echo "skip $name (time)"; return; fi
   echo "$(date -u +%T) start $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-  $B tune /var/tmp/tune33/dir-${name%-r*} --json "$@" > $OUT/$name.json 2> /var/tmp/tune33/$name.err
+  $B tune /var/tmp/tune33/dir-${name%-r*} --json "$@" > "$HERE/$name.json" 2> /var/tmp/tune33/$name.err
   echo "$(date -u +%T) end $name rc $? load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+STOP=$3
 E="--rows 2M --cache 16MiB"
-run real-r1
-run hdd-r1 --emulate hdd $E
-run x25e-r1 --emulate x25e $E
-run nvme-r1 --emulate nvme $E
-run insert-heavy --mix point=0.1,insert=0.9
-run scan-heavy --mix point=0.2,range=0.8
-run real-r2
-run hdd-r2 --emulate hdd $E
-run x25e-r2 --emulate x25e $E
-run nvme-r2 --emulate nvme $E
-run real-r3
-run hdd-r3 --emulate hdd $E
-run x25e-r3 --emulate x25e $E
-run nvme-r3 --emulate nvme $E
+for ((r = $1; r <= $2; r++)); do
+  run real-r$r
+  run hdd-r$r --emulate hdd $E
+  run x25e-r$r --emulate x25e $E
+  run nvme-r$r --emulate nvme $E
+  if [ "$r" -eq 1 ]; then
+    run insert-heavy --mix point=0.1,insert=0.9
+    run scan-heavy --mix point=0.2,range=0.8
+  fi
+done

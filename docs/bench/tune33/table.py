@@ -1,8 +1,9 @@
 import json,glob,os,sys
+HERE=os.path.dirname(os.path.abspath(__file__))
 def kib(b): 
     return f"{b//1048576} MiB" if b>=1048576 else f"{b//1024} KiB"
 rows=[]
-for f in sorted(glob.glob('/work/wt-tune/docs/bench/tune33/*.json')):
+for f in sorted(glob.glob(os.path.join(HERE, '*.json'))):
     name=os.path.basename(f)[:-5]
     try: v=json.load(open(f))
     except Exception as e: print(name,'unreadable',e,file=sys.stderr); continue
@@ -36,7 +37,7 @@ print("\n".join(rows))
 # kinds), and whose page measured >= 97% of the best verified B+tree size.
 import collections
 c=collections.defaultdict(lambda:[0,0,0,[]])
-for f in sorted(glob.glob('/work/wt-tune/docs/bench/tune33/*-r*.json')):
+for f in sorted(glob.glob(os.path.join(HERE, '*-r*.json'))):
     name=os.path.basename(f)[:-5]; prof=name.rsplit('-r',1)[0]
     try: v=json.load(open(f))
     except Exception: continue

@@ -12,8 +12,8 @@
 //! **Tree kind** ([`choose_kind`]): the kind with the lower measured time
 //! per mix operation (the mix's weights times each kind's measured
 //! microseconds per point get, range and insert); within the noise, the
-//! B+tree (the engine's default kind, which serves gets and scans without
-//! buffered messages). The deciding operation is the one whose weighted
+//! kind the model prefers (the same rule as the headline's), named as a tie
+//! with both figures. The deciding operation is the one whose weighted
 //! time difference is largest in the winner's favour.
 
 use super::Mix;
@@ -117,7 +117,7 @@ pub struct KindChoice {
     /// Mix operations per second of each kind, from the measured times.
     pub btree_mix_ops: f64,
     pub bepsilon_mix_ops: f64,
-    /// Within the noise: the B+tree by rule.
+    /// Within the noise: the model's preference by rule.
     pub tie: bool,
     /// The operation that decided it ("point gets", "range scans",
     /// "inserts") and its weighted µs per mix operation in the winner's favour.
@@ -143,19 +143,24 @@ pub fn mix_us(mix: Mix, t: &KindTimes) -> Option<f64> {
     Some(us / sum)
 }
 
-/// The tree kind for `mix` from both kinds' measured times (module rule).
+/// The tree kind for `mix` from both kinds' measured times (module rule);
+/// `model` is the kind the model prefers, the answer within the noise.
 /// `None` when either kind lacks a time the mix needs.
 pub fn choose_kind(
     mix: Mix,
     btree: &KindTimes,
     beps: &KindTimes,
     noise: f64,
+    model: Kind,
 ) -> Option<KindChoice> {
+    assert!((0.0..1.0).contains(&noise));
     let (b_us, e_us) = (mix_us(mix, btree)?, mix_us(mix, beps)?);
     assert!(b_us > 0.0 && e_us > 0.0);
     let (b_ops, e_ops) = (1e6 / b_us, 1e6 / e_us);
     let tie = e_ops < b_ops / (1.0 - noise) && b_ops < e_ops / (1.0 - noise);
-    let kind = if tie || b_ops >= e_ops {
+    let kind = if tie {
+        model
+    } else if b_ops >= e_ops {
         Kind::BTree
     } else {
         Kind::BEpsilon
@@ -191,6 +196,17 @@ pub fn choose_kind(
         deciding_op: op,
         deciding_us: us,
     })
+}
+
+/// The kind the model prefers for `mix` from both kinds' *predicted* times:
+/// the B-epsilon tree when it predicts less time per mix operation, else
+/// the B+tree (also when a time the mix needs is not predicted, such as
+/// ranges, which the B-epsilon model does not cover).
+pub fn model_kind(mix: Mix, btree: &KindTimes, beps: &KindTimes) -> Kind {
+    match (mix_us(mix, btree), mix_us(mix, beps)) {
+        (Some(b), Some(e)) if e < b => Kind::BEpsilon,
+        _ => Kind::BTree,
+    }
 }
 
 #[cfg(test)]
@@ -266,7 +282,7 @@ mod tests {
     fn insert_heavy_mixes_take_the_b_epsilon_tree() {
         // 10/0/90: B+tree 0.1x100 + 0.9x400 = 370 µs; B-epsilon
         // 0.1x150 + 0.9x20 = 33 µs. Inserts decide: 0.9 x 380 = 342 µs.
-        let k = choose_kind(mix(0.1, 0.0, 0.9), &BTREE, &BEPS, 0.03).unwrap();
+        let k = choose_kind(mix(0.1, 0.0, 0.9), &BTREE, &BEPS, 0.03, Kind::BTree).unwrap();
         assert_eq!(k.kind, Kind::BEpsilon);
         assert!((k.btree_mix_ops - 1e6 / 370.0).abs() < 1e-6);
         assert!((k.bepsilon_mix_ops - 1e6 / 33.0).abs() < 1e-6);
@@ -278,13 +294,13 @@ mod tests {
     fn scan_heavy_mixes_take_the_b_plus_tree() {
         // 20/70/10 (weights sum 1): B+tree 20 + 140 + 40 = 200 µs;
         // B-epsilon 30 + 420 + 2 = 452 µs. Ranges decide: 0.7 x 400 = 280.
-        let k = choose_kind(mix(0.2, 0.7, 0.1), &BTREE, &BEPS, 0.03).unwrap();
+        let k = choose_kind(mix(0.2, 0.7, 0.1), &BTREE, &BEPS, 0.03, Kind::BTree).unwrap();
         assert_eq!((k.kind, k.deciding_op), (Kind::BTree, "range scans"));
         assert!((k.deciding_us - 280.0).abs() < 1e-9);
     }
 
     #[test]
-    fn a_tie_takes_the_b_plus_tree_and_missing_times_refuse() {
+    fn a_tie_takes_the_model_preference_and_missing_times_refuse() {
         // 50/0/50: B+tree 250 µs; B-epsilon 0.5x110 + 0.5x385 = 247.5 µs,
         // 1% faster: within 3%.
         let e = KindTimes {
@@ -292,8 +308,34 @@ mod tests {
             range_us: None,
             insert_us: Some(385.0),
         };
-        let k = choose_kind(mix(0.5, 0.0, 0.5), &BTREE, &e, 0.03).unwrap();
+        let m = mix(0.5, 0.0, 0.5);
+        let k = choose_kind(m, &BTREE, &e, 0.03, Kind::BTree).unwrap();
         assert!(k.tie && k.kind == Kind::BTree);
-        assert!(choose_kind(mix(0.5, 0.1, 0.4), &BTREE, &e, 0.03).is_none());
+        // The same tie with the model preferring B-epsilon: B-epsilon, and
+        // both figures kept (4000 and 4040.4 mix ops/s).
+        let k = choose_kind(m, &BTREE, &e, 0.03, Kind::BEpsilon).unwrap();
+        assert!(k.tie && k.kind == Kind::BEpsilon);
+        assert!((k.btree_mix_ops - 4000.0).abs() < 1e-6);
+        assert!((k.bepsilon_mix_ops - 1e6 / 247.5).abs() < 1e-6);
+        // Beyond the noise the measurement wins over the model: 10/0/90.
+        let k = choose_kind(mix(0.1, 0.0, 0.9), &BTREE, &BEPS, 0.03, Kind::BTree).unwrap();
+        assert!(!k.tie && k.kind == Kind::BEpsilon);
+        assert!(choose_kind(mix(0.5, 0.1, 0.4), &BTREE, &e, 0.03, Kind::BTree).is_none());
+    }
+
+    #[test]
+    fn the_model_prefers_the_kind_it_predicts_faster() {
+        // 10/0/90 predicted: B+tree 370 µs, B-epsilon 33 µs: B-epsilon.
+        let no_range = |t: KindTimes| KindTimes {
+            range_us: None,
+            ..t
+        };
+        let (b, e) = (no_range(BTREE), no_range(BEPS));
+        assert_eq!(model_kind(mix(0.1, 0.0, 0.9), &b, &e), Kind::BEpsilon);
+        // 90/0/10: B+tree 0.9x100 + 0.1x400 = 130 µs; B-epsilon
+        // 0.9x150 + 0.1x20 = 137 µs: the B+tree.
+        assert_eq!(model_kind(mix(0.9, 0.0, 0.1), &b, &e), Kind::BTree);
+        // Ranges without a predicted range time: the B+tree.
+        assert_eq!(model_kind(mix(0.1, 0.1, 0.8), &b, &e), Kind::BTree);
     }
 }

@@ -6,7 +6,7 @@
 use super::verify::{self, bepsilon::NodeCheck, SizeCheck, Verification};
 use pagewise::{Tuned, TunedBEpsilon, TunedKind, TunedSource, TUNED_SCHEMA};
 use pagewise_model::advise::choice::{
-    choose_kind, pick_headline, Candidate, Headline, Kind, KindChoice, KindTimes,
+    choose_kind, model_kind, pick_headline, Candidate, Headline, Kind, KindChoice, KindTimes,
 };
 use pagewise_model::advise::{Advice, BEpsilonShape};
 use pagewise_model::units::{fmt_bytes, fmt_count};
@@ -107,8 +107,16 @@ pub fn measured(advice: &Advice, v: &Verification) -> Answer {
         .iter()
         .find(|c| c.page_size == page.chosen.id)
         .expect("chosen is measured");
-    let kind = node_check
-        .and_then(|n| choose_kind(advice.mix, &btree_times(page_check), &beps_times(n), NOISE));
+    let prefers = predicted_kind(advice);
+    let kind = node_check.and_then(|n| {
+        choose_kind(
+            advice.mix,
+            &btree_times(page_check),
+            &beps_times(n),
+            NOISE,
+            prefers,
+        )
+    });
     let tree_kind = kind.as_ref().map_or(Kind::BTree, |k| k.kind);
     let shape = node_check.map(|n| n.shape);
     lines.insert(
@@ -139,6 +147,24 @@ fn model_rank(recommended: bool, pred: f64, top: f64) -> f64 {
     } else {
         pred.max(0.0)
     }
+}
+
+/// The kind the advisor's model prefers for the mix (its predicted point
+/// and insert rates of both kinds; the B+tree without B-epsilon advice).
+fn predicted_kind(advice: &Advice) -> Kind {
+    let Some(b) = &advice.bepsilon else {
+        return Kind::BTree;
+    };
+    let times = |point_qps: f64, inserts_per_s: f64| KindTimes {
+        point_us: 1e6 / point_qps.max(1e-9),
+        range_us: None,
+        insert_us: Some(1e6 / inserts_per_s.max(1e-9)),
+    };
+    model_kind(
+        advice.mix,
+        &times(b.btree_point_qps, b.btree_inserts_per_s),
+        &times(b.point_qps, b.inserts_per_s),
+    )
 }
 
 /// Measured µs per operation of the B+tree at a verified page size.
@@ -243,9 +269,12 @@ fn kind_line(k: &KindChoice, advice: &Advice) -> String {
     };
     if k.tie {
         return format!(
-            "Tree kind: the two kinds measured within {:.0}% of each other for {}, so the B+tree (the default kind); {} favoured it most ({:.0} µs per mix operation)",
+            "Tree kind: the B+tree ({} mix ops/s) and the B-epsilon tree ({}) tie within the measurement's {:.0}% noise for {}; the model prefers the {}, so that is the answer; {} favoured it most ({:.0} µs per mix operation)",
+            fmt_count(k.btree_mix_ops),
+            fmt_count(k.bepsilon_mix_ops),
             NOISE * 100.0,
             advice.mix.describe(),
+            k.kind.name(),
             k.deciding_op,
             k.deciding_us
         );
