@@ -35,6 +35,29 @@ def test_probe_with_progress_and_reload(tmp_path):
     assert [p["iops"] for p in back["points"]] == pytest.approx([p["iops"] for p in r["points"]])
 
 
+def test_probe_on_an_emulated_drive(tmp_path):
+    # Every I/O takes at least the profile's 2 ms setup on its one channel, so
+    # QD1 can do at most 500 IOPS, whatever the real device does.
+    r = pagewise.probe(
+        str(tmp_path),
+        block_sizes=[4096],
+        duration_secs=0.1,
+        warmup_secs=0.0,
+        file_size_bytes=4 << 20,
+        engine="sync",
+        min_reps=2,
+        max_reps=2,
+        emulate="2ms,120MB/s,1",
+    )
+    assert r["emulated"]["setup_us"] == 2000.0 and r["emulated"]["channels"] == 1
+    assert [p["params"]["bs"] for p in r["points"]] == [4096]
+    assert 0 < r["points"][0]["iops"] <= 500 * 1.05
+    with pytest.raises(pagewise.OptionsError, match="emulate"):
+        pagewise.probe(str(tmp_path), emulate="fast,please")
+    with pytest.raises(pagewise.OptionsError, match="engine"):
+        pagewise.probe(str(tmp_path), engine="aio")
+
+
 def test_progress_errors_are_raised(tmp_path):
     def fail(_):
         raise ValueError("stop")
