@@ -143,10 +143,7 @@ fn run(
                 }
             });
         };
-        match emulate {
-            None => pagewise_probe::run_sweep(path, spec, &mut report),
-            Some(p) => pagewise_probe::run_sweep_emulated(path, spec, p, &mut report),
-        }
+        pagewise_probe::run_sweep_on_drive(path, spec, emulate, &mut report)
     });
     if let Some(e) = failed {
         return Err(e);
