@@ -1,7 +1,9 @@
 //! Lazy iterators over a key range, of a tree, a snapshot's tree or a
 //! transaction. Entries are read in chunks with the GIL released (a chunk
 //! grows from 16 to 512 entries; a transaction's iterator reads exactly one
-//! entry a step, since what it reads is what its commit validates). Each
+//! entry a step, since what it reads is what its commit validates); an
+//! entry already read is handed out with the GIL held, so the GIL is
+//! released once per chunk, not once per entry. Each
 //! `next` first checks that what the iterator reads from is still usable
 //! (the Db open, the snapshot not closed, the transaction not ended), so an
 //! iterator raises ClosedError from then on, also for entries it had read
@@ -154,6 +156,15 @@ impl RangeIter {
         if let Err(e) = self.alive.check() {
             py.allow_threads(|| self.state.lock().release());
             return Err(e);
+        }
+        // Fast path: an entry already read ahead is taken with the GIL held
+        // (no release and reacquire per entry); if a refill or a release
+        // holds the state on another thread, the slow path below waits for
+        // it with the GIL released.
+        if let Some(mut st) = self.state.try_lock() {
+            if let Some(kv) = st.buf.pop_front() {
+                return Ok(Some(kv));
+            }
         }
         let reverse = self.reverse;
         let r = py.allow_threads(|| {

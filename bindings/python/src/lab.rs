@@ -4,6 +4,7 @@
 
 use crate::db::to_python;
 use crate::errors::{self, Error};
+use pagewise_io::DriveProfile;
 use pagewise_probe::{Engine, Limit, Mode, ProbeResults, Progress, Stage, SweepSpec};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -56,7 +57,10 @@ fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDi
 /// Measures the drive under `path` (a directory: a test file of
 /// `file_size_bytes` is created there and removed) over modes x block
 /// sizes x queue depths x threads, like `pagewise probe`, and returns the
-/// same results the CLI writes with `--out`. `progress(dict)` is called
+/// same results the CLI writes with `--out`. `engine` is parsed as the
+/// CLI's `--engine`, `emulate` (a preset such as "nvme" or "S,W,P") as its
+/// `--emulate`: every measured I/O then goes through that drive profile and
+/// the results name it. `progress(dict)` is called
 /// for every stage; an exception it raises stops the calls and is raised
 /// when the sweep ends (the probe's stop flag is process-wide and
 /// permanent, so it is not used).
@@ -65,7 +69,7 @@ fn progress_dict<'py>(py: Python<'py>, p: &Progress) -> PyResult<Bound<'py, PyDi
     path, *, modes = vec!["randread".to_string()], block_sizes = vec![4096, 65536],
     queue_depths = vec![1], threads = vec![1], duration_secs = 2.0, warmup_secs = 1.0,
     file_size_bytes = 256 << 20, direct_io = true, engine = "uring", min_reps = 2,
-    max_reps = 5, seed = None, progress = None
+    max_reps = 5, seed = None, emulate = None, progress = None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn probe<'py>(
@@ -83,17 +87,16 @@ pub fn probe<'py>(
     min_reps: u32,
     max_reps: u32,
     seed: Option<u64>,
+    emulate: Option<&str>,
     progress: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let engine = match engine {
-        "uring" => Engine::Uring,
-        "sync" => Engine::Sync,
-        other => {
-            return Err(errors::options(format!(
-                "engine {other:?} must be \"uring\" or \"sync\""
-            )))
-        }
-    };
+    let engine = engine
+        .parse::<Engine>()
+        .map_err(|e| errors::options(format!("engine: {e}")))?;
+    let emulate = emulate
+        .map(DriveProfile::parse)
+        .transpose()
+        .map_err(|e| errors::options(format!("emulate: {e}")))?;
     if let Some(cb) = &progress {
         if !cb.bind(py).is_callable() {
             return Err(PyTypeError::new_err("progress must be callable"));
@@ -115,7 +118,7 @@ pub fn probe<'py>(
         seed: seed.unwrap_or(defaults.seed),
         ..defaults
     };
-    let results = run(py, &path, &spec, progress)?;
+    let results = run(py, &path, &spec, emulate.as_ref(), progress)?;
     to_python(py, &results)
 }
 
@@ -123,6 +126,7 @@ fn run(
     py: Python<'_>,
     path: &std::path::Path,
     spec: &SweepSpec,
+    emulate: Option<&DriveProfile>,
     progress: Option<PyObject>,
 ) -> PyResult<ProbeResults> {
     let mut failed: Option<PyErr> = None;
@@ -139,7 +143,7 @@ fn run(
                 }
             });
         };
-        pagewise_probe::run_sweep(path, spec, &mut report)
+        pagewise_probe::run_sweep_on_drive(path, spec, emulate, &mut report)
     });
     if let Some(e) = failed {
         return Err(e);

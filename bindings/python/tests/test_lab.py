@@ -6,6 +6,9 @@ import pytest
 
 import pagewise
 
+# A probe run short enough for a unit test: no warm-up, two repetitions, pread.
+QUICK = dict(warmup_secs=0.0, engine="sync", min_reps=2, max_reps=2)
+
 
 def test_probe_with_progress_and_reload(tmp_path):
     seen = []
@@ -14,12 +17,9 @@ def test_probe_with_progress_and_reload(tmp_path):
         modes=["randread", "seqread"],
         block_sizes=[4096, 16384],
         duration_secs=0.05,
-        warmup_secs=0.0,
         file_size_bytes=8 << 20,
-        engine="sync",
-        min_reps=2,
-        max_reps=2,
         progress=seen.append,
+        **QUICK,
     )
     assert len(r["points"]) == 4
     assert {p["params"]["bs"] for p in r["points"]} == {4096, 16384}
@@ -35,13 +35,33 @@ def test_probe_with_progress_and_reload(tmp_path):
     assert [p["iops"] for p in back["points"]] == pytest.approx([p["iops"] for p in r["points"]])
 
 
+def test_probe_on_an_emulated_drive(tmp_path):
+    # Every I/O takes at least the profile's 2 ms setup on its one channel, so
+    # QD1 can do at most 500 IOPS, whatever the real device does.
+    r = pagewise.probe(
+        str(tmp_path),
+        block_sizes=[4096],
+        duration_secs=0.1,
+        file_size_bytes=4 << 20,
+        emulate="2ms,120MB/s,1",
+        **QUICK,
+    )
+    assert r["emulated"]["setup_us"] == 2000.0 and r["emulated"]["channels"] == 1
+    assert [p["params"]["bs"] for p in r["points"]] == [4096]
+    assert 0 < r["points"][0]["iops"] <= 500 * 1.05
+    with pytest.raises(pagewise.OptionsError, match="emulate"):
+        pagewise.probe(str(tmp_path), emulate="fast,please")
+    with pytest.raises(pagewise.OptionsError, match="engine"):
+        pagewise.probe(str(tmp_path), engine="aio")
+
+
 def test_progress_errors_are_raised(tmp_path):
     def fail(_):
         raise ValueError("stop")
 
     with pytest.raises(ValueError, match="stop"):
-        pagewise.probe(str(tmp_path), block_sizes=[4096], duration_secs=0.02, warmup_secs=0.0,
-                       file_size_bytes=4 << 20, engine="sync", min_reps=2, max_reps=2, progress=fail)
+        pagewise.probe(str(tmp_path), block_sizes=[4096], duration_secs=0.02,
+                       file_size_bytes=4 << 20, progress=fail, **QUICK)
     with pytest.raises(TypeError, match="callable"):
         pagewise.probe(str(tmp_path), progress=3)
     with pytest.raises(pagewise.OptionsError, match="mode"):

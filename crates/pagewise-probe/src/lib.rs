@@ -70,6 +70,21 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
+/// [`run_sweep_emulated`] when `emulate` names a drive profile, else
+/// [`run_sweep`]: the one entry point of `pagewise probe` and the Python
+/// binding's `probe`.
+pub fn run_sweep_on_drive(
+    target: &Path,
+    spec: &SweepSpec,
+    emulate: Option<&DriveProfile>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<ProbeResults, ProbeError> {
+    match emulate {
+        None => run_sweep(target, spec, progress),
+        Some(profile) => run_sweep_emulated(target, spec, profile, progress),
+    }
+}
+
 /// Prepares `target` (directory, file or block device) for `spec`, runs every
 /// point and cleans up. Nothing is written unless every safety check passes.
 pub fn run_sweep(

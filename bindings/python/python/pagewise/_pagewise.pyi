@@ -321,9 +321,13 @@ def probe(
     min_reps: int = 2,
     max_reps: int = 5,
     seed: Optional[int] = None,
+    emulate: Optional[str] = None,
     progress: Optional[Callable[[Dict[str, Any]], object]] = None,
 ) -> Dict[str, Any]:
-    """Runs a probe sweep under ``path`` like ``pagewise probe``; returns its results."""
+    """Runs a probe sweep under ``path`` like ``pagewise probe``; returns its results.
+
+    ``emulate`` is the CLI's ``--emulate``: a preset (``"nvme"``, ``"hdd"``, ...) or
+    ``"S,W,P"`` such as ``"500us,120MB/s,1"``; the results' ``emulated`` names it."""
 
 def load_probe_results(path: StrPath) -> Dict[str, Any]:
     """Loads ``probe-results.json`` (``pagewise probe --out``, ``pagewise tune``)."""

@@ -312,12 +312,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         points: None,
         hidden,
     };
-    let results = match &emulate {
-        None => pagewise_probe::run_sweep(&args.path, &spec, &mut |p| bars.update(p))?,
-        Some(profile) => {
-            pagewise_probe::run_sweep_emulated(&args.path, &spec, profile, &mut |p| bars.update(p))?
-        }
-    };
+    let results =
+        pagewise_probe::run_sweep_on_drive(&args.path, &spec, emulate.as_ref(), &mut |p| {
+            bars.update(p)
+        })?;
     write_outputs(&args, &results)?;
     if args.json {
         println!("{}", results.to_json());
