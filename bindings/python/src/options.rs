@@ -27,13 +27,14 @@ pub const DB_OPTIONS: [&str; 13] = [
     "snapshot_max_age",
 ];
 
-const BEPSILON_OPTIONS: [&str; 6] = [
+const BEPSILON_OPTIONS: [&str; 7] = [
     "node_bytes",
     "leaf_bytes",
     "basement_bytes",
     "fanout",
     "compression",
     "level",
+    "value_extent_bytes",
 ];
 
 fn check_names(kw: &Bound<'_, PyDict>, known: &[&str], what: &str) -> PyResult<()> {
@@ -220,6 +221,8 @@ fn bepsilon(kw: Option<&Bound<'_, PyDict>>) -> PyResult<BEpsilonOptions> {
             "fanout" => o.fanout = uint(&name, &v)?,
             "compression" => o.compression = compression(&v)?,
             "level" => o.level = uint(&name, &v)?,
+            "value_extent_bytes" if v.is_none() => o.value_extent_bytes = None,
+            "value_extent_bytes" => o.value_extent_bytes = Some(uint(&name, &v)?),
             _ => unreachable!("names were checked against BEPSILON_OPTIONS"),
         }
     }

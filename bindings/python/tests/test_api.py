@@ -115,6 +115,28 @@ def test_bepsilon_tree_with_upserts(path, compression):
         assert got == want and len(t) == 7
 
 
+@pytest.mark.parametrize("extent_bytes", [64, None])
+def test_bepsilon_value_extents(path, extent_bytes):
+    # Values from 0 bytes to 100 KB, across the threshold, replaced and
+    # removed, read back after a reopen and checked.
+    sizes = [0, 1, 63, 64, 65, 2000, 5000, 100_000]
+    want = {}
+    with pagewise.Db(path, cache_bytes=4 << 20) as db:
+        t = db.tree("v", kind="bepsilon", node_bytes=64 << 10, value_extent_bytes=extent_bytes)
+        for round in range(2):
+            for i, n in enumerate(sizes):
+                k = b"k%02d" % i
+                want[k] = bytes([(i + round) % 256]) * n
+                t[k] = want[k]
+        del t[b"k07"]
+        del want[b"k07"]
+    with pagewise.Db(path) as db:
+        t = db.tree("v")
+        assert dict(t.items()) == want
+        assert [k for k, _ in t.range(reverse=True)] == sorted(want, reverse=True)
+        assert db.check()["problems"] == []
+
+
 def test_append_merge_operator(path):
     with pagewise.Db(path, merge_operator="append") as db:
         t = db.tree("log", kind="bepsilon")

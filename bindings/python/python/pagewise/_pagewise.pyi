@@ -105,9 +105,12 @@ class Db:
         fanout: int = ...,
         compression: Literal["none", "lz4", "zstd"] = ...,
         level: int = ...,
+        value_extent_bytes: Optional[int] = ...,
     ) -> Tree:
         """A handle on tree ``name``; with ``kind`` the tree is created now if
-        missing (OptionsError if it exists with another kind)."""
+        missing (OptionsError if it exists with another kind). B-epsilon
+        trees store values of at least ``value_extent_bytes`` (default 2032;
+        None: none) in extents of their own."""
     def tree_names(self) -> List[str]:
         """Names of the trees that exist, in name order."""
     def tree_kind(self, name: str) -> Optional[Literal["btree", "bepsilon"]]:
