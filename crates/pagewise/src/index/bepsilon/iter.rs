@@ -20,15 +20,13 @@ use std::sync::Arc;
 type Kv = (Vec<u8>, Vec<u8>);
 /// A resolved entry: key, value, and the extent its value is still to be
 /// read from (the value then empty): a cursor over a pinned snapshot reads
-/// value extents as entries are returned, a window of them per queue.
+/// value extents as entries are returned, [`VALUE_READS`] per queue.
 type Entry = (Vec<u8>, Vec<u8>, Option<Extent>);
 
-/// Value extents a cursor reads through its first queue; each later queue
-/// in the same direction reads twice as many, up to [`VALUE_READS_MAX`]: a
-/// short scan reads few values past where it stops, a 100-entry scan over
-/// values in extents waits three times, a long one once per 512 values.
+/// Value extents a cursor reads through one queue: a 100-entry scan over
+/// values in extents waits about four times, not once per value, and reads
+/// no value past where it stops.
 const VALUE_READS: usize = 32;
-const VALUE_READS_MAX: usize = 512;
 
 pub struct Cursor {
     tree: Arc<str>,
@@ -40,8 +38,6 @@ pub struct Cursor {
     bnext: Option<Bound<Vec<u8>>>,
     front: VecDeque<Entry>,
     back: VecDeque<Entry>,
-    /// Value extents the next queue reads, per direction (front, back).
-    value_reads: (usize, usize),
 }
 
 /// One basement's resolved entries and the key range it covers.
@@ -61,7 +57,6 @@ impl Cursor {
             hi,
             front: VecDeque::new(),
             back: VecDeque::new(),
-            value_reads: (VALUE_READS, VALUE_READS),
         }
     }
 
@@ -119,22 +114,18 @@ impl Cursor {
 
     /// The value in extent `first` (of the entry just taken in the
     /// direction of travel), reading it with the next entries' value
-    /// extents in that direction through one queue: the direction's window
-    /// ([`VALUE_READS`], doubling to [`VALUE_READS_MAX`]).
+    /// extents in that direction through one queue, up to [`VALUE_READS`].
     fn read_values(&mut self, ix: &Index, first: Extent, forward: bool) -> Result<Vec<u8>> {
-        let (queue, window) = if forward {
-            (&mut self.front, &mut self.value_reads.0)
+        let queue = if forward {
+            &mut self.front
         } else {
-            (&mut self.back, &mut self.value_reads.1)
+            &mut self.back
         };
-        let reads = *window;
-        *window = (reads * 2).min(VALUE_READS_MAX);
-        assert!((VALUE_READS..=VALUE_READS_MAX).contains(&reads));
         let n = queue.len();
         let next: Vec<usize> = (0..n)
             .map(|i| if forward { i } else { n - 1 - i })
             .filter(|&i| queue[i].2.is_some())
-            .take(reads - 1)
+            .take(VALUE_READS - 1)
             .collect();
         let mut exts = vec![first];
         exts.extend(next.iter().map(|&i| queue[i].2.expect("filtered")));
