@@ -65,27 +65,27 @@ fn kept_cases_name_targets() {
     }
 }
 
-/// Sample size of the random test: `PAGEWISE_FUZZ_SMOKE_INPUTS` per target.
-fn smoke_inputs() -> usize {
-    std::env::var("PAGEWISE_FUZZ_SMOKE_INPUTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
-}
+/// Sample size of the random test per target (the fuzzer runs the long
+/// campaigns: docs/reliability.md).
+const SMOKE_INPUTS: usize = 300;
+
+/// A seed to repeat a failed run of the random test with (it prints the
+/// seed it drew): set it here, run, and put it back to None.
+const REPEAT_SEED: Option<u64> = None;
+
+/// Files per target that `write_seed_corpus` keeps.
+const CORPUS_FILES: usize = 16;
 
 /// Random bytes and randomly mutated seeds through every entry (a short
 /// stand-in for the fuzzer that CI runs).
 #[test]
 fn random_and_mutated_inputs_never_panic() {
-    let seed = std::env::var("PAGEWISE_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| rand::thread_rng().gen::<u64>());
-    println!("seed {seed} (PAGEWISE_FUZZ_SEED={seed} repeats this run)");
+    let seed = REPEAT_SEED.unwrap_or_else(|| rand::thread_rng().gen::<u64>());
+    println!("seed {seed} (REPEAT_SEED = Some({seed}) in src/fuzz/tests.rs repeats this run)");
     let mut rng = SmallRng::seed_from_u64(seed);
     for &(name, entry) in TARGETS {
         let seeds = files_in(&corpus_dir().join(name));
-        for i in 0..smoke_inputs() {
+        for i in 0..SMOKE_INPUTS {
             let input = match seeds.len() {
                 0 => random_bytes(&mut rng),
                 n if i % 2 == 0 => mutated(&seeds[i / 2 % n].1, &mut rng),
@@ -138,18 +138,26 @@ impl Seeds {
     }
 }
 
-/// Writes the seed corpus: `PAGEWISE_FUZZ_CORPUS` (default the committed
-/// `fuzz/corpus/`), at most `PAGEWISE_FUZZ_CORPUS_FILES` files per target
-/// (default 16). Run: `cargo test -p pagewise --lib fuzz::tests::write_seed_corpus
-/// -- --ignored`.
+/// Writes the committed seed corpus, `fuzz/corpus/`, [`CORPUS_FILES`]
+/// per target. Run: `cargo test -p pagewise --lib
+/// fuzz::tests::write_seed_corpus -- --ignored`.
 #[test]
 #[ignore = "writes the fuzz seed corpus"]
 fn write_seed_corpus() {
-    let out = std::env::var("PAGEWISE_FUZZ_CORPUS").map_or_else(|_| corpus_dir(), PathBuf::from);
-    let limit: usize = std::env::var("PAGEWISE_FUZZ_CORPUS_FILES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
+    write_corpus(&corpus_dir(), CORPUS_FILES);
+}
+
+/// Writes every seed input to `fuzz/corpus-full/` (git-ignored), where
+/// fuzz runs grow their corpus.
+#[test]
+#[ignore = "writes the full fuzz seed corpus"]
+fn write_full_corpus() {
+    write_corpus(&manifest_dir().join("../../fuzz/corpus-full"), usize::MAX);
+}
+
+/// The seed inputs cut from two databases the engine writes, at most
+/// `limit` per target, into `out/<target>/`.
+fn write_corpus(out: &Path, limit: usize) {
     let mut seeds = Seeds::default();
     for ps in [512, 4096] {
         let dir = tempfile::tempdir().unwrap();
