@@ -456,9 +456,9 @@ pub fn log_record(data: &[u8]) {
         return;
     }
     let first = record::RecordId {
-        epoch: get_u64(data, 8),
-        db_id: get_u32(data, 28),
-        lsn: get_u64(data, 16),
+        epoch: get_u64(data, record::rec::EPOCH.at),
+        db_id: get_u32(data, record::rec::DB_ID.at),
+        lsn: get_u64(data, record::rec::LSN.at),
     };
     let Ok(records) = record::scan_bytes(data, first) else {
         return;

@@ -5,6 +5,7 @@
 
 pub mod bepsilon;
 pub mod btree;
+pub mod entry;
 
 use crate::error::{Error, Result};
 use crate::log::Op;

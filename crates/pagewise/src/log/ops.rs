@@ -14,6 +14,25 @@ use std::sync::Arc;
 /// Bit 31 of a payload's op count: the ops are in the compact layout.
 const COMPACT_BIT: u32 = 1 << 31;
 
+/// The compact payload's fixed head (docs/design.md, "Log operations"); the
+/// name table and the ops follow it.
+pub mod head {
+    use crate::store::layout::Field;
+    pub const OP_COUNT: Field = Field::new(0, 4);
+    pub const NAME_COUNT: Field = Field::new(4, 2);
+}
+
+/// The compact payload's table in docs/design.md.
+#[cfg(test)]
+pub const HEAD_TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Log operations",
+    index: 0,
+    rows: &[
+        ("op count", head::OP_COUNT),
+        ("name count", head::NAME_COUNT),
+    ],
+};
+
 /// Field codecs: how each field type is written and read back.
 trait Field: Sized {
     /// Bytes `put` appends.
@@ -319,13 +338,15 @@ pub fn encode(ops: &[Op], out: &mut Vec<u8>) {
     let names = Names::of(ops);
     let table_bytes: usize = names.list.iter().map(Field::size).sum();
     let ops_bytes: usize = ops.iter().map(|op| op_size_c(op, &names)).sum();
-    let size_bytes = 4 + 2 + table_bytes + ops_bytes;
+    let size_bytes = head::NAME_COUNT.end() + table_bytes + ops_bytes;
     out.reserve(size_bytes);
+    debug_assert_eq!(out.len() - start, head::OP_COUNT.at);
     out.extend_from_slice(&(ops.len() as u32 | COMPACT_BIT).to_le_bytes());
     assert!(
         names.list.len() <= u16::MAX as usize,
         "a batch names at most 65,535 trees"
     );
+    debug_assert_eq!(out.len() - start, head::NAME_COUNT.at);
     out.extend_from_slice(&(names.list.len() as u16).to_le_bytes());
     for name in &names.list {
         Field::put(name, out);
@@ -346,19 +367,21 @@ pub fn encode(ops: &[Op], out: &mut Vec<u8>) {
 /// puts and removes only).
 pub fn decode(b: &[u8]) -> Result<Vec<Op>, String> {
     let mut r = Reader { b, at: 0 };
-    let head = get_u32(r.take(4)?, 0);
-    let n = (head & !COMPACT_BIT) as usize;
+    debug_assert_eq!(r.at, head::OP_COUNT.at);
+    let op_count = get_u32(r.take(head::OP_COUNT.bytes)?, 0);
+    let n = (op_count & !COMPACT_BIT) as usize;
     // Every op takes at least 2 bytes: a count past that is damage.
     if n > b.len() / 2 {
         return Err(format!("{n} ops in a payload of {} bytes", b.len()));
     }
     let mut ops = Vec::with_capacity(n);
-    if head & COMPACT_BIT == 0 {
+    if op_count & COMPACT_BIT == 0 {
         for _ in 0..n {
             ops.push(decode_op(&mut r)?);
         }
     } else {
-        let count = get_u16(r.take(2)?, 0) as usize;
+        debug_assert_eq!(r.at, head::NAME_COUNT.at);
+        let count = get_u16(r.take(head::NAME_COUNT.bytes)?, 0) as usize;
         let names = (0..count)
             .map(|_| <Arc<str> as Field>::get(&mut r))
             .collect::<Result<Vec<_>, _>>()?;

@@ -14,6 +14,7 @@
 //! nodes", memory charge).
 
 use super::heap::{self, alloc_bytes};
+use super::layout::message;
 use super::packed::head_of;
 use super::pending::{Base, Change, Pending, MSG_FIXED_BYTES};
 use crate::store::page::{get_u16, get_u32, get_u64};
@@ -169,11 +170,14 @@ impl Buffer {
     /// of this buffer (its bytes were checked when added or decoded).
     fn at(&self, off: u32) -> Message<'_> {
         let (o, a) = ((off & !DEAD) as usize, &self.arena[..]);
-        let (k, v) = (get_u16(a, o + 9) as usize, get_u32(a, o + 11) as usize);
+        let (k, v) = (
+            get_u16(a, o + message::KEY_LEN.at) as usize,
+            get_u32(a, o + message::VALUE_LEN.at) as usize,
+        );
         let key = o + MSG_FIXED_BYTES;
         Message {
-            kind: Kind::from_code(a[o]).expect("a checked message type"),
-            seq: get_u64(a, o + 1),
+            kind: Kind::from_code(a[o + message::TYPE.at]).expect("a checked message type"),
+            seq: get_u64(a, o + message::SEQ.at),
             key: &a[key..key + k],
             val: &a[key + k..key + k + v],
         }
@@ -181,7 +185,7 @@ impl Buffer {
 
     fn key_at(&self, off: u32) -> &[u8] {
         let o = (off & !DEAD) as usize;
-        let k = get_u16(&self.arena, o + 9) as usize;
+        let k = get_u16(&self.arena, o + message::KEY_LEN.at) as usize;
         &self.arena[o + MSG_FIXED_BYTES..o + MSG_FIXED_BYTES + k]
     }
 
@@ -198,7 +202,10 @@ impl Buffer {
     /// The stored bytes of the message at entry `off`.
     fn raw_at(&self, off: u32) -> &[u8] {
         let o = (off & !DEAD) as usize;
-        let (k, v) = (get_u16(&self.arena, o + 9), get_u32(&self.arena, o + 11));
+        let (k, v) = (
+            get_u16(&self.arena, o + message::KEY_LEN.at),
+            get_u32(&self.arena, o + message::VALUE_LEN.at),
+        );
         &self.arena[o..o + MSG_FIXED_BYTES + k as usize + v as usize]
     }
 
@@ -436,7 +443,10 @@ impl Buffer {
         let mut arena = Vec::with_capacity(self.live_bytes);
         for off in self.main.iter_mut() {
             let o = (*off & !DEAD) as usize;
-            let (k, v) = (get_u16(&self.arena, o + 9), get_u32(&self.arena, o + 11));
+            let (k, v) = (
+                get_u16(&self.arena, o + message::KEY_LEN.at),
+                get_u32(&self.arena, o + message::VALUE_LEN.at),
+            );
             let end = o + MSG_FIXED_BYTES + k as usize + v as usize;
             *off = arena.len() as u32;
             arena.extend_from_slice(&self.arena[o..end]);
@@ -583,8 +593,12 @@ pub fn read_message(raw: &[u8], r: usize) -> Result<(Message<'_>, usize), String
     let h = raw
         .get(r..r + MSG_FIXED_BYTES)
         .ok_or("message overruns the partition")?;
-    let kind = Kind::from_code(h[0]).ok_or_else(|| format!("message type {}", h[0]))?;
-    let (k, v) = (get_u16(h, 9) as usize, get_u32(h, 11) as usize);
+    let kind = Kind::from_code(h[message::TYPE.at])
+        .ok_or_else(|| format!("message type {}", h[message::TYPE.at]))?;
+    let (k, v) = (
+        get_u16(h, message::KEY_LEN.at) as usize,
+        get_u32(h, message::VALUE_LEN.at) as usize,
+    );
     let at = r + MSG_FIXED_BYTES;
     let key = raw.get(at..at + k).ok_or("key overruns the partition")?;
     let val = raw
@@ -592,7 +606,7 @@ pub fn read_message(raw: &[u8], r: usize) -> Result<(Message<'_>, usize), String
         .ok_or("value overruns the partition")?;
     let m = Message {
         kind,
-        seq: get_u64(h, 1),
+        seq: get_u64(h, message::SEQ.at),
         key,
         val,
     };

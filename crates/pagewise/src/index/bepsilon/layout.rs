@@ -59,6 +59,23 @@ pub mod dir {
     pub const FILTER_BYTES: Field = Field::new(20, 4);
 }
 
+/// A partition's list in the segment area: its count, then its entries.
+pub mod segment_area {
+    use super::Field;
+    pub const COUNT: Field = Field::new(0, 2);
+}
+
+/// A message in an uncompressed buffer partition (and in a buffer's arena):
+/// its fixed fields, then the key, then the value or upsert operand.
+pub mod message {
+    use super::Field;
+    pub const TYPE: Field = Field::new(0, 1);
+    pub const SEQ: Field = Field::new(1, 8);
+    pub const KEY_LEN: Field = Field::new(9, 2);
+    pub const VALUE_LEN: Field = Field::new(11, 4);
+    pub const KEY_AT: usize = VALUE_LEN.end();
+}
+
 /// A segment entry in the segment area.
 pub mod segment {
     use super::Field;
@@ -145,6 +162,25 @@ pub const DIR_TABLE: Table = Table {
         ("crc32c", dir::CRC),
         ("entries", dir::ENTRIES),
         ("bytes of this partition", dir::FILTER_BYTES),
+    ],
+};
+
+#[cfg(test)]
+pub const SEGMENT_AREA_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 4,
+    rows: &[("segment count", segment_area::COUNT)],
+};
+
+#[cfg(test)]
+pub const MESSAGE_TABLE: Table = Table {
+    heading: "B-epsilon nodes",
+    index: 6,
+    rows: &[
+        ("type", message::TYPE),
+        ("sequence number", message::SEQ),
+        ("key length", message::KEY_LEN),
+        ("value length", message::VALUE_LEN),
     ],
 };
 

@@ -5,6 +5,7 @@
 //! it by merging a sorted batch into a new one (leaf.rs). Entry layout:
 //! docs/design.md, basement entry.
 
+use crate::index::entry;
 use crate::store::page::{get_u16, get_u32};
 use std::ops::Bound;
 
@@ -198,12 +199,13 @@ impl Packed {
     fn entry(&self, i: usize) -> (&[u8], &[u8]) {
         let r = self.offs[i] as usize;
         let (k, v) = (
-            get_u16(&self.data, r) as usize,
-            get_u32(&self.data, r + 2) as usize,
+            get_u16(&self.data, r + entry::KEY_LEN.at) as usize,
+            get_u32(&self.data, r + entry::VALUE_LEN.at) as usize,
         );
+        let key_at = r + entry::KEY_AT;
         (
-            &self.data[r + 6..r + 6 + k],
-            &self.data[r + 6 + k..r + 6 + k + v],
+            &self.data[key_at..key_at + k],
+            &self.data[key_at + k..key_at + k + v],
         )
     }
 
@@ -211,8 +213,8 @@ impl Packed {
     #[inline]
     fn key_at(&self, i: usize) -> &[u8] {
         let r = self.offs[i] as usize;
-        let k = get_u16(&self.data, r) as usize;
-        &self.data[r + 6..r + 6 + k]
+        let k = get_u16(&self.data, r + entry::KEY_LEN.at) as usize;
+        &self.data[r + entry::KEY_AT..r + entry::KEY_AT + k]
     }
 
     /// Index of the first entry whose key is not below `key`: a binary
@@ -287,11 +289,14 @@ fn checked_entry<'a>(
     (lo, hi): (Option<&[u8]>, Option<&[u8]>),
 ) -> Result<(&'a [u8], &'a [u8], usize), String> {
     let h = raw
-        .get(r..r + 6)
+        .get(r..r + entry::KEY_AT)
         .ok_or("entry header overruns the basement")?;
-    let (k, v) = (get_u16(h, 0) as usize, get_u32(h, 2) as usize);
-    let end = r + 6 + k + v;
-    let e = raw.get(r + 6..end).ok_or("entry overruns the basement")?;
+    let k = get_u16(h, entry::KEY_LEN.at) as usize;
+    let v = get_u32(h, entry::VALUE_LEN.at) as usize;
+    let end = r + entry::KEY_AT + k + v;
+    let e = raw
+        .get(r + entry::KEY_AT..end)
+        .ok_or("entry overruns the basement")?;
     let (key, value) = e.split_at(k);
     let inside = lo.is_none_or(|l| key >= l) && hi.is_none_or(|h| key < h);
     if !inside || prev.is_some_and(|p| p >= key) {

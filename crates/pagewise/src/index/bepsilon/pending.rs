@@ -6,8 +6,8 @@ use super::value::Form;
 use crate::error::{Error, Result};
 use crate::options::MergeOperator;
 
-/// Fixed bytes of a message entry (a basement entry's are 6: packed.rs).
-pub const MSG_FIXED_BYTES: usize = 15;
+/// Fixed bytes of a message entry (a basement entry's: `entry::KEY_AT`).
+pub const MSG_FIXED_BYTES: usize = super::layout::message::KEY_AT;
 
 /// A put or delete with its sequence number.
 #[derive(Debug, Clone, PartialEq, Eq)]

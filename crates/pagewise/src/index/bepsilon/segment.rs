@@ -13,7 +13,7 @@ use super::MAX_KEY_BYTES;
 use crate::store::page::{get_u16, get_u32, put_u16, put_u32};
 
 /// Fixed bytes of a segment entry (before its first key).
-pub const ENTRY_FIXED_BYTES: usize = 14;
+pub const ENTRY_FIXED_BYTES: usize = layout::segment::KEY_LEN.end();
 /// Most segments one buffer may declare (a count is a u16).
 pub const MAX_SEGMENTS: usize = u16::MAX as usize;
 
@@ -117,7 +117,7 @@ pub fn area_bytes(plans: &[Vec<Segment>]) -> usize {
         .flatten()
         .map(|s| ENTRY_FIXED_BYTES + s.first_key.len())
         .sum();
-    2 * plans.len() + entries
+    layout::segment_area::COUNT.end() * plans.len() + entries
 }
 
 /// Writes the segment area of `plans` into `out` (exactly
@@ -127,8 +127,8 @@ pub fn encode_area(plans: &[Vec<Segment>], out: &mut [u8]) -> u32 {
     assert!(!out.is_empty());
     let mut w = 0;
     for segs in plans {
-        put_u16(out, w, segs.len() as u16);
-        w += 2;
+        put_u16(out, w + layout::segment_area::COUNT.at, segs.len() as u16);
+        w += layout::segment_area::COUNT.end();
         for s in segs {
             put_u32(out, w + layout::segment::STORED_BYTES.at, s.stored_bytes);
             put_u32(out, w + layout::segment::RAW_BYTES.at, s.raw_bytes);
@@ -269,8 +269,12 @@ pub fn decode_area(area: &[u8], stored_crc: u32, dir: &[DirEntry]) -> Result<Tab
     let (mut starts, mut entries, mut keys) = (vec![0u32], Vec::new(), Vec::new());
     let mut r = 0;
     for _ in dir {
-        let count = get_u16(area.get(r..r + 2).ok_or("segment area too short")?, 0);
-        r += 2;
+        let count_field = layout::segment_area::COUNT;
+        let count = area
+            .get(r..r + count_field.end())
+            .ok_or("segment area too short")?;
+        let count = get_u16(count, count_field.at);
+        r += count_field.end();
         for _ in 0..count {
             let h = area
                 .get(r..r + ENTRY_FIXED_BYTES)

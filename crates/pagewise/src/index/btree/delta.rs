@@ -18,6 +18,29 @@ pub mod block {
     pub const RESERVED: Field = Field::new(52, 4);
 }
 
+/// A record in the delta block's records: its fixed fields, then the key,
+/// then the value (docs/design.md, "Delta record").
+pub mod record {
+    use crate::store::layout::Field;
+    pub const OP: Field = Field::new(0, 1);
+    pub const KEY_LEN: Field = Field::new(1, 2);
+    /// Bit 31: the value is an extent reference, as in leaves.
+    pub const VALUE_LEN: Field = Field::new(3, 4);
+    pub const KEY_AT: usize = VALUE_LEN.end();
+}
+
+/// The delta record's table in docs/design.md.
+#[cfg(test)]
+pub const RECORD_TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "Delta blocks for B+tree pages",
+    index: 1,
+    rows: &[
+        ("op", record::OP),
+        ("key length", record::KEY_LEN),
+        ("value length", record::VALUE_LEN),
+    ],
+};
+
 /// The delta block's table in docs/design.md.
 #[cfg(test)]
 pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
@@ -35,7 +58,7 @@ pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
 /// Bytes of the delta block's fixed part after the page header.
 pub const DELTA_HDR: usize = block::RESERVED.end() - HDR;
 /// Bytes of a record before its key and value.
-pub const REC_HDR: usize = 7;
+pub const REC_HDR: usize = record::KEY_AT;
 const OP_PUT: u8 = 1;
 const OP_REMOVE: u8 = 2;
 const OVF_BIT: u32 = 1 << 31;
@@ -199,13 +222,10 @@ impl Changes {
                 Change::Put { val, overflow } => (OP_PUT, &val[..], *overflow),
                 Change::Remove => (OP_REMOVE, &[][..], false),
             };
-            page[at] = op;
-            put_u16(page, at + 1, key.len() as u16);
-            put_u32(
-                page,
-                at + 3,
-                val.len() as u32 | if ovf { OVF_BIT } else { 0 },
-            );
+            page[at + record::OP.at] = op;
+            put_u16(page, at + record::KEY_LEN.at, key.len() as u16);
+            let vlen = val.len() as u32 | if ovf { OVF_BIT } else { 0 };
+            put_u32(page, at + record::VALUE_LEN.at, vlen);
             at += REC_HDR;
             page[at..at + key.len()].copy_from_slice(key);
             at += key.len();
@@ -301,9 +321,9 @@ fn decode_record(p: &[u8], at: usize) -> Option<(&[u8], ChangeRef<'_>, usize)> {
     if at + REC_HDR > p.len() {
         return None;
     }
-    let op = p[at];
-    let klen = get_u16(p, at + 1) as usize;
-    let raw = get_u32(p, at + 3);
+    let op = p[at + record::OP.at];
+    let klen = get_u16(p, at + record::KEY_LEN.at) as usize;
+    let raw = get_u32(p, at + record::VALUE_LEN.at);
     let (vlen, ovf) = ((raw & !OVF_BIT) as usize, raw & OVF_BIT != 0);
     let k_at = at + REC_HDR;
     let end = k_at.checked_add(klen)?.checked_add(vlen)?;

@@ -2,19 +2,53 @@
 //! "B+tree node payload"). Overflow references are [`Extent`]s.
 
 use super::delta::{Change, ChangeRef, Changes};
+use crate::index::entry;
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::image::{DeltaPages, Image, NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
 use crate::store::read::{NodeRef, BASE_UNNAMED};
 use std::sync::Arc;
 
-pub const LEAF_ENT: usize = 6;
+pub const LEAF_ENT: usize = entry::KEY_AT;
+
+/// A branch payload's fields (docs/design.md, "B+tree node payload"): the
+/// prefix naming child 0, then per entry `separator length | separator |
+/// child | base`, the ids at offsets from the separator's end. A kind-3
+/// branch has no base fields.
+pub mod branch {
+    use crate::store::layout::Field;
+    pub const CHILD0: Field = Field::new(0, 8);
+    pub const BASE0: Field = Field::new(8, 8);
+    pub const SEPARATOR_LEN: Field = Field::new(0, 2);
+    pub const SEPARATOR_AT: usize = SEPARATOR_LEN.end();
+    /// After the separator.
+    pub const CHILD: Field = Field::new(0, 8);
+    pub const BASE: Field = Field::new(8, 8);
+    // Child 0's ids lie as an entry's lie after its separator, so one loop
+    // writes both.
+    const _: () = assert!(CHILD.at == CHILD0.at && BASE.at == BASE0.at);
+}
+
 /// Branch entry bytes beside the separator, and before the first separator:
 /// kind 8 (`klen | key | child | base`, `child0 | base0`) and kind 3 (no bases).
-pub const BRANCH_ENT: usize = 18;
-pub const BRANCH_BASE: usize = 16;
-pub const BRANCH_ENT_V3: usize = 10;
-pub const BRANCH_BASE_V3: usize = 8;
+pub const BRANCH_ENT: usize = branch::SEPARATOR_AT + branch::BASE.end();
+pub const BRANCH_BASE: usize = branch::BASE0.end();
+pub const BRANCH_ENT_V3: usize = branch::SEPARATOR_AT + branch::CHILD.end();
+pub const BRANCH_BASE_V3: usize = branch::CHILD0.end();
+
+/// The branch tables of docs/design.md.
+#[cfg(test)]
+pub const BRANCH_PREFIX_TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "B+tree node payload (after the page header; kind 2 leaf, 3 branch)",
+    index: 1,
+    rows: &[("child 0", branch::CHILD0), ("base page id", branch::BASE0)],
+};
+#[cfg(test)]
+pub const BRANCH_ENTRY_TABLE: crate::store::layout::Table = crate::store::layout::Table {
+    heading: "B+tree node payload (after the page header; kind 2 leaf, 3 branch)",
+    index: 2,
+    rows: &[("separator length", branch::SEPARATOR_LEN)],
+};
 pub const OVF_REF: usize = EXTENT_REF_BYTES;
 const OVF_BIT: u32 = 1 << 31;
 
@@ -644,8 +678,11 @@ impl Node {
     /// (base not named) on kind 3; None if malformed.
     fn branch_val(&self, val: &[u8]) -> Option<(u64, u64)> {
         let (pid, base) = match (val.len(), self.names_bases) {
-            (16, true) => (get_u64(val, 0), get_u64(val, 8)),
-            (8, false) => (get_u64(val, 0), BASE_UNNAMED),
+            (16, true) => (
+                get_u64(val, branch::CHILD.at),
+                get_u64(val, branch::BASE.at),
+            ),
+            (8, false) => (get_u64(val, branch::CHILD.at), BASE_UNNAMED),
             _ => return None,
         };
         (pid >= 2 && base != pid).then_some((pid, base))
@@ -685,8 +722,9 @@ impl Node {
         let mut at = HDR;
         if self.leaf {
             for (i, e) in self.ents.iter().enumerate() {
-                put_u16(page, at, e.kl as u16);
-                put_u32(page, at + 2, e.vl | if e.ovf { OVF_BIT } else { 0 });
+                put_u16(page, at + entry::KEY_LEN.at, e.kl as u16);
+                let vl = e.vl | if e.ovf { OVF_BIT } else { 0 };
+                put_u32(page, at + entry::VALUE_LEN.at, vl);
                 at += LEAF_ENT;
                 let k = self.key(i);
                 page[at..at + k.len()].copy_from_slice(k);
@@ -699,15 +737,16 @@ impl Node {
             for i in 0..self.len() {
                 if i > 0 {
                     let k = self.key(i);
-                    put_u16(page, at, k.len() as u16);
-                    page[at + 2..at + 2 + k.len()].copy_from_slice(k);
-                    at += 2 + k.len();
+                    put_u16(page, at + branch::SEPARATOR_LEN.at, k.len() as u16);
+                    at += branch::SEPARATOR_AT;
+                    page[at..at + k.len()].copy_from_slice(k);
+                    at += k.len();
                 }
-                put_u64(page, at, self.kids[i]);
-                at += 8;
+                put_u64(page, at + branch::CHILD.at, self.kids[i]);
+                at += branch::CHILD.bytes;
                 if self.names_bases {
                     put_u64(page, at, self.bases[i]);
-                    at += 8;
+                    at += branch::BASE.bytes;
                 }
             }
         }
@@ -838,23 +877,24 @@ impl Node {
         page_size: usize,
         named: bool,
     ) -> Result<(Node, usize), String> {
-        let ids = if named { 16 } else { 8 };
+        let ids = if named { BRANCH_BASE } else { BRANCH_BASE_V3 };
         if count == 0 || payload.len() < ids {
             return Err("branch without children".into());
         }
         let short = || format!("entry runs past the payload ({} bytes)", payload.len());
-        let mut n = Node::new_branch(page_size, get_u64(payload, 0), BASE_UNNAMED);
+        let child0 = get_u64(payload, branch::CHILD0.at);
+        let mut n = Node::new_branch(page_size, child0, BASE_UNNAMED);
         n.names_bases = named;
         if named {
-            n.bases[0] = get_u64(payload, 8);
+            n.bases[0] = get_u64(payload, branch::BASE0.at);
         }
         let mut at = ids;
         for _ in 1..count {
-            if at + 2 > payload.len() {
+            if at + branch::SEPARATOR_AT > payload.len() {
                 return Err(short());
             }
-            let kl = get_u16(payload, at) as usize;
-            at += 2;
+            let kl = get_u16(payload, at + branch::SEPARATOR_LEN.at) as usize;
+            at += branch::SEPARATOR_AT;
             if at + kl + ids > payload.len() {
                 return Err(short());
             }
@@ -863,9 +903,9 @@ impl Node {
             let (kl, v, vl, ovf) = (kl as u32, 0, 0, false);
             n.ents.push(Ent { k, kl, v, vl, ovf });
             at += kl as usize;
-            n.kids.push(get_u64(payload, at));
+            n.kids.push(get_u64(payload, at + branch::CHILD.at));
             n.bases.push(if named {
-                get_u64(payload, at + 8)
+                get_u64(payload, at + branch::BASE.at)
             } else {
                 BASE_UNNAMED
             });
@@ -953,8 +993,8 @@ fn leaf_entry(payload: &[u8], at: usize, page_size: usize, i: usize) -> Result<L
     if at + LEAF_ENT > payload.len() {
         return Err(short());
     }
-    let kl = get_u16(payload, at) as usize;
-    let raw = get_u32(payload, at + 2);
+    let kl = get_u16(payload, at + entry::KEY_LEN.at) as usize;
+    let raw = get_u32(payload, at + entry::VALUE_LEN.at);
     let (vl, ovf) = ((raw & !OVF_BIT) as usize, raw & OVF_BIT != 0);
     let k_at = at + LEAF_ENT;
     if k_at + kl + vl > payload.len() || (ovf && vl != OVF_REF) {
