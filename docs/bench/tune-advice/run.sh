@@ -3,17 +3,17 @@
 # "Tune's advice measured"). Usage: run.sh FIRST_ROUND LAST_ROUND STOP_HHMM
 # (UTC; a run is skipped once the clock passes it). Round 1 also runs the two
 # described workloads. Runs of one profile share a directory under
-# /var/tmp/tune33, so a run starts from the costs the previous one learned.
+# /var/tmp/tune-advice, so a run starts from the costs the previous one learned.
 set -u
 [ $# -eq 3 ] || { echo "usage: $0 FIRST_ROUND LAST_ROUND STOP_HHMM" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 B=$HERE/../../../target/release/pagewise
-mkdir -p /var/tmp/tune33
+mkdir -p /var/tmp/tune-advice
 run() { # name args...
   local name=$1; shift
   if [ "$(date -u +%H%M)" -ge "$STOP" ]; then echo "skip $name (time)"; return; fi
   echo "$(date -u +%T) start $name load $(cut -d' ' -f1-3 /proc/loadavg)"
-  $B tune /var/tmp/tune33/dir-${name%-r*} --json "$@" > "$HERE/$name.json" 2> /var/tmp/tune33/$name.err
+  $B tune /var/tmp/tune-advice/dir-${name%-r*} --json "$@" > "$HERE/$name.json" 2> /var/tmp/tune-advice/$name.err
   echo "$(date -u +%T) end $name rc $? load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 STOP=$3
