@@ -4,7 +4,8 @@
 
 use crate::{NodeId, TypeConfig};
 use openraft::error::{
-    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+    InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
+    Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -43,12 +44,16 @@ type RpcErr<E> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
 
 impl Peer {
     /// Posts `req` to `path`; a peer that cannot be reached is
-    /// `Unreachable` (openraft backs off), a refused call a `RemoteError`.
+    /// `Unreachable` (openraft backs off), a body over the peer's limit
+    /// `PayloadTooLarge` (openraft sends `entries_hint` entries at a time
+    /// instead), another HTTP failure a `NetworkError` naming its status, and
+    /// a call the peer's Raft refused a `RemoteError`.
     async fn call<Req, Resp, E>(
         &self,
         path: &str,
         req: &Req,
         option: &RPCOption,
+        entries_hint: u64,
     ) -> Result<Resp, RpcErr<E>>
     where
         Req: Serialize,
@@ -68,6 +73,16 @@ impl Peer {
             Err(e) if e.is_connect() => return Err(RPCError::Unreachable(Unreachable::new(&e))),
             Err(e) => return Err(RPCError::Network(NetworkError::new(&e))),
         };
+        let status = resp.status();
+        if status == reqwest::StatusCode::PAYLOAD_TOO_LARGE {
+            let hint = PayloadTooLarge::new_entries_hint(entries_hint.max(1));
+            return Err(RPCError::PayloadTooLarge(hint));
+        }
+        if !status.is_success() {
+            let text = resp.text().await.unwrap_or_default();
+            let e = std::io::Error::other(format!("{path}: HTTP {status}: {text}"));
+            return Err(RPCError::Network(NetworkError::new(&e)));
+        }
         let body: Result<Resp, RaftError<NodeId, E>> = resp
             .json()
             .await
@@ -82,7 +97,9 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RpcErr<openraft::error::Infallible>> {
-        self.call("append", &rpc, &option).await
+        // Too large: half the entries at a time.
+        let hint = rpc.entries.len() as u64 / 2;
+        self.call("append", &rpc, &option, hint).await
     }
 
     async fn install_snapshot(
@@ -90,7 +107,7 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<InstallSnapshotResponse<NodeId>, RpcErr<InstallSnapshotError>> {
-        self.call("snapshot", &rpc, &option).await
+        self.call("snapshot", &rpc, &option, 0).await
     }
 
     async fn vote(
@@ -98,6 +115,6 @@ impl RaftNetwork<TypeConfig> for Peer {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RpcErr<openraft::error::Infallible>> {
-        self.call("vote", &rpc, &option).await
+        self.call("vote", &rpc, &option, 0).await
     }
 }

@@ -59,6 +59,14 @@ pub struct ServeOptions {
 /// Bytes of snapshot per install RPC.
 pub const SNAPSHOT_CHUNK_BYTES: u64 = 1 << 20;
 
+/// Largest request body the peer routes accept: a snapshot chunk as JSON (a
+/// byte takes up to 4 characters) and append batches of large entries fit;
+/// a larger append is refused with 413 and the sender halves its batch
+/// (`crate::network`). axum's own default (2 MB) refused every snapshot
+/// chunk once a snapshot passed about 600 KB.
+pub const PEER_BODY_LIMIT_BYTES: usize = 64 << 20;
+const _: () = assert!(4 * SNAPSHOT_CHUNK_BYTES as usize + (1 << 16) < PEER_BODY_LIMIT_BYTES);
+
 impl ServeOptions {
     /// Checks the options, naming the flag at fault.
     pub fn validate(&self) -> anyhow::Result<()> {
@@ -139,6 +147,7 @@ pub fn raft_router(raft: Raft<TypeConfig>) -> Router {
         .route("/raft/append", post(raft_append))
         .route("/raft/snapshot", post(raft_snapshot))
         .route("/raft/vote", post(raft_vote))
+        .layer(axum::extract::DefaultBodyLimit::max(PEER_BODY_LIMIT_BYTES))
         .with_state(raft)
 }
 

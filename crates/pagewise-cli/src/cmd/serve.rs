@@ -35,6 +35,11 @@ pub struct Args {
     /// Longest a peer may take to receive one snapshot chunk (1 MiB) and to install the whole.
     #[arg(long, default_value_t = 5000)]
     pub snapshot_timeout_ms: u64,
+    /// Log the node's and openraft's messages to stderr at this filter
+    /// (`error`, `warn`, `info`, `debug`, or per target, e.g.
+    /// `warn,openraft::replication=debug`). Off when not given.
+    #[arg(long, value_name = "FILTER")]
+    pub log: Option<String>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -50,6 +55,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         snapshot_timeout_ms: a.snapshot_timeout_ms,
     };
     opts.validate()?;
+    if let Some(filter) = &a.log {
+        let filter = tracing_subscriber::EnvFilter::try_new(filter)
+            .map_err(|e| anyhow::anyhow!("--log {filter:?}: {e}"))?;
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
