@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds the `pagewise` binary with every peer, RocksDB included, linking
 # Debian's librocksdb instead of compiling RocksDB's C++ (hours on 2 cores).
-# Usage: crates/pagewise-bench/bench/build-with-rocksdb.sh   (run from the repo root, as root)
+# Usage: crates/pagewise-bench/bench/build-with-rocksdb.sh [CARGO BUILD ARGS]
+#   (from the repo root, as root; the default builds the `pagewise` binary
+#   with every peer; e.g. `-p pagewise-raft --example raft_bench --features
+#   rocksdb` builds the Raft bench with its RocksDB store)
 set -euo pipefail
 apt-get install -y -qq librocksdb-dev libclang-dev clang >/dev/null
 shim=${SHIM_DIR:-/var/tmp/pagewise-rocksdb-shim}
@@ -15,6 +18,7 @@ ar rcs "$shim/libshim.a" "$shim/shim.o"
 lib=$(ls /usr/lib/x86_64-linux-gnu/librocksdb.so.* | sort -V | tail -1)
 echo "INPUT($lib $shim/libshim.a)" >"$shim/librocksdb.so"
 llvm=$(ls -d /usr/lib/llvm-*/lib | sort -V | tail -1)
-ROCKSDB_LIB_DIR=$shim LIBCLANG_PATH=$llvm \
-  cargo build --release -p pagewise-cli --features pagewise-bench/peers-all
-echo "built target/release/pagewise with RocksDB from $lib"
+args=("$@")
+if [ ${#args[@]} -eq 0 ]; then args=(-p pagewise-cli --features pagewise-bench/peers-all); fi
+ROCKSDB_LIB_DIR=$shim LIBCLANG_PATH=$llvm cargo build --release "${args[@]}"
+echo "built (${args[*]}) with RocksDB from $lib"

@@ -2,12 +2,17 @@
 //! 127.0.0.1, the `pagewise serve` network): replicated writes/s and commit
 //! latency at several client counts, then linearizable reads/s, on
 //! pagewise storage (one Db per node, and the log and state machine on two
-//! Dbs per node) against an in-memory store (the ceiling). Prints one
-//! markdown table (docs/benchmarks.md, "Raft cluster").
+//! Dbs per node) against an in-memory store (the ceiling) and, built with
+//! the feature `rocksdb`, a RocksDB store. Prints one markdown table
+//! (docs/benchmarks.md, "Raft cluster").
 //!
 //! `cargo run --release -p pagewise-raft --example raft_bench -- --seconds 10`
+//! (with RocksDB: `crates/pagewise-bench/bench/build-with-rocksdb.sh
+//! -p pagewise-raft --example raft_bench --features rocksdb`)
 
 mod memstore;
+#[cfg(feature = "rocksdb")]
+mod rocksstore;
 
 use clap::Parser;
 use hdrhistogram::Histogram;
@@ -43,12 +48,24 @@ enum Store {
     Pagewise,
     PagewiseTwoDbs,
     Memory,
+    #[cfg(feature = "rocksdb")]
+    RocksDb,
 }
+
+const STORES: &[Store] = &[
+    Store::Pagewise,
+    Store::PagewiseTwoDbs,
+    #[cfg(feature = "rocksdb")]
+    Store::RocksDb,
+    Store::Memory,
+];
 
 #[derive(Clone)]
 enum Reader {
     Pw(StateMachine),
     Mem(MemSm),
+    #[cfg(feature = "rocksdb")]
+    Rocks(rocksstore::RocksSm),
 }
 
 impl Reader {
@@ -56,6 +73,27 @@ impl Reader {
         match self {
             Reader::Pw(sm) => sm.get(k).expect("read"),
             Reader::Mem(sm) => sm.get(k),
+            #[cfg(feature = "rocksdb")]
+            Reader::Rocks(sm) => sm.get(k),
+        }
+    }
+}
+
+/// What a node's storage counts its fsyncs with.
+enum Files {
+    Pw(Vec<Db>),
+    None,
+    #[cfg(feature = "rocksdb")]
+    Rocks(rocksstore::Node),
+}
+
+impl Files {
+    fn syncs(&self) -> u64 {
+        match self {
+            Files::Pw(dbs) => dbs.iter().map(|d| d.stats().wal.syncs).sum(),
+            Files::None => 0,
+            #[cfg(feature = "rocksdb")]
+            Files::Rocks(n) => n.syncs(),
         }
     }
 }
@@ -63,8 +101,8 @@ impl Reader {
 struct Cluster {
     rafts: Vec<Raft<TypeConfig>>,
     readers: Vec<Reader>,
-    /// The Dbs of each node (none in memory), for fsync counts.
-    dbs: Vec<Vec<Db>>,
+    /// Each node's storage files, for fsync counts.
+    files: Vec<Files>,
     servers: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -86,7 +124,7 @@ fn db(path: &Path, durability: Durability) -> Db {
     Db::create(path, Options::default().durability(durability)).expect("create Db")
 }
 
-async fn node(store: Store, dir: &Path, id: u64) -> (Raft<TypeConfig>, Reader, Vec<Db>) {
+async fn node(store: Store, dir: &Path, id: u64) -> (Raft<TypeConfig>, Reader, Files) {
     let p = |s: &str| dir.join(format!("n{id}-{s}.pw"));
     let (cfg, net) = (config(), Network::default());
     match store {
@@ -96,7 +134,7 @@ async fn node(store: Store, dir: &Path, id: u64) -> (Raft<TypeConfig>, Reader, V
             let raft = Raft::new(id, cfg, net, log, sm.clone())
                 .await
                 .expect("raft");
-            (raft, Reader::Pw(sm), vec![d])
+            (raft, Reader::Pw(sm), Files::Pw(vec![d]))
         }
         Store::PagewiseTwoDbs => {
             // The state machine on a Db of its own must be Sync (design.md).
@@ -109,14 +147,23 @@ async fn node(store: Store, dir: &Path, id: u64) -> (Raft<TypeConfig>, Reader, V
             let raft = Raft::new(id, cfg, net, log, sm.clone())
                 .await
                 .expect("raft");
-            (raft, Reader::Pw(sm), vec![dl, ds])
+            (raft, Reader::Pw(sm), Files::Pw(vec![dl, ds]))
         }
         Store::Memory => {
             let sm = MemSm::default();
             let raft = Raft::new(id, cfg, net, MemLog::default(), sm.clone())
                 .await
                 .expect("raft");
-            (raft, Reader::Mem(sm), vec![])
+            (raft, Reader::Mem(sm), Files::None)
+        }
+        #[cfg(feature = "rocksdb")]
+        Store::RocksDb => {
+            let n = rocksstore::Node::create(&dir.join(format!("n{id}-rocksdb")));
+            let (log, sm) = n.storage();
+            let raft = Raft::new(id, cfg, net, log, sm.clone())
+                .await
+                .expect("raft");
+            (raft, Reader::Rocks(sm), Files::Rocks(n))
         }
     }
 }
@@ -125,7 +172,7 @@ async fn start(store: Store, dir: &Path) -> Cluster {
     let mut c = Cluster {
         rafts: vec![],
         readers: vec![],
-        dbs: vec![],
+        files: vec![],
         servers: vec![],
     };
     let mut members = BTreeMap::new();
@@ -135,14 +182,14 @@ async fn start(store: Store, dir: &Path) -> Cluster {
             .expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
         members.insert(id, BasicNode { addr });
-        let (raft, reader, dbs) = node(store, dir, id).await;
+        let (raft, reader, files) = node(store, dir, id).await;
         let app = pagewise_raft::server::raft_router(raft.clone());
         c.servers.push(tokio::spawn(async move {
             axum::serve(listener, app).await.expect("serve");
         }));
         c.rafts.push(raft);
         c.readers.push(reader);
-        c.dbs.push(dbs);
+        c.files.push(files);
     }
     c.rafts[0].initialize(members).await.expect("initialize");
     c
@@ -157,10 +204,6 @@ async fn leader(c: &Cluster) -> usize {
         assert!(t0.elapsed() < Duration::from_secs(30), "no leader");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-fn syncs(dbs: &[Db]) -> u64 {
-    dbs.iter().map(|d| d.stats().wal.syncs).sum()
 }
 
 /// Writes from `clients` tasks for `secs`: (writes, latency histogram in µs).
@@ -232,9 +275,9 @@ async fn measure(store: Store, args: &Args) {
     let li = leader(&c).await;
     let value = "v".repeat(args.value_bytes);
     for &clients in &args.clients {
-        let s0 = syncs(&c.dbs[li]);
+        let s0 = c.files[li].syncs();
         let (n, h) = writes(&c.rafts[li], clients, args.seconds, &value).await;
-        let fsyncs = syncs(&c.dbs[li]) - s0;
+        let fsyncs = c.files[li].syncs() - s0;
         let r = reads(&c.rafts[li], &c.readers[li], clients, args.seconds).await;
         let secs = args.seconds as f64;
         println!(
@@ -262,7 +305,7 @@ fn main() {
         .expect("runtime");
     println!("| storage | clients | writes/s | p50 commit ms | p99 commit ms | leader fsyncs/write | linearizable reads/s |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
-    for store in [Store::Pagewise, Store::PagewiseTwoDbs, Store::Memory] {
+    for &store in STORES {
         rt.block_on(measure(store, &args));
     }
 }
