@@ -9,6 +9,7 @@
 //! fill_get fill DIR KEYS [bepsilon|bepsilon-inline]   # builds DIR/db.pw: a B+tree, or a default
 //!                                        # B-epsilon tree (inline: without value extents)
 //! fill_get get DIR KEYS GETS             # warm scan, then GETS gets
+//! fill_get scan DIR KEYS SCANS LEN       # warm scan, then SCANS range scans of LEN
 //! valgrind --tool=cachegrind fill_get get DIR 1000000 300000   # minus a GETS=0 run
 //! ```
 //!
@@ -57,9 +58,23 @@ fn gets(t: &Tree, keys: u64, n: u64) -> u64 {
         .count() as u64
 }
 
+#[inline(never)]
+fn scans(t: &Tree, n: u64, len: usize) -> u64 {
+    let mut rng = SmallRng::seed_from_u64(98);
+    let mut seen = 0u64;
+    for _ in 0..n {
+        let mut start = [0u8; 16];
+        rng.fill_bytes(&mut start);
+        for kv in t.range(start.to_vec()..).take(len) {
+            seen += kv.expect("scan").1.len() as u64;
+        }
+    }
+    seen
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: fill_get fill DIR KEYS [bepsilon] | fill_get get DIR KEYS GETS";
+    let usage = "usage: fill_get fill DIR KEYS [bepsilon] | fill_get get DIR KEYS GETS | fill_get scan DIR KEYS SCANS LEN";
     let (mode, dir, keys) = match &a[..] {
         [_, m, d, k, ..] => (m.as_str(), std::path::PathBuf::from(d), k.parse::<u64>()),
         _ => panic!("{usage}"),
@@ -89,5 +104,10 @@ fn main() {
         .iter()
         .try_fold(0u64, |n, kv| kv.map(|_| n + 1))
         .expect("scan");
+    if mode == "scan" {
+        let len: usize = a.get(5).and_then(|s| s.parse().ok()).expect(usage);
+        println!("warm {warm} value bytes {}", scans(&t, n, len));
+        return;
+    }
     println!("warm {warm} found {}", gets(&t, keys, n));
 }

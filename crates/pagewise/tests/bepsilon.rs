@@ -1009,3 +1009,96 @@ fn large_mixed_batches_match_the_model() {
     verify_all(&db, &model);
     db.check().unwrap();
 }
+
+/// Scans that start inside large basements and stop after 1 to 1,000
+/// entries: a forward step resolves at most a growing number of a
+/// basement's entries (64, then twice as many), so scans cross those cuts
+/// with buffered puts, removes and upserts above the basements, both ways
+/// and with every bound kind, against the model.
+#[test]
+fn scans_cut_short_inside_a_basement_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let o = Options::default()
+        .cache_bytes(8 << 20)
+        .durability(Durability::Buffered)
+        .direct_io(false)
+        .merge_operator(Arc::new(Append));
+    let db = Db::create(&path, o).unwrap();
+    let kind = BEpsilonOptions::default()
+        .node_bytes(256 << 10)
+        .basement_bytes(32 << 10)
+        .value_extent_bytes(Some(300));
+    let t = db.tree_with(&name(0), TreeKind::BEpsilon(kind)).unwrap();
+    let mut model = Model::new();
+    let key = |i: u64| format!("k{:07}", i.wrapping_mul(2_654_435_761) % 1_000_000).into_bytes();
+    for round in 0..6u64 {
+        let mut batch = Batch::new();
+        for i in 0..4000u64 {
+            let k = key(round * 4000 + i);
+            let v = value(&k, [20, 120, 400][(i % 3) as usize], i as usize);
+            batch.insert(name(0), &k, &v);
+            apply_model(&mut model, 0, &k, Some(Ok(v)));
+        }
+        db.apply(batch).unwrap();
+    }
+    db.checkpoint().unwrap();
+    // Buffered messages above the basements: removes, puts and upserts.
+    let mut batch = Batch::new();
+    for i in (0..24_000u64).step_by(7) {
+        let k = key(i);
+        match i % 3 {
+            0 => {
+                batch.remove(name(0), &k);
+                apply_model(&mut model, 0, &k, None);
+            }
+            1 => {
+                batch.upsert(name(0), &k, [i as u8]);
+                apply_model(&mut model, 0, &k, Some(Err(i as u8)));
+            }
+            _ => {
+                let v = value(&k, 33, 5);
+                batch.insert(name(0), &k, &v);
+                apply_model(&mut model, 0, &k, Some(Ok(v)));
+            }
+        }
+    }
+    db.apply(batch).unwrap();
+    let model = &model[&name(0)];
+    let starts: Vec<Vec<u8>> = (0..40u64).map(|i| key(i * 577 + 3)).collect();
+    for (n, start) in starts.iter().enumerate() {
+        let len = [1usize, 63, 64, 65, 200, 1000][n % 6];
+        let got: Vec<_> = t
+            .range(start.clone()..)
+            .take(len)
+            .map(Result::unwrap)
+            .collect();
+        let want: Vec<_> = model
+            .range(start.clone()..)
+            .take(len)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "forward from {start:?}, {len} entries");
+        let lo = Bound::Excluded(start.clone());
+        let hi = Bound::Included(key(n as u64 * 13 + 1).max(start.clone()));
+        let got: Vec<_> = t
+            .range::<Vec<u8>, _>((lo.clone(), hi.clone()))
+            .rev()
+            .take(len)
+            .map(Result::unwrap)
+            .collect();
+        let want: Vec<_> = model
+            .range((lo, hi))
+            .rev()
+            .take(len)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "backward to {start:?}, {len} entries");
+    }
+    let all: Vec<_> = t.iter().map(Result::unwrap).collect();
+    assert_eq!(all.len(), model.len());
+    assert!(all
+        .iter()
+        .zip(model)
+        .all(|(a, b)| a.0 == *b.0 && a.1 == *b.1));
+}

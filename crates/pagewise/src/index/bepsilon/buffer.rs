@@ -488,6 +488,11 @@ impl Buffer {
         Pendings(self.live_range(lo, hi).peekable())
     }
 
+    /// [`Self::changes`] of the keys in `[lo, hi)`.
+    pub fn range_changes(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Changes<'_> {
+        Changes(self.live_range(lo, hi).peekable())
+    }
+
     /// The messages of `key`, collapsed.
     pub fn get(&self, key: &[u8]) -> Option<Pending> {
         let (k, p) = self.range(Some(key), None).next()?;

@@ -4,7 +4,7 @@
 //! is held between steps (not a snapshot, like B+tree iterators).
 
 use super::node::Part;
-use super::pending::{resolve, Values};
+use super::pending::{resolve, Change, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
 use super::read::{read_at, Frozen, Step, View};
@@ -13,7 +13,8 @@ use crate::error::Result;
 use crate::index::{in_range, Index};
 use crate::store::extent::Extent;
 use crate::store::page::Kind;
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -38,13 +39,31 @@ pub struct Cursor {
     bnext: Option<Bound<Vec<u8>>>,
     front: VecDeque<Entry>,
     back: VecDeque<Entry>,
+    /// Entries a forward step resolves at most from one basement: grows
+    /// from [`FIRST_UNIT`] as the cursor moves on, so a short scan does not
+    /// resolve the rest of the basement it starts in.
+    limit: usize,
 }
 
-/// One basement's resolved entries and the key range it covers.
+/// Entries the first forward step resolves at most (then 2x each step).
+const FIRST_UNIT: usize = 64;
+
+/// Entries of one basement (or the first `limit` of them, moving forward)
+/// and where the cursor goes next in its direction (None: the end).
 struct Unit {
     entries: Vec<Entry>,
-    lo: Option<Vec<u8>>,
-    hi: Option<Vec<u8>>,
+    next: Option<Bound<Vec<u8>>>,
+}
+
+/// What one step resolves: the position, the direction, the cursor's
+/// bounds, whether value extents are left to the cursor, and how many
+/// entries at most (forward).
+struct Want<'a> {
+    pos: &'a Bound<Vec<u8>>,
+    forward: bool,
+    bounds: (&'a Bound<Vec<u8>>, &'a Bound<Vec<u8>>),
+    lazy: bool,
+    limit: usize,
 }
 
 impl Cursor {
@@ -57,6 +76,7 @@ impl Cursor {
             hi,
             front: VecDeque::new(),
             back: VecDeque::new(),
+            limit: FIRST_UNIT,
         }
     }
 
@@ -94,18 +114,23 @@ impl Cursor {
             };
             // Value extents are read as entries are returned only where
             // nothing can reuse them meanwhile (a pinned snapshot).
-            let lazy = at.is_some_and(|fz| fz.pinned());
-            let unit = match read_at(ix, at, |v| {
-                unit_step(v, &self.tree, &pos, forward, (&self.lo, &self.hi), lazy)
-            }) {
+            let want = Want {
+                pos: &pos,
+                forward,
+                bounds: (&self.lo, &self.hi),
+                lazy: at.is_some_and(|fz| fz.pinned()),
+                limit: if forward { self.limit } else { usize::MAX },
+            };
+            let unit = match read_at(ix, at, |v| unit_step(v, &self.tree, &want)) {
                 Ok(Ok(u)) => u,
                 Ok(Err(e)) | Err(e) => return Some(Err(e)),
             };
             if forward {
-                self.fnext = unit.hi.map(Bound::Included);
+                self.limit = self.limit.saturating_mul(2);
+                self.fnext = unit.next;
                 self.front = unit.entries.into();
             } else {
-                self.bnext = unit.lo.map(Bound::Excluded);
+                self.bnext = unit.next;
                 self.back = unit.entries.into();
             }
         }
@@ -156,18 +181,10 @@ fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
     }
 }
 
-fn unit_step(
-    v: &View,
-    tree: &str,
-    pos: &Bound<Vec<u8>>,
-    forward: bool,
-    (lo, hi): (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
-    lazy: bool,
-) -> Step<Result<Unit>> {
+fn unit_step(v: &View, tree: &str, want: &Want) -> Step<Result<Unit>> {
     let empty = Unit {
         entries: Vec::new(),
-        lo: None,
-        hi: None,
+        next: None,
     };
     let Some(mut cur) = v.meta(tree).and_then(|m| m.root) else {
         return Step::Done(Ok(empty));
@@ -179,7 +196,7 @@ fn unit_step(
             Ok(n) => n,
             Err(m) => return Step::Miss(m),
         };
-        let i = pick(&n.pivots, pos, forward);
+        let i = pick(&n.pivots, want.pos, want.forward);
         if i > 0 && ulo.as_deref().is_none_or(|l| l < &n.pivots[i - 1]) {
             ulo = Some(n.pivots[i - 1].to_vec());
         }
@@ -193,11 +210,15 @@ fn unit_step(
             Err(m) => return Step::Miss(m),
         };
         if !matches!(&*part, Part::Buf(_)) {
-            let r = resolve_unit(v, tree, &part, &bufs, (&ulo, &uhi), (lo, hi), lazy);
-            return Step::Done(r.map(|entries| Unit {
-                entries,
-                lo: ulo,
-                hi: uhi,
+            let unit = (ulo.as_deref(), uhi.as_deref());
+            let r = resolve_unit(v, tree, &part, &bufs, unit, want);
+            return Step::Done(r.map(|(entries, cut)| {
+                let next = match (want.forward, cut) {
+                    (true, true) => Some(Bound::Excluded(entries.last().expect("cut").0.clone())),
+                    (true, false) => uhi.map(Bound::Included),
+                    (false, _) => ulo.map(Bound::Excluded),
+                };
+                Unit { entries, next }
             }));
         }
         bufs.push(part);
@@ -206,62 +227,112 @@ fn unit_step(
     Step::Done(Ok(empty))
 }
 
-/// The entries of basement `base` within the unit's range and the cursor's
-/// bounds, with the buffered messages (root first in `bufs`) applied.
+/// The key of a bound (None: unbounded).
+fn key_of<'a>(b: &Bound<&'a [u8]>) -> Option<&'a [u8]> {
+    match b {
+        Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        Bound::Unbounded => None,
+    }
+}
+
+/// The tighter of two lower bounds (`hi`: of two upper bounds).
+fn tighter<'a>(a: Bound<&'a [u8]>, b: Bound<&'a [u8]>, hi: bool) -> Bound<&'a [u8]> {
+    let (Some(x), Some(y)) = (key_of(&a), key_of(&b)) else {
+        return if key_of(&a).is_some() { a } else { b };
+    };
+    let a_wins = if hi { x < y } else { x > y };
+    if a_wins || (x == y && matches!(a, Bound::Excluded(_))) {
+        a
+    } else {
+        b
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+/// The entries of basement `base` within the unit's range `[lo, hi)` and
+/// the cursor's bounds, with the buffered messages (root first in `bufs`)
+/// applied: a merge of the basement's entries and each buffer's changes in
+/// that range, all in key order, so nothing is sorted or looked up. Moving
+/// forward it stops after `want.limit` entries (then `true`: cut short).
+/// Contract: the entries are in key order, inside both ranges, and each is
+/// what a point read of its key returns at this view.
 fn resolve_unit(
     v: &View,
     tree: &str,
     base: &Part,
     bufs: &[Arc<Part>],
-    unit: (&Option<Vec<u8>>, &Option<Vec<u8>>),
-    bounds: (&Bound<Vec<u8>>, &Bound<Vec<u8>>),
-    lazy: bool,
-) -> Result<Vec<Entry>> {
-    let range = (
-        unit.0
-            .as_ref()
-            .map_or(Bound::Unbounded, |l| Bound::Included(l.clone())),
-        unit.1
-            .as_ref()
-            .map_or(Bound::Unbounded, |h| Bound::Excluded(h.clone())),
-    );
-    let keep = |k: &[u8]| in_range(k, bounds.0, bounds.1);
+    unit: (Option<&[u8]>, Option<&[u8]>),
+    want: &Want,
+) -> Result<(Vec<Entry>, bool)> {
+    let Part::Packed(packed) = base else {
+        unreachable!("a leaf partition")
+    };
+    let unit_lo = unit.0.map_or(Bound::Unbounded, Bound::Included);
+    let unit_hi = unit.1.map_or(Bound::Unbounded, Bound::Excluded);
+    let lo = tighter(unit_lo, as_ref(want.bounds.0), false);
+    let hi = tighter(unit_hi, as_ref(want.bounds.1), true);
+    // A buffer's range is `[lo, hi)`: the cursor's excluded lower key and
+    // included upper key are filtered below.
+    let buf_hi = match hi {
+        Bound::Excluded(k) => Some(k),
+        _ => unit.1,
+    };
+    let mut entries = packed.range(lo, hi).peekable();
+    let mut streams: Vec<_> = bufs
+        .iter()
+        .rev() // the oldest (deepest) buffer first
+        .filter_map(|p| match &**p {
+            Part::Buf(b) => Some(b.range_changes(key_of(&lo), buf_hi).peekable()),
+            Part::Packed(_) => None,
+        })
+        .collect();
     let form = v.form(tree);
     let mut plain = |b: &[u8]| plain_value(v.ix, form, tree, b);
     let mut values = Values {
         form,
         plain: &mut plain,
     };
-    let mut out: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
-    match base {
-        Part::Packed(b) => {
-            let lo = range.0.as_ref().map(Vec::as_slice);
-            let hi = range.1.as_ref().map(Vec::as_slice);
-            for (k, val) in b.range(lo, hi).filter(|e| keep(e.0)) {
-                out.insert(k.to_vec(), Some(val.to_vec()));
+    let mut out: Vec<Entry> = Vec::new();
+    let mut cut = false;
+    for _ in 0..u32::MAX {
+        let mut min = entries.peek().map(|e| e.0);
+        for s in streams.iter_mut() {
+            if let Some(k) = s.peek().map(|e| e.0) {
+                min = Some(min.map_or(k, |m| m.min(k)));
             }
         }
-        Part::Buf(_) => unreachable!("a leaf partition"),
-    }
-    for buf in bufs.iter().rev() {
-        let Part::Buf(b) = &**buf else { continue };
-        for (k, p) in b
-            .range(unit.0.as_deref(), unit.1.as_deref())
-            .filter(|e| keep(e.0))
-        {
-            let old = out.get(k).cloned().flatten();
-            let new = resolve(v.ix_merge(), tree, k, old, &p, &mut values)?;
-            out.insert(k.to_vec(), new);
+        let Some(k) = min else { break };
+        let mut val = entries.next_if(|e| e.0 == k).map(|e| Cow::Borrowed(e.1));
+        for s in streams.iter_mut() {
+            let Some((_, change)) = s.next_if(|e| e.0 == k) else {
+                continue;
+            };
+            val = match change {
+                Change::Put(x) => Some(Cow::Borrowed(x)),
+                Change::Delete => None,
+                Change::Merge(p) => {
+                    let old = val.map(Cow::into_owned);
+                    resolve(v.ix_merge(), tree, k, old, &p, &mut values)?.map(Cow::Owned)
+                }
+            };
+        }
+        let Some(val) = val else { continue };
+        if in_range(k, want.bounds.0, want.bounds.1) {
+            out.push((k.to_vec(), val.into_owned(), None));
+            if out.len() >= want.limit {
+                cut = true;
+                break;
+            }
         }
     }
-    let entries: Vec<Entry> = out
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, v?, None)))
-        .collect();
-    match form {
-        super::value::Form::Plain => Ok(entries),
-        _ => plain_values(v, form, tree, entries, lazy),
-    }
+    let out = match form {
+        super::value::Form::Plain => out,
+        _ => plain_values(v, form, tree, out, want.lazy)?,
+    };
+    Ok((out, cut))
 }
 
 /// `entries` with their stored values turned into the user's: the value
