@@ -3,17 +3,17 @@
 //! messages for its key range, resolves them, and keeps the result. No lock
 //! is held between steps (not a snapshot, like B+tree iterators).
 
+use super::merge::Merge;
 use super::node::Part;
-use super::pending::{resolve, Change, Values};
+use super::pending::{resolve, Pending, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
 use super::read::{read_at, Frozen, Step, View};
-use super::value::Form;
+use super::value::{Form, TAG_INLINE};
 use crate::error::Result;
 use crate::index::{in_range, Index};
 use crate::store::extent::Extent;
 use crate::store::page::Kind;
-use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -46,12 +46,11 @@ pub struct Cursor {
 }
 
 /// Entries the first forward step resolves at most (then 2x each step).
-const FIRST_UNIT: usize = 64;
+const FIRST_UNIT: usize = 16;
 
-/// Entries of one basement (or the first `limit` of them, moving forward)
-/// and where the cursor goes next in its direction (None: the end).
+/// Where the cursor goes next in its direction after one basement's
+/// entries (or the first `limit` of them, moving forward); None: the end.
 struct Unit {
-    entries: Vec<Entry>,
     next: Option<Bound<Vec<u8>>>,
 }
 
@@ -100,11 +99,7 @@ impl Cursor {
                         Err(e) => return Some(Err(e)),
                     }
                 }
-                if forward {
-                    self.lo = Bound::Excluded(k.clone());
-                } else {
-                    self.hi = Bound::Excluded(k.clone());
-                }
+                set_excluded(if forward { &mut self.lo } else { &mut self.hi }, &k);
                 return Some(Ok((k, v)));
             }
             let pos = if forward {
@@ -121,17 +116,24 @@ impl Cursor {
                 lazy: at.is_some_and(|fz| fz.pinned()),
                 limit: if forward { self.limit } else { usize::MAX },
             };
-            let unit = match read_at(ix, at, |v| unit_step(v, &self.tree, &want)) {
+            // The drained queue's allocation holds the next unit's entries.
+            let queue = if forward {
+                &mut self.front
+            } else {
+                &mut self.back
+            };
+            let mut out = Vec::from(std::mem::take(queue));
+            let unit = match read_at(ix, at, |v| unit_step(v, &self.tree, &want, &mut out)) {
                 Ok(Ok(u)) => u,
                 Ok(Err(e)) | Err(e) => return Some(Err(e)),
             };
             if forward {
                 self.limit = self.limit.saturating_mul(2);
                 self.fnext = unit.next;
-                self.front = unit.entries.into();
+                self.front = out.into();
             } else {
                 self.bnext = unit.next;
-                self.back = unit.entries.into();
+                self.back = out.into();
             }
         }
         None
@@ -171,6 +173,16 @@ impl Cursor {
     }
 }
 
+/// Sets `b` to exclude `k`, reusing its key's allocation (a step per entry).
+fn set_excluded(b: &mut Bound<Vec<u8>>, k: &[u8]) {
+    if let Bound::Excluded(old) = b {
+        old.clear();
+        old.extend_from_slice(k);
+    } else {
+        *b = Bound::Excluded(k.to_vec());
+    }
+}
+
 /// The partition of `pivots` a cursor at `pos` moving `forward` reads next.
 fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
     match (pos, forward) {
@@ -181,11 +193,11 @@ fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
     }
 }
 
-fn unit_step(v: &View, tree: &str, want: &Want) -> Step<Result<Unit>> {
-    let empty = Unit {
-        entries: Vec::new(),
-        next: None,
-    };
+/// Fills `out` with the entries of the basement at `want.pos` (see
+/// [`resolve_unit`]) and says where the cursor goes next.
+fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Vec<Entry>) -> Step<Result<Unit>> {
+    out.clear();
+    let empty = Unit { next: None };
     let Some(mut cur) = v.meta(tree).and_then(|m| m.root) else {
         return Step::Done(Ok(empty));
     };
@@ -211,14 +223,14 @@ fn unit_step(v: &View, tree: &str, want: &Want) -> Step<Result<Unit>> {
         };
         if !matches!(&*part, Part::Buf(_)) {
             let unit = (ulo.as_deref(), uhi.as_deref());
-            let r = resolve_unit(v, tree, &part, &bufs, unit, want);
-            return Step::Done(r.map(|(entries, cut)| {
+            let r = resolve_unit(v, tree, &part, &bufs, unit, want, out);
+            return Step::Done(r.map(|cut| {
                 let next = match (want.forward, cut) {
-                    (true, true) => Some(Bound::Excluded(entries.last().expect("cut").0.clone())),
+                    (true, true) => Some(Bound::Excluded(out.last().expect("cut").0.clone())),
                     (true, false) => uhi.map(Bound::Included),
                     (false, _) => ulo.map(Bound::Excluded),
                 };
-                Unit { entries, next }
+                Unit { next }
             }));
         }
         bufs.push(part);
@@ -252,7 +264,7 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(Vec::as_slice)
 }
 
-/// The entries of basement `base` within the unit's range `[lo, hi)` and
+/// Appends to `out` the entries of basement `base` within the unit's range `[lo, hi)` and
 /// the cursor's bounds, with the buffered messages (root first in `bufs`)
 /// applied: a merge of the basement's entries and each buffer's changes in
 /// that range, all in key order, so nothing is sorted or looked up. Moving
@@ -266,7 +278,8 @@ fn resolve_unit(
     bufs: &[Arc<Part>],
     unit: (Option<&[u8]>, Option<&[u8]>),
     want: &Want,
-) -> Result<(Vec<Entry>, bool)> {
+    out: &mut Vec<Entry>,
+) -> Result<bool> {
     let Part::Packed(packed) = base else {
         unreachable!("a leaf partition")
     };
@@ -280,78 +293,84 @@ fn resolve_unit(
         Bound::Excluded(k) => Some(k),
         _ => unit.1,
     };
-    let mut entries = packed.range(lo, hi).peekable();
-    let mut streams: Vec<_> = bufs
+    let streams = bufs
         .iter()
         .rev() // the oldest (deepest) buffer first
         .filter_map(|p| match &**p {
-            Part::Buf(b) => Some(b.range_changes(key_of(&lo), buf_hi).peekable()),
+            Part::Buf(b) => Some(b.range_changes(key_of(&lo), buf_hi)),
             Part::Packed(_) => None,
         })
         .collect();
+    // Buffers start at `lo`'s key: an excluded one is skipped, so every key
+    // merged lies above `lo` (the basement's range excludes it).
+    let skip = match lo {
+        Bound::Excluded(l) => Some(l),
+        _ => None,
+    };
+    let mut merge = Merge::new(packed.range(lo, hi), streams, skip);
     let form = v.form(tree);
     let mut plain = |b: &[u8]| plain_value(v.ix, form, tree, b);
     let mut values = Values {
         form,
         plain: &mut plain,
     };
-    let mut out: Vec<Entry> = Vec::new();
+    let mut resolver = |k: &[u8], old: Option<Vec<u8>>, p: &Pending| {
+        resolve(v.ix_merge(), tree, k, old, p, &mut values)
+    };
+    out.reserve(want.limit.min(packed.len() + 16));
     let mut cut = false;
+    // Entries whose stored value is not an inline one (`plain_values`).
+    let mut rest: Vec<usize> = Vec::new();
     for _ in 0..u32::MAX {
-        let mut min = entries.peek().map(|e| e.0);
-        for s in streams.iter_mut() {
-            if let Some(k) = s.peek().map(|e| e.0) {
-                min = Some(min.map_or(k, |m| m.min(k)));
-            }
-        }
-        let Some(k) = min else { break };
-        let mut val = entries.next_if(|e| e.0 == k).map(|e| Cow::Borrowed(e.1));
-        for s in streams.iter_mut() {
-            let Some((_, change)) = s.next_if(|e| e.0 == k) else {
-                continue;
-            };
-            val = match change {
-                Change::Put(x) => Some(Cow::Borrowed(x)),
-                Change::Delete => None,
-                Change::Merge(p) => {
-                    let old = val.map(Cow::into_owned);
-                    resolve(v.ix_merge(), tree, k, old, &p, &mut values)?.map(Cow::Owned)
-                }
-            };
+        let Some(next) = merge.next(&mut resolver) else {
+            break;
+        };
+        let (k, val) = next?;
+        // Keys ascend: past an included `hi` (a buffer's range ends at the
+        // unit's end), nothing more is in range.
+        if matches!(hi, Bound::Included(h) if k > h) {
+            break;
         }
         let Some(val) = val else { continue };
-        if in_range(k, want.bounds.0, want.bounds.1) {
-            out.push((k.to_vec(), val.into_owned(), None));
-            if out.len() >= want.limit {
-                cut = true;
-                break;
+        debug_assert!(in_range(k, want.bounds.0, want.bounds.1));
+        let value = match (form, val.split_first()) {
+            (Form::Plain, _) => val.into_owned(),
+            (_, Some((&TAG_INLINE, plain))) => plain.to_vec(),
+            _ => {
+                rest.push(out.len());
+                val.into_owned()
             }
+        };
+        out.push((k.to_vec(), value, None));
+        if out.len() >= want.limit {
+            cut = true;
+            break;
         }
     }
-    let out = match form {
-        super::value::Form::Plain => out,
-        _ => plain_values(v, form, tree, out, want.lazy)?,
-    };
-    Ok((out, cut))
+    if !rest.is_empty() {
+        plain_values(v, form, tree, out, &rest, want.lazy)?;
+    }
+    Ok(cut)
 }
 
-/// `entries` with their stored values turned into the user's: the value
+/// The entries at `rest` (ascending; each holds a stored value that is not
+/// an inline one) with their values turned into the user's: the value
 /// extents among them named for the cursor to read (`lazy`), or read here
 /// through one queue (`Pager::read_extents`). The state lock or a pinned
 /// snapshot holds the extents, else `read_at` discards the result when
-/// `reuse_gen` moved.
+/// `reuse_gen` moved. Any other stored value is reported as corrupt.
 fn plain_values(
     v: &View,
     form: Form,
     tree: &str,
-    mut entries: Vec<Entry>,
+    entries: &mut [Entry],
+    rest: &[usize],
     lazy: bool,
-) -> Result<Vec<Entry>> {
+) -> Result<()> {
     let pager = &v.ix.store.pager;
-    let at: Vec<(usize, Extent)> = entries
+    let at: Vec<(usize, Extent)> = rest
         .iter()
-        .enumerate()
-        .filter_map(|(i, (_, s, _))| Some((i, form.extent_of(s, pager.ps)?)))
+        .filter_map(|&i| Some((i, form.extent_of(&entries[i].1, pager.ps)?)))
         .collect();
     if lazy {
         for &(i, e) in &at {
@@ -365,18 +384,13 @@ fn plain_values(
         at.iter().map(|a| a.1).collect()
     };
     let mut read = pager.read_extents(&exts, Kind::Overflow)?.into_iter();
-    for (i, (_, s, pending)) in entries.iter_mut().enumerate() {
+    for &i in rest {
+        let (_, s, pending) = &mut entries[i];
         if pending.is_some() {
             continue;
         }
-        if at.binary_search_by_key(&i, |a| a.0).is_ok() {
-            let mut got = |_: &Extent| read.next().expect("one read per extent");
-            *s = form.plain(s, pager, tree, &mut got)?;
-        } else if s.first() == Some(&super::value::TAG_INLINE) {
-            s.remove(0); // the value follows its tag: no copy to a new vector
-        } else {
-            *s = form.plain(s, pager, tree, &mut |_| unreachable!("not an extent"))?;
-        }
+        let mut got = |_: &Extent| read.next().expect("one read per extent");
+        *s = form.plain(s, pager, tree, &mut got)?;
     }
-    Ok(entries)
+    Ok(())
 }
