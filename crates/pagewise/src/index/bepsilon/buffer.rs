@@ -484,6 +484,7 @@ impl Buffer {
     }
 
     /// [`Self::pendings`] of the keys in `[lo, hi)`.
+    #[cfg(test)]
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Pendings<'_> {
         Pendings(self.live_range(lo, hi).peekable())
     }
@@ -493,10 +494,17 @@ impl Buffer {
         Changes(self.live_range(lo, hi).peekable())
     }
 
-    /// The messages of `key`, collapsed.
+    /// The messages of `key`, collapsed. A buffer without them answers
+    /// from the first live key at or after `key`, collapsing nothing (a
+    /// get passes every buffer on its path, most of them without its key).
     pub fn get(&self, key: &[u8]) -> Option<Pending> {
-        let (k, p) = self.range(Some(key), None).next()?;
-        (k == key).then_some(p)
+        let mut live = self.live_range(Some(key), None).peekable();
+        if live.peek()?.key != key {
+            return None;
+        }
+        let (k, p) = Pendings(live).next()?;
+        debug_assert_eq!(k, key);
+        Some(p)
     }
 
     /// The distinct keys in order.

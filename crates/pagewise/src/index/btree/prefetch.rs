@@ -21,6 +21,11 @@ use std::sync::Arc;
 /// the group cannot keep the prefetch going forever.
 const MAX_ROUNDS: usize = 16;
 
+/// Keys of a group probed, evenly spread, before its every key is: when
+/// all their paths are in memory, the group is taken as cached and not
+/// descended twice (a few pages it still misses are read by the apply).
+const SAMPLE_KEYS: usize = 16;
+
 type PidSet = HashSet<u64, BuildHasherDefault<PidHasher>>;
 
 /// Loads the root-to-leaf paths of `(tree, key)` into the cache. Requires
@@ -30,6 +35,9 @@ pub fn prefetch_group(ix: &Index, mut todo: Vec<(&Arc<str>, &[u8])>) -> Result<(
     // A quarter of the cache per round, so a huge group cannot evict the
     // pages it just read before the apply uses them.
     let cap = (store.cache.capacity() / store.page_size() / 4).max(1);
+    if todo.len() > 2 * SAMPLE_KEYS && sample_cached(ix, &todo) {
+        return Ok(());
+    }
     for _ in 0..MAX_ROUNDS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
         let mut missing = first_misses(ix, &mut todo);
@@ -67,6 +75,18 @@ fn first_misses(ix: &Index, todo: &mut Vec<(&Arc<str>, &[u8])>) -> Vec<NodeRef> 
         None => false,
     });
     missing
+}
+
+/// Whether the paths of [`SAMPLE_KEYS`] keys spread evenly over `todo`
+/// are all in memory.
+fn sample_cached(ix: &Index, todo: &[(&Arc<str>, &[u8])]) -> bool {
+    let st = ix.store.state.read();
+    let stride = todo.len() / SAMPLE_KEYS;
+    assert!(stride >= 1);
+    todo.iter()
+        .step_by(stride)
+        .take(SAMPLE_KEYS)
+        .all(|(tree, key)| first_miss(ix, &st, tree, key).is_none())
 }
 
 /// The first node on `key`'s path that is neither dirty nor cached.
