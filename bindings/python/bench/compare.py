@@ -49,6 +49,7 @@ class Pagewise:
                 b.insert(t, k, v)
             db.apply(b)
         db.sync()
+        db.checkpoint()  # dirty nodes to the file, as rocksdict's flush() writes its memtable
 
     def gets(self, keys):
         get = self.t.get
