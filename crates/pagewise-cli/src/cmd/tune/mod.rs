@@ -189,7 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut out = serde_json::json!({
             "report": shown,
             "results": std::fs::canonicalize(&results_path).unwrap_or(results_path),
-            "tuned": std::fs::canonicalize(&tuned_path).unwrap_or(tuned_path.clone()),
+            "tuned": std::fs::canonicalize(tuned_path).unwrap_or(tuned_path.clone()),
             "tree_kind": answer.tree_kind,
             "best_page_size": answer.page_size,
             "bepsilon": answer.bepsilon,
