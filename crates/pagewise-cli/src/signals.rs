@@ -3,8 +3,13 @@
 //! claiming work and unmounts, detaches and deletes its loop device and image.
 //! A second signal kills as usual (SA_RESETHAND).
 
+/// Set by the first SIGINT/SIGTERM: the stop flag `pagewise tune` passes
+/// to [`pagewise_tune::tune`].
+pub(crate) static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 extern "C" fn on_stop(_: libc::c_int) {
     // Each is one atomic store, which is async-signal-safe.
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
     pagewise_probe::interrupt();
     pagewise_bench::interrupt();
 }

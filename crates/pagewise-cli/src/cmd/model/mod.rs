@@ -2,8 +2,7 @@
 //! depth, report how good the fit is, and how throughput scales with depth.
 
 pub mod chart;
-pub mod input;
-pub mod table;
+pub use pagewise_tune::{input, table};
 
 use anyhow::Context;
 use pagewise_model::fit::{fit_all, GroupFit, ModelReport, ParallelismFit};

@@ -2,21 +2,20 @@
 //! sweep, fit the cost model, advise page sizes for a default dataset, and
 //! write DIR/report.html. The README's main-job command.
 
-pub mod answer;
-mod sweep;
-pub mod verify;
 mod wear;
 
-use crate::cmd::advise::{advise_report, parse_rows};
-use crate::cmd::model::input;
+pub use pagewise_tune::{answer, verify};
+
+use crate::cmd::advise::parse_rows;
 use crate::report::{self, ReportData};
 use anyhow::Context;
-use pagewise_model::advise::{Advice, Dataset, Mix};
-use pagewise_model::fit::fit_all;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pagewise_model::advise::{Advice, Mix};
 use pagewise_model::units::{fmt_count, parse_percent, parse_rate, parse_size};
+use pagewise_tune::{Phase, Progress, TuneSpec};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use sweep::sweep;
 use wear::wear_rows;
 
 #[derive(clap::Args)]
@@ -86,7 +85,48 @@ pub struct Args {
     )]
     pub qd_sweep: Vec<usize>,
     #[command(flatten)]
-    pub verify: verify::VerifyArgs,
+    pub verify: VerifyArgs,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct VerifyArgs {
+    /// Check the advice on the engine: build Dbs at the recommended page size
+    /// and its neighbours (half, double) and measure the mix on each.
+    #[arg(long, value_enum, default_value_t = verify::Level::Quick)]
+    pub verify: verify::Level,
+    /// Seconds per measured verification phase (testing knob).
+    #[arg(long, hide = true)]
+    pub verify_secs: Option<f64>,
+    /// Most records loaded per verified size (testing knob).
+    #[arg(long, hide = true)]
+    pub verify_rows: Option<u64>,
+}
+
+impl Args {
+    /// The library's spec for these flags.
+    pub fn spec(&self) -> TuneSpec {
+        TuneSpec {
+            dir: self.dir.clone(),
+            rows: self.rows,
+            key_bytes: self.key_bytes,
+            value_bytes: self.value_bytes,
+            cache_bytes: self.cache,
+            mix: self.mix,
+            range_rows: self.range,
+            emulate: self.emulate.clone(),
+            block_sizes: self.bs.clone(),
+            duration_secs: self.duration,
+            warmup_secs: self.warmup,
+            file_size_bytes: self.file_size,
+            qd_high: self.qd_high,
+            qd_sweep: self.qd_sweep.clone(),
+            verify: verify::VerifySpec {
+                level: self.verify.verify,
+                phase_secs: self.verify.verify_secs,
+                max_rows: self.verify.verify_rows,
+            },
+        }
+    }
 }
 
 fn size_arg(s: &str) -> Result<u64, String> {
@@ -114,64 +154,31 @@ fn mix_arg(s: &str) -> Result<Mix, String> {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let started = Instant::now();
-    // Ctrl-C stops the probe at the next completion so its test file is removed.
+    // Ctrl-C stops the probe at the next completion and the tune at its
+    // next step, so its test file and Dbs are removed.
     crate::signals::install_stop();
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("cannot create {}: check permissions", args.dir.display()))?;
-    let dataset = Dataset {
-        rows: args.rows,
-        key_bytes: args.key_bytes,
-        value_bytes: args.value_bytes,
-        cache_bytes: args.cache,
-        range_records: args.range,
-        ..Dataset::default()
-    };
-    dataset.validate()?;
-
-    let results = sweep(&args)?;
-    let results_path = args.dir.join("probe-results.json");
-    std::fs::write(&results_path, results.to_json())
-        .with_context(|| format!("cannot write {}", results_path.display()))?;
-
-    let mut notes = results.warnings.clone();
-    let value = serde_json::to_value(&results)?;
-    let ms = input::from_probe(&value, &mut notes)?;
-    let model = fit_all(&ms).context("cannot fit the drive model")?;
-    let mut advice = advise_report(&model, &dataset, args.mix, None, &[], &mut notes)?;
-    let sweep_secs = results.elapsed_secs;
-    // Verification runs on the drive the advice is for: the emulated one
-    // when `--emulate` is given. It calibrates the engine's costs first and
-    // moves `advice.best` to the engine-aware best.
-    let real: std::sync::Arc<dyn pagewise_io::Fs> = std::sync::Arc::new(pagewise_io::RealFs);
-    let fs: std::sync::Arc<dyn pagewise_io::Fs> = match &args.emulate {
-        Some(profile) => std::sync::Arc::new(pagewise_io::EmulatedFs::new(real, profile.clone())?),
-        None => real,
-    };
-    let drive = verify::drive_name(args.emulate.as_ref());
-    let verification = verify::run(
-        &args.verify,
-        &args.dir,
-        fs,
-        &drive,
-        &model,
-        &mut advice,
-        args.json,
-        &mut notes,
-    )?;
-    let answer = take_answer(&mut advice, verification.as_ref());
-    let tuned_path = answer::tuned(&answer, &advice, &drive, &args.dir).save(&args.dir)?;
-    let (wear, wear_basis) = wear_rows(&args, &results.topology, &advice)?;
+    let bar = progress_bar(args.json);
+    let json = args.json;
+    let mut on_progress = |p: Progress| show(&bar, json, p);
+    let out = pagewise_tune::tune(&args.spec(), &mut on_progress, &crate::signals::STOP);
+    bar.finish_and_clear();
+    let out = out?;
+    let (results, results_path) = (&out.results, out.results_path.clone());
+    let (model, advice, notes) = (&out.model, &out.advice, &out.notes);
+    let (verification, answer, tuned_path) = (&out.verification, &out.answer, &out.tuned_path);
+    let sweep_secs = out.sweep_secs;
+    let (wear, wear_basis) = wear_rows(&args, &results.topology, advice)?;
     let data = ReportData {
-        results: &results,
-        model: &model,
-        advice: &advice,
+        results,
+        model,
+        advice,
         wear: &wear,
         wear_basis,
-        notes: &notes,
+        notes,
         sweep_secs,
         commands: commands(&args, &results_path),
         verification: verification.as_ref(),
-        answer: Some(&answer),
+        answer: Some(answer),
     };
     let html = report::render(&data);
     let report_path = args.dir.join("report.html");
@@ -182,7 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let mut out = serde_json::json!({
             "report": shown,
             "results": std::fs::canonicalize(&results_path).unwrap_or(results_path),
-            "tuned": std::fs::canonicalize(&tuned_path).unwrap_or(tuned_path.clone()),
+            "tuned": std::fs::canonicalize(tuned_path).unwrap_or(tuned_path.clone()),
             "tree_kind": answer.tree_kind,
             "best_page_size": answer.page_size,
             "bepsilon": answer.bepsilon,
@@ -208,7 +215,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.dir.display()
         );
         if verification.is_none() {
-            println!("Model: {}.", best_line(&advice));
+            println!("Model: {}.", best_line(advice));
         }
         if let Some(v) = &verification {
             print!("{}", verify::render_text(v));
@@ -223,21 +230,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// tune's answer from the verification (or the advice without one), and
-/// the advice moved to it so the rest of the report (wear, KPIs) is about
-/// the configuration named.
-fn take_answer(advice: &mut Advice, v: Option<&verify::Verification>) -> answer::Answer {
-    let a = match v {
-        Some(v) => answer::measured(advice, v),
-        None => answer::unmeasured(advice),
-    };
-    advice.best = a.page_size;
-    if let (Some(b), Some(s)) = (advice.bepsilon.as_mut(), a.bepsilon) {
-        b.node_size = s.node_bytes;
-        b.basement_size = s.basement_bytes;
-        b.fanout = s.fanout;
+/// The CLI's view of the tune's progress: a bar over the probe points and
+/// the verification's steps on stderr (neither with `--json`).
+fn show(bar: &ProgressBar, json: bool, p: Progress) {
+    match p.phase {
+        Phase::Fill => bar.set_message(p.label),
+        Phase::Sweep => {
+            bar.set_length(p.steps.max(1));
+            bar.set_position(p.step);
+            bar.set_message(p.label);
+        }
+        Phase::Model | Phase::Done => bar.finish_and_clear(),
+        Phase::Verify => {
+            bar.finish_and_clear();
+            if !json {
+                eprintln!("{}", p.label);
+            }
+        }
     }
-    a
+}
+
+fn progress_bar(json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
+    b.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} points, ETA {eta}  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    b
 }
 
 fn best_line(a: &Advice) -> String {

@@ -1,7 +1,7 @@
 //! The verification as a text table for the terminal.
 
 use super::Verification;
-use crate::cmd::model::table::Table;
+use crate::table::Table;
 use pagewise_model::units::{fmt_bytes, fmt_count};
 
 pub fn render_text(v: &Verification) -> String {

@@ -273,9 +273,14 @@ impl Session {
 
 /// This thread's CPU seconds so far (0 if the clock is unavailable).
 fn thread_cpu_s() -> f64 {
+    cpu_clock_s(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU seconds on `clock` (a thread's or the process's; 0 if unavailable).
+pub(super) fn cpu_clock_s(clock: libc::clockid_t) -> f64 {
     // SAFETY: ts is written by clock_gettime.
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0;
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
     if ok {
         ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
     } else {

@@ -1,46 +1,44 @@
 //! The tune sweep: one test file, three parts (QD1 curves, a high-QD curve,
 //! a queue-depth sweep at 4 KiB), merged into one results file.
 
-use super::Args;
+use crate::{Phase, Reporter, TuneSpec};
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewise_model::units::fmt_bytes;
-use pagewise_probe::{
-    target, Engine, Limit, Mode, ProbeResults, Progress, Stage, SweepSpec, Topology,
-};
-use std::io::IsTerminal;
+use pagewise_probe::{target, Engine, Limit, Mode, ProbeResults, Stage, SweepSpec, Topology};
 use std::time::Instant;
 
 /// Block sizes that matter for page-size decisions, 512 B..1 MiB.
-const DEFAULT_BS: [u64; 9] = [
+pub const DEFAULT_BS: [u64; 9] = [
     512, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576,
 ];
 
 /// The sweep: randread, seqread and randwrite at QD1 and randread at a high
 /// QD over the block sizes, then randread 4 KiB over queue depths. One test
-/// file serves every part.
-pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
+/// file serves every part. The stop flag is checked between the parts.
+pub fn sweep(args: &TuneSpec, rep: &mut Reporter) -> anyhow::Result<ProbeResults> {
     let topo = Topology::for_path(&args.dir).unwrap_or_default();
     let lbs = topo.logical_block_size.unwrap_or(512);
-    let mut bs: Vec<u64> = if args.bs.is_empty() {
+    let mut bs: Vec<u64> = if args.block_sizes.is_empty() {
         DEFAULT_BS.to_vec()
     } else {
-        args.bs.clone()
+        args.block_sizes.clone()
     };
     bs.retain(|b| b % lbs == 0);
-    anyhow::ensure!(
-        bs.len() >= 2,
-        "need two or more block sizes that are multiples of the device's {lbs} B logical block"
-    );
+    if bs.len() < 2 {
+        let why = format!(
+            "need two or more block sizes that are multiples of the device's {lbs} B logical block"
+        );
+        return Err(crate::InvalidSpec(why).into());
+    }
     let small = if bs.contains(&4096) { 4096 } else { bs[0] };
     let base = SweepSpec {
         block_sizes: bs.clone(),
-        warmup_secs: args.warmup,
-        limit: Limit::Seconds(args.duration),
+        warmup_secs: args.warmup_secs,
+        limit: Limit::Seconds(args.duration_secs),
         tolerance: 0.05,
         min_reps: 2,
         max_reps: 3,
-        file_size: args.file_size,
+        file_size: args.file_size_bytes,
         engine: Engine::Uring,
         ..SweepSpec::default()
     };
@@ -48,14 +46,14 @@ pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
         modes: vec![Mode::RandRead, Mode::SeqRead, Mode::RandWrite],
         ..base.clone()
     };
-    let bar = progress_bar(args.json, 0);
-    let mut on_progress = |p: Progress| {
+    let mut on_progress = |p: pagewise_probe::Progress| {
         if let Stage::Filling { done, total } = p.stage {
-            bar.set_message(format!(
+            let label = format!(
                 "writing the test file {}/{}",
                 fmt_bytes(done as f64),
                 fmt_bytes(total as f64)
-            ));
+            );
+            rep.report(Phase::Fill, done, total, label);
         }
     };
     let start = Instant::now();
@@ -94,16 +92,19 @@ pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
     .into_iter()
     .filter(|p| !p.queue_depths.is_empty() && !p.threads.is_empty())
     .collect();
-    let total: usize = parts.iter().map(|p| p.points().len()).sum();
-    bar.set_length(total as u64);
+    let total = parts.iter().map(|p| p.points().len()).sum::<usize>() as u64;
     let mut done_before = 0usize;
     let mut merged: Option<ProbeResults> = None;
+    rep.report(Phase::Sweep, 0, total, String::new());
     for part in &parts {
-        let mut cb = |p: Progress| {
+        rep.check()?;
+        let mut cb = |p: pagewise_probe::Progress| {
             if let Stage::PointDone { .. } = p.stage {
-                bar.set_position((done_before + p.point + 1) as u64);
+                let at = (done_before + p.point + 1) as u64;
+                rep.report(Phase::Sweep, at, total, p.label.clone());
             } else if let Stage::PointStarted = p.stage {
-                bar.set_message(p.label.clone());
+                let at = (done_before + p.point) as u64;
+                rep.report(Phase::Sweep, at, total, p.label.clone());
             }
         };
         let r = pagewise_probe::run_sweep_on(prepared.backend.as_ref(), part, &mut cb)
@@ -114,7 +115,6 @@ pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
             Some(m) => m.points.extend(r.points),
         }
     }
-    bar.finish_and_clear();
     let mut results = merged.context("empty sweep")?;
     results.target = prepared.info.clone();
     results.topology = prepared.topology.clone();
@@ -129,16 +129,4 @@ pub fn sweep(args: &Args) -> anyhow::Result<ProbeResults> {
     results.elapsed_secs = start.elapsed().as_secs_f64();
     drop(prepared);
     Ok(results)
-}
-
-fn progress_bar(json: bool, total: u64) -> ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let b = ProgressBar::with_draw_target(Some(total.max(1)), ProgressDrawTarget::stderr());
-    b.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} points, ETA {eta}  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    b
 }

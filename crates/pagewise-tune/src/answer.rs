@@ -3,7 +3,7 @@
 //! ([`choose_kind`]) and the sentences that explain both; then the tuned
 //! file the engine reads (`DIR/tuned.json`, [`pagewise::Tuned`]).
 
-use super::verify::{self, bepsilon::NodeCheck, SizeCheck, Verification};
+use crate::verify::{self, bepsilon::NodeCheck, SizeCheck, Verification};
 use pagewise::{Tuned, TunedBEpsilon, TunedKind, TunedSource, TUNED_SCHEMA};
 use pagewise_model::advise::choice::{
     choose_kind, model_kind, pick_headline, Candidate, Headline, Kind, KindChoice, KindTimes,

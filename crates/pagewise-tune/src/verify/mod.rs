@@ -29,7 +29,7 @@ mod run;
 mod text;
 mod verdict;
 
-use crate::cmd::advise::advise_report;
+use crate::advise::advise_report;
 use anyhow::Context;
 use build::{load, reopen, DbFiles};
 use costs::EngineCosts;
@@ -51,7 +51,8 @@ pub use text::render_text;
 use verdict::verdict;
 pub use verdict::{miss_reason, CONFIRM_FRACTION};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Level {
     /// No verification (the advice uses DIR/engine-costs.json if an earlier
     /// run left it).
@@ -63,19 +64,30 @@ pub enum Level {
     Full,
 }
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct VerifyArgs {
-    /// Check the advice on the engine: build Dbs at the recommended page size
-    /// and its neighbours (half, double) and measure the mix on each.
-    #[arg(long, value_enum, default_value_t = Level::Quick)]
-    pub verify: Level,
-    /// Seconds per measured verification phase (testing knob).
-    #[arg(long, hide = true)]
-    pub verify_secs: Option<f64>,
-    /// Most records loaded per verified size (testing knob).
-    #[arg(long, hide = true)]
-    pub verify_rows: Option<u64>,
+/// How much verification a tune runs (the CLI's `--verify` and its testing
+/// knobs `--verify-secs`, `--verify-rows`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VerifySpec {
+    pub level: Level,
+    /// Seconds per measured phase; `None`: the level's.
+    pub phase_secs: Option<f64>,
+    /// Most records loaded per verified size; `None`: the level's.
+    pub max_rows: Option<u64>,
 }
+
+impl Default for VerifySpec {
+    fn default() -> Self {
+        VerifySpec {
+            level: Level::Quick,
+            phase_secs: None,
+            max_rows: None,
+        }
+    }
+}
+
+/// Reports a verification step (a label for the progress line) and
+/// returns an error when the tune was asked to stop.
+pub type Step<'a> = &'a mut dyn FnMut(String) -> anyhow::Result<()>;
 
 /// The mode's budget for one run of the phases.
 #[derive(Clone, Copy)]
@@ -87,14 +99,14 @@ struct Budget {
 }
 
 impl Budget {
-    fn new(a: &VerifyArgs) -> Self {
-        let (rows, secs, load) = match a.verify {
+    fn new(a: &VerifySpec) -> Self {
+        let (rows, secs, load) = match a.level {
             Level::Full => (10_000_000, 20.0, 120.0),
             _ => (2_000_000, 5.0, 20.0),
         };
-        let phase_secs = a.verify_secs.unwrap_or(secs).max(0.01);
+        let phase_secs = a.phase_secs.unwrap_or(secs).max(0.01);
         Budget {
-            rows: a.verify_rows.unwrap_or(rows).max(100),
+            rows: a.max_rows.unwrap_or(rows).max(100),
             phase_secs,
             load_secs: load,
             warm_secs: (phase_secs * 1.5).max(0.2),
@@ -200,7 +212,6 @@ struct Ctx<'a> {
     fs: Arc<dyn Fs>,
     model: &'a ModelReport,
     advice: &'a Advice,
-    quiet: bool,
 }
 
 /// "real drive" or the emulated profile's banner: whose costs these are.
@@ -214,16 +225,16 @@ pub fn drive_name(emulated: Option<&pagewise_io::DriveProfile>) -> String {
 /// `None` when `--verify off` or the layout cannot be verified (a note says why).
 #[allow(clippy::too_many_arguments)]
 pub fn run(
-    args: &VerifyArgs,
+    args: &VerifySpec,
     dir: &Path,
     fs: Arc<dyn Fs>,
     drive: &str,
     model: &ModelReport,
     advice: &mut Advice,
-    quiet: bool,
+    step: Step,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<Verification>> {
-    if args.verify == Level::Off {
+    if args.level == Level::Off {
         if let Some(c) = costs::load(dir, drive, notes) {
             let (lo, hi) = (c.page_sizes.iter().min(), c.page_sizes.iter().max());
             let range = (lo.copied().unwrap_or(0), hi.copied().unwrap_or(u64::MAX));
@@ -256,7 +267,6 @@ pub fn run(
             fs,
             model,
             advice,
-            quiet,
         };
         let mut built = Vec::new();
         for &page in &cal_pages {
@@ -265,13 +275,21 @@ pub fn run(
                 "calibrate",
                 &ctx,
                 &budget.calibration(),
+                &mut *step,
                 &mut vnotes,
             )?);
         }
         for &page in &verify_pages {
-            built.push(build(page, "verify", &ctx, &budget, &mut vnotes)?);
+            built.push(build(
+                page,
+                "verify",
+                &ctx,
+                &budget,
+                &mut *step,
+                &mut vnotes,
+            )?);
         }
-        let done = measure_all(built, quiet)?;
+        let done = measure_all(built, &mut *step)?;
         let mut cal = Vec::new();
         let mut ver = Vec::new();
         for (tag, page, scaled, load_secs, m) in done {
@@ -297,10 +315,10 @@ pub fn run(
         notes,
         "calibrated on this drive just now",
     );
-    let mut out = finish(args.verify, advice, calibration, checks, vnotes);
+    let mut out = finish(args.level, advice, calibration, checks, vnotes);
     out.device_only_best = device_only_best;
-    let dev = crate::cmd::advise::device(model, advice.mix, None, &mut Vec::new())?;
-    out.bepsilon = bepsilon::run(&budget, dir, fs_bepsilon, dev, advice, quiet)?;
+    let dev = crate::advise::device(model, advice.mix, None, &mut Vec::new())?;
+    out.bepsilon = bepsilon::run(&budget, dir, fs_bepsilon, dev, advice, step)?;
     out.elapsed_secs = start.elapsed().as_secs_f64();
     let mut kept = EngineCosts::new(
         drive.into(),
@@ -353,17 +371,15 @@ type Done = (&'static str, u64, Scaled, f64, Measured);
 /// Warms every Db, then runs the point phase and the mix in [`ROUNDS`]
 /// interleaved rounds (every Db sees the machine's drift alike), ends the
 /// mixes with a checkpoint and measures the cached gets.
-fn measure_all(mut built: Vec<Built>, quiet: bool) -> anyhow::Result<Vec<Done>> {
+fn measure_all(mut built: Vec<Built>, step: Step) -> anyhow::Result<Vec<Done>> {
     assert!(!built.is_empty());
     for b in &mut built {
         b.session.warm(b.budget.warm_secs)?;
     }
-    if !quiet {
-        eprintln!(
-            "measuring {} Dbs in {ROUNDS} interleaved rounds...",
-            built.len()
-        );
-    }
+    step(format!(
+        "measuring {} Dbs in {ROUNDS} interleaved rounds...",
+        built.len()
+    ))?;
     for _ in 0..ROUNDS {
         for b in &mut built {
             b.session.point_slice(b.budget.phase_secs / ROUNDS as f64)?;
@@ -531,11 +547,10 @@ fn build(
     tag: &'static str,
     ctx: &Ctx,
     b: &Budget,
+    step: Step,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Built> {
-    if !ctx.quiet {
-        eprintln!("{tag}: loading {page} B pages...");
-    }
+    step(format!("{tag}: loading {page} B pages..."))?;
     let failed = || format!("{tag} at {page} B pages failed (skip it with --verify off)");
     build_inner(page, tag, ctx, b, notes).with_context(failed)
 }

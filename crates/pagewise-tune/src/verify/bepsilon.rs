@@ -148,7 +148,7 @@ pub(super) fn run(
     fs: Arc<dyn Fs>,
     dev: Device,
     advice: &Advice,
-    quiet: bool,
+    step: super::Step,
 ) -> anyhow::Result<Option<BEpsilonVerification>> {
     let Some(b) = &advice.bepsilon else {
         return Ok(None);
@@ -164,12 +164,10 @@ pub(super) fn run(
             basement_bytes: b.basement_size.clamp(512, node / 2),
             fanout: b.fanout.clamp(3, 1024),
         };
-        if !quiet {
-            eprintln!(
-                "B-epsilon check: {} nodes, {rows} random inserts...",
-                fmt_bytes(node as f64)
-            );
-        }
+        step(format!(
+            "B-epsilon check: {} nodes, {rows} random inserts...",
+            fmt_bytes(node as f64)
+        ))?;
         sizes.push(check(
             budget,
             dir,
@@ -441,8 +439,7 @@ fn coprime_step(n: u64) -> u64 {
 
 /// Process CPU seconds (user + system, every thread) so far.
 fn cpu_s() -> f64 {
-    let (user, sys) = pagewise_bench::sysinfo::cpu_times();
-    user + sys
+    super::run::cpu_clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// What the gets of one node size measured.
