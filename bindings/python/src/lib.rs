@@ -11,6 +11,7 @@ mod read;
 mod snapshot;
 mod transaction;
 mod tree;
+mod tune;
 
 use pyo3::prelude::*;
 
@@ -35,6 +36,7 @@ fn _pagewise(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lab::probe, m)?)?;
     m.add_function(wrap_pyfunction!(lab::load_probe_results, m)?)?;
     m.add_function(wrap_pyfunction!(lab::load_tune_results, m)?)?;
+    m.add_function(wrap_pyfunction!(tune::tune, m)?)?;
     m.add("FORMAT_VERSION", pagewise::FORMAT_VERSION)?;
     m.add("MIN_PAGE_SIZE", pagewise::MIN_PAGE_SIZE)?;
     m.add("MAX_PAGE_SIZE", pagewise::MAX_PAGE_SIZE)?;

@@ -81,3 +81,39 @@ def test_load_errors_and_tune_summary(tmp_path):
     good = tmp_path / "tune.json"
     good.write_text(json.dumps(summary))
     assert pagewise.load_tune_results(str(good)) == summary
+
+
+def test_tune_on_an_emulated_drive_returns_what_it_writes(tmp_path):
+    seen = []
+    r = pagewise.tune(
+        str(tmp_path), emulate="nvme", verify="off", block_sizes=[4096, 65536],
+        duration_secs=0.05, warmup_secs=0.0, file_size_bytes=8 << 20, progress=seen.append,
+    )
+    assert r["results"]["emulated"]["name"] == "nvme" and "nvme" in r["drive"]
+    tuned = json.loads((tmp_path / "tuned.json").read_text())
+    assert tuned == r["tuned"]
+    on_disk = json.loads((tmp_path / "probe-results.json").read_text())
+    assert [p["params"] for p in on_disk["points"]] == [p["params"] for p in r["results"]["points"]]
+    assert {p["params"]["bs"] for p in r["results"]["points"]} <= {4096, 65536}
+    phases = [p["phase"] for p in seen]
+    assert phases[-1] == "done" and "sweep" in phases and "model" in phases
+    sweep = [p["step"] for p in seen if p["phase"] == "sweep"]
+    assert sweep == sorted(sweep)  # steps never go back within a phase
+
+
+def test_tune_stops_on_a_progress_error_and_checks_its_options(tmp_path):
+    def fail(_):
+        raise ValueError("enough")
+
+    with pytest.raises(ValueError, match="enough"):
+        pagewise.tune(str(tmp_path), emulate="nvme", verify="off", block_sizes=[4096, 65536],
+                      duration_secs=0.05, warmup_secs=0.0, file_size_bytes=8 << 20, progress=fail)
+    assert not (tmp_path / "tuned.json").exists()
+    with pytest.raises(pagewise.OptionsError, match="mix"):
+        pagewise.tune(str(tmp_path), mix="point=lots")
+    with pytest.raises(pagewise.OptionsError, match="emulate"):
+        pagewise.tune(str(tmp_path), emulate="fast,please")
+    with pytest.raises(pagewise.OptionsError, match="verify"):
+        pagewise.tune(str(tmp_path), verify="sometimes")
+    with pytest.raises(pagewise.OptionsError):
+        pagewise.tune(str(tmp_path), emulate="nvme", verify="off", block_sizes=[4096])

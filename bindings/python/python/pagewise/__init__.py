@@ -47,6 +47,7 @@ from ._pagewise import (
     load_probe_results,
     load_tune_results,
     probe,
+    tune,
 )
 
 __all__ = [
@@ -78,4 +79,5 @@ __all__ = [
     "load_probe_results",
     "load_tune_results",
     "probe",
+    "tune",
 ]

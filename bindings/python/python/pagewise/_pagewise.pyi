@@ -332,6 +332,33 @@ def probe(
     ``emulate`` is the CLI's ``--emulate``: a preset (``"nvme"``, ``"hdd"``, ...) or
     ``"S,W,P"`` such as ``"500us,120MB/s,1"``; the results' ``emulated`` names it."""
 
+def tune(
+    dir: StrPath,
+    *,
+    rows: int = 100_000_000,
+    key_bytes: int = 16,
+    value_bytes: int = 100,
+    cache_bytes: int = 1 << 30,
+    mix: str = "point=0.8,range=0.1,insert=0.1",
+    range_rows: int = 100,
+    emulate: Optional[str] = None,
+    verify: Literal["off", "quick", "full"] = "quick",
+    block_sizes: Optional[List[int]] = None,
+    duration_secs: float = 0.6,
+    warmup_secs: float = 0.2,
+    file_size_bytes: int = 1 << 30,
+    progress: Optional[Callable[[Dict[str, Any]], object]] = None,
+) -> Dict[str, Any]:
+    """Runs ``pagewise tune`` for the drive under ``dir``; returns what it produced.
+
+    Probes, fits the model, advises the tree kind and sizes for the dataset and
+    ``mix``, verifies on the engine (``verify``), and writes ``probe-results.json``
+    and ``tuned.json`` in ``dir``. The dict holds ``results``, ``model``, ``advice``,
+    ``verification``, ``answer``, ``tuned``, ``notes``, ``drive``, the two paths and
+    the times. ``progress(dict)`` gets ``phase``, ``step``, ``steps``, ``label``; an
+    exception it raises, or Ctrl-C, stops the tune and is raised. Bad ``mix``,
+    ``emulate`` or ``verify`` raise ``OptionsError``."""
+
 def load_probe_results(path: StrPath) -> Dict[str, Any]:
     """Loads ``probe-results.json`` (``pagewise probe --out``, ``pagewise tune``)."""
 
