@@ -93,15 +93,8 @@ pub fn probe<'py>(
     let engine = engine
         .parse::<Engine>()
         .map_err(|e| errors::options(format!("engine: {e}")))?;
-    let emulate = emulate
-        .map(DriveProfile::parse)
-        .transpose()
-        .map_err(|e| errors::options(format!("emulate: {e}")))?;
-    if let Some(cb) = &progress {
-        if !cb.bind(py).is_callable() {
-            return Err(PyTypeError::new_err("progress must be callable"));
-        }
-    }
+    let emulate = emulate_arg(emulate)?;
+    check_callable(py, &progress)?;
     let defaults = SweepSpec::default();
     let spec = SweepSpec {
         modes: self::modes(modes)?,
@@ -120,6 +113,24 @@ pub fn probe<'py>(
     };
     let results = run(py, &path, &spec, emulate.as_ref(), progress)?;
     to_python(py, &results)
+}
+
+/// The `emulate` argument (a preset or "S,W,P") as a drive profile.
+pub fn emulate_arg(emulate: Option<&str>) -> PyResult<Option<DriveProfile>> {
+    emulate
+        .map(DriveProfile::parse)
+        .transpose()
+        .map_err(|e| errors::options(format!("emulate: {e}")))
+}
+
+/// A TypeError unless `progress` is None or callable.
+pub fn check_callable(py: Python<'_>, progress: &Option<PyObject>) -> PyResult<()> {
+    match progress {
+        Some(cb) if !cb.bind(py).is_callable() => {
+            Err(PyTypeError::new_err("progress must be callable"))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn run(

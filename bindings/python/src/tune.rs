@@ -4,11 +4,9 @@
 
 use crate::db::to_python;
 use crate::errors::{self, Error};
-use pagewise_io::DriveProfile;
 use pagewise_model::advise::Mix;
 use pagewise_tune::verify::{Level, VerifySpec};
 use pagewise_tune::{Progress, TuneError, TuneSpec};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
@@ -60,15 +58,8 @@ pub fn tune<'py>(
     progress: Option<PyObject>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mix = Mix::parse(mix).map_err(|e| errors::options(format!("mix: {e}")))?;
-    let emulate = emulate
-        .map(DriveProfile::parse)
-        .transpose()
-        .map_err(|e| errors::options(format!("emulate: {e}")))?;
-    if let Some(cb) = &progress {
-        if !cb.bind(py).is_callable() {
-            return Err(PyTypeError::new_err("progress must be callable"));
-        }
-    }
+    let emulate = crate::lab::emulate_arg(emulate)?;
+    crate::lab::check_callable(py, &progress)?;
     let spec = TuneSpec {
         dir,
         rows,
