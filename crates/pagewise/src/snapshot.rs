@@ -100,6 +100,13 @@ impl SnapshotTree {
         self.reads.contains(key.as_ref())
     }
 
+    /// The values of `keys` in this snapshot, in their order (as
+    /// [`crate::Tree::get_many`]).
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        self.reads.get_many(&keys)
+    }
+
     /// Number of entries (as [`crate::Tree::len`]).
     pub fn len(&self) -> u64 {
         self.reads.len()

@@ -83,6 +83,17 @@ impl Tree {
         self.inner.ix.contains(None, &self.name, key.as_ref())
     }
 
+    /// The values of `keys`, in their order: for each key what
+    /// [`Tree::get`] answers (duplicates and missing keys allowed; no keys,
+    /// no values). The pages the batch misses are read through one queue
+    /// per tree level instead of one read at a time (docs/design.md,
+    /// "Batched gets").
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner.check_open()?;
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_ref()).collect();
+        self.inner.ix.get_many(None, &self.name, &keys)
+    }
+
     /// The reads of a snapshot of this tree taken now: iterators read
     /// through one (docs/design.md, "Snapshots").
     fn frozen(&self) -> Reads {
@@ -176,6 +187,11 @@ impl Reads {
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
         self.inner.check_open()?;
         self.inner.ix.contains(Some(&self.at), &self.name, key)
+    }
+
+    pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.inner.check_open()?;
+        self.inner.ix.get_many(Some(&self.at), &self.name, keys)
     }
 
     /// Entries (0 once the Db is closed; a B-epsilon tree counts them by

@@ -1102,3 +1102,117 @@ fn scans_cut_short_inside_a_basement_match_the_model() {
         .zip(model)
         .all(|(a, b)| a.0 == *b.0 && a.1 == *b.1));
 }
+
+/// Writes `rounds` random puts (small values and values in extents or
+/// overflow pages), removes and, on a B-epsilon tree, upserts to tree `t`
+/// and the model.
+fn random_writes(
+    db: &Db,
+    t: &str,
+    upserts: bool,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+    rng: &mut rand::rngs::SmallRng,
+    rounds: usize,
+) {
+    use rand::Rng;
+    let tree = db.tree(t).unwrap();
+    for salt in 0..rounds {
+        let k = format!("k{:05}", rng.gen_range(0..6000)).into_bytes();
+        match rng.gen_range(0..10) {
+            0 => {
+                tree.remove(&k).unwrap();
+                model.remove(&k);
+            }
+            1 if upserts => {
+                let op = [b'a' + (salt % 26) as u8];
+                tree.upsert(&k, op).unwrap();
+                let mut v = model.get(&k).cloned().unwrap_or_else(|| b"^".to_vec());
+                v.extend_from_slice(&op);
+                model.insert(k, v);
+            }
+            _ => {
+                let len = match rng.gen_range(0..4) {
+                    0 => rng.gen_range(40..400),
+                    _ => rng.gen_range(0..40),
+                };
+                let v = value(&k, len, salt);
+                tree.insert(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+    }
+}
+
+/// `get_many` of random batches (duplicates, missing keys, empty) against
+/// the model and against `get`, in the caller's order.
+fn check_batches(
+    tree: &pagewise::Tree,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    rng: &mut rand::rngs::SmallRng,
+    seed: u64,
+) {
+    use rand::Rng;
+    for round in 0..40 {
+        let n = match round {
+            0 => 0,
+            1 => 700, // more than one chunk of the batch
+            _ => rng.gen_range(1..80),
+        };
+        let keys: Vec<Vec<u8>> = (0..n)
+            .map(|_| format!("k{:05}", rng.gen_range(0..6000)).into_bytes())
+            .collect();
+        let got = tree.get_many(&keys).unwrap();
+        assert_eq!(got.len(), keys.len(), "seed {seed}");
+        for (k, v) in keys.iter().zip(&got) {
+            assert_eq!(v.as_ref(), model.get(k), "seed {seed} key {k:?}");
+            assert_eq!(*v, tree.get(k).unwrap(), "seed {seed} key {k:?}");
+        }
+    }
+}
+
+/// `Tree::get_many` on both kinds answers as the model and as `get` does:
+/// values in value extents and overflow pages, B-epsilon messages buffered
+/// in clean nodes (read back after a reopen with a tiny cache, so the batch
+/// misses) and in the dirty root, and in a snapshot taken before more
+/// writes.
+#[test]
+fn get_many_matches_get_and_the_model() {
+    use rand::SeedableRng;
+    let seed: u64 = rand::random();
+    eprintln!("get_many seed {seed}");
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::create(&path, opts()).unwrap();
+    db.tree_with("be", bepsilon(Compression::Lz4)).unwrap();
+    db.tree_with("bt", TreeKind::BTree).unwrap();
+    let mut models = [BTreeMap::new(), BTreeMap::new()];
+    for (m, t) in models.iter_mut().zip(["be", "bt"]) {
+        random_writes(&db, t, t == "be", m, &mut rng, 3000);
+    }
+    db.close().unwrap();
+    let db = Db::open(&path, opts()).unwrap();
+    for (m, t) in models.iter_mut().zip(["be", "bt"]) {
+        random_writes(&db, t, t == "be", m, &mut rng, 300);
+    }
+    db.checkpoint().unwrap();
+    drop(db);
+    let db = Db::open(&path, opts()).unwrap();
+    for (m, t) in models.iter_mut().zip(["be", "bt"]) {
+        check_batches(&db.tree(t).unwrap(), m, &mut rng, seed);
+        random_writes(&db, t, t == "be", m, &mut rng, 200); // buffered, dirty
+        check_batches(&db.tree(t).unwrap(), m, &mut rng, seed);
+        let snap = db.snapshot().unwrap();
+        let before = m.clone();
+        random_writes(&db, t, t == "be", m, &mut rng, 200);
+        let st = snap.tree(t).unwrap();
+        let keys: Vec<Vec<u8>> = (0..300)
+            .map(|_| format!("k{:05}", rand::Rng::gen_range(&mut rng, 0..6000)).into_bytes())
+            .collect();
+        let got = st.get_many(&keys).unwrap();
+        for (k, v) in keys.iter().zip(&got) {
+            assert_eq!(v.as_ref(), before.get(k), "seed {seed} snapshot key {k:?}");
+        }
+        check_batches(&db.tree(t).unwrap(), m, &mut rng, seed);
+    }
+}

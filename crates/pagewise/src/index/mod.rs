@@ -365,6 +365,12 @@ fn op_value_bytes(op: &Op) -> usize {
 /// with a 48 MiB cache).
 const RESERVE_EVERY_OPS: usize = 64;
 
+/// Keys of a `get_many` warmed and got at a time: a batch's paths then
+/// stay well inside a 5% cache of a small Db (256 keys of a 4-level
+/// B+tree are at most 1,024 pages), and every warm round is capped at a
+/// quarter of the cache as well.
+pub const GET_MANY_CHUNK_KEYS: usize = 256;
+
 impl Index {
     /// The index's context over `store`, with the settings of `opts` that
     /// the tree kinds use.
@@ -606,6 +612,36 @@ impl Index {
             Ok(found) => Ok(found),
             Err(btree::read::NotBTree) => bepsilon::read::get(self, at, tree, key),
         }
+    }
+
+    /// The values of `keys` in `tree` (live, or in the snapshot `at`), in
+    /// the caller's order: for every key the answer [`Index::get`] gives
+    /// (duplicates and missing keys allowed). The batch is split into
+    /// chunks of at most [`GET_MANY_CHUNK_KEYS`], and each chunk reads what
+    /// it misses through one queue per tree level: a B-epsilon tree's keys
+    /// descend together (`bepsilon::many`); a B+tree's pages are read by a
+    /// warm pass (`btree::prefetch::warm_gets`) and then each key is got as
+    /// by `get`, so a page evicted in between costs a read, never a
+    /// different answer.
+    pub fn get_many(
+        &self,
+        at: Option<&Frozen>,
+        tree: &str,
+        keys: &[&[u8]],
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(GET_MANY_CHUNK_KEYS) {
+            if self.is_bepsilon(at, tree) {
+                out.extend(bepsilon::many::get_many(self, at, tree, chunk)?);
+                continue;
+            }
+            btree::prefetch::warm_gets(self, at, tree, chunk)?;
+            for key in chunk {
+                out.push(self.get(at, tree, key)?);
+            }
+        }
+        assert_eq!(out.len(), keys.len());
+        Ok(out)
     }
 
     fn is_bepsilon(&self, at: Option<&Frozen>, tree: &str) -> bool {

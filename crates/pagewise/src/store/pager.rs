@@ -959,6 +959,55 @@ impl Pager {
         Ok(out)
     }
 
+    /// Reads payload ranges `(ext, offset, len)` (each as [`Pager::read_range`]
+    /// would, `len` > 0) through one queue, up to [`QUEUE_DEPTH`] in flight:
+    /// the misses of a batch of gets arrive in about one read's time per
+    /// queue depth. Per range its bytes, or its failure; only a failure of
+    /// the queue itself is returned.
+    pub fn read_ranges(
+        &self,
+        reqs: &[(Extent, u64, u64)],
+        kind: Kind,
+    ) -> Result<Vec<Result<Vec<u8>>>> {
+        for (e, offset, len) in reqs {
+            assert!(*len > 0 && offset + len <= e.len_bytes);
+            self.check_pid(e.first_page)?;
+            self.check_pid(e.end_page() - 1)?;
+        }
+        let mut out: Vec<Option<Result<Vec<u8>>>> = (0..reqs.len()).map(|_| None).collect();
+        let pages = |k: usize| reqs[k].0.pages_of_range(reqs[k].1, reqs[k].2, self.ps);
+        self.pump(
+            reqs.len(),
+            |k, spare| {
+                let (first, count) = pages(k);
+                IoOp {
+                    kind: OpKind::Read,
+                    offset: self.off(reqs[k].0.first_page + first),
+                    buf: take_buf(spare, count as usize * self.ps, self.buf_align),
+                    tag: k as u64,
+                }
+            },
+            |c, spare| {
+                let k = c.op.tag as usize;
+                let (e, offset, len) = &reqs[k];
+                let r = c.result.map_err(Error::from).and_then(|()| {
+                    let mut v = Vec::new();
+                    self.range_out(e, kind, &c.op.buf, pages(k).0, *offset, *len, &mut v)?;
+                    Ok(v)
+                });
+                spare.push(c.op.buf);
+                out[k] = Some(r);
+                Ok(())
+            },
+        )?;
+        let out: Vec<Result<Vec<u8>>> = out
+            .into_iter()
+            .map(|r| r.expect("every range completed"))
+            .collect();
+        assert_eq!(out.len(), reqs.len());
+        Ok(out)
+    }
+
     /// Reads and verifies a whole extent.
     pub fn read_extent(&self, ext: &Extent, kind: Kind) -> Result<Vec<u8>> {
         if ext.len_bytes == 0 {

@@ -14,6 +14,7 @@ pub mod heap;
 pub mod iter;
 pub mod layout;
 pub mod leaf;
+pub mod many;
 pub mod merge;
 pub mod node;
 pub mod ordered;

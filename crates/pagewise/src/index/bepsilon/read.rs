@@ -60,6 +60,33 @@ pub struct View<'a> {
     resets: u32,
 }
 
+impl<'a> View<'a> {
+    /// A view for one key of a batch (`many`): its own probed buffers,
+    /// the batch's pinned nodes.
+    pub(super) fn of(
+        epoch: &'a Epoch<Trees>,
+        ix: &'a Index,
+        pinned: &'a PidMap<Arc<Node>>,
+        probed: &'a [(u64, usize, Arc<Part>)],
+        resets: u32,
+    ) -> View<'a> {
+        View {
+            epoch,
+            ix,
+            pinned,
+            hits: std::cell::Cell::new(0),
+            skips: std::cell::Cell::new([0; READ_LEVELS]),
+            probed,
+            resets,
+        }
+    }
+
+    /// The cache hits and filter skips this view counted.
+    pub(super) fn tallies(&self) -> (u64, [u32; READ_LEVELS]) {
+        (self.hits.get(), self.skips.get())
+    }
+}
+
 impl View<'_> {
     pub fn ix_merge(&self) -> Option<&dyn crate::options::MergeOperator> {
         self.ix.merge.as_deref()
@@ -389,7 +416,7 @@ pub fn read_shell(pager: &Pager, ext: &Extent) -> Result<Node> {
 }
 
 /// `read_shell`, with the reads it took and their bytes (whole pages).
-fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
+pub(super) fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
     let first = (pager.extent_cap() as u64).min(ext.len_bytes);
     let mut b = pager.read_range(ext, Kind::BEpsilon, 0, first)?;
     let want = format::shell_len(&b).map_err(|w| corrupt(pager, ext, w))?;
@@ -589,28 +616,46 @@ pub fn get_stored(
     read_at(ix, at, |v| get_step(v, tree, key, &mut resume))?
 }
 
+/// What a stored value (`get_stored`) gives the user: the value, or the
+/// value extent still to read.
+pub enum Value {
+    Ready(Option<Vec<u8>>),
+    Extent(Extent),
+}
+
+/// The user's value of `stored` (a value of `tree`, stored in form
+/// `form`), or the extent that holds it; reads nothing.
+pub fn value_of(ix: &Index, tree: &str, stored: Option<Vec<u8>>, form: Form) -> Result<Value> {
+    let Some(mut stored) = stored else {
+        return Ok(Value::Ready(None));
+    };
+    if form == Form::Plain {
+        return Ok(Value::Ready(Some(stored)));
+    }
+    if stored.first() == Some(&super::value::TAG_INLINE) {
+        stored.remove(0); // the value follows its tag: no copy
+        return Ok(Value::Ready(Some(stored)));
+    }
+    match form.extent_of(&stored, ix.store.pager.ps) {
+        Some(ext) => Ok(Value::Extent(ext)),
+        None => {
+            // Inline (or damaged: `plain` says so); no read.
+            let mut none = |_: &Extent| unreachable!("an inline value");
+            let v = form.plain(&stored, &ix.store.pager, tree, &mut none)?;
+            Ok(Value::Ready(Some(v)))
+        }
+    }
+}
+
 /// The value of `key`: its stored value, and a value extent read with no
 /// lock held (looked up again if its pages were reused meanwhile).
 pub fn get(ix: &Index, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
     for _ in 0..MAX_RESTARTS {
         let gen = ix.store.reuse_gen.load(Ordering::Acquire);
         let (stored, form) = get_stored(ix, at, tree, key)?;
-        let Some(mut stored) = stored else {
-            return Ok(None);
-        };
-        if form == Form::Plain {
-            return Ok(Some(stored));
-        }
-        if stored.first() == Some(&super::value::TAG_INLINE) {
-            stored.remove(0); // the value follows its tag: no copy
-            return Ok(Some(stored));
-        }
-        let Some(ext) = form.extent_of(&stored, ix.store.pager.ps) else {
-            // Inline (or damaged: `plain` says so); no read.
-            let mut none = |_: &Extent| unreachable!("an inline value");
-            return form
-                .plain(&stored, &ix.store.pager, tree, &mut none)
-                .map(Some);
+        let ext = match value_of(ix, tree, stored, form)? {
+            Value::Ready(v) => return Ok(v),
+            Value::Extent(ext) => ext,
         };
         let gen = (!at.is_some_and(|fz| fz.pinned())).then_some(gen);
         if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {

@@ -110,3 +110,73 @@ fn first_miss(ix: &Index, st: &Epoch<Trees>, tree: &str, key: &[u8]) -> Option<N
     // A corrupt tree deeper than its height: the apply path reports it.
     None
 }
+
+/// Warms the cache for a batch of gets on B+tree `tree` (live, or the
+/// snapshot `at`): one round per tree level, each round descending every
+/// key still blocked through one consistent view and reading all the
+/// distinct pages they miss through one queue ([`crate::store::Store::load_pages`]).
+/// At most `cap_pages` pages per round (a quarter of the cache, so the batch
+/// cannot evict what it just read). Best effort, like [`prefetch_group`]:
+/// the gets that follow read any page still (or again) missing, so an
+/// eviction or a page reuse in between costs a read, never correctness.
+pub fn warm_gets(
+    ix: &Index,
+    at: Option<&crate::index::bepsilon::read::Frozen>,
+    tree: &str,
+    keys: &[&[u8]],
+) -> Result<()> {
+    let store = &ix.store;
+    let cap = (store.cache.capacity() / store.page_size() / 4).max(1);
+    let mut todo: Vec<&[u8]> = keys.to_vec();
+    todo.sort_unstable();
+    todo.dedup();
+    for _ in 0..MAX_ROUNDS {
+        let gen = store.reuse_gen.load(Ordering::Acquire);
+        let mut missing = store.read_at(at, |v| {
+            crate::store::read::Step::Done(view_misses(v, tree, &mut todo))
+        })?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        missing.sort_unstable_by_key(|r| r.pid);
+        missing.truncate(cap);
+        let loaded = store.load_pages(&missing, gen, |_| false)?;
+        assert!(loaded <= missing.len() as u64);
+        store
+            .cache
+            .misses
+            .fetch_add(missing.len() as u64, Ordering::Relaxed);
+        ix.counters.prefetch_rounds.fetch_add(1, Ordering::Relaxed);
+        ix.counters
+            .prefetched_pages
+            .fetch_add(loaded, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Keeps in `todo` the keys whose path meets a node not in memory in view
+/// `v`, and returns those nodes (with the bases their parents name), each
+/// once. An empty or missing tree needs nothing.
+fn view_misses(
+    v: &crate::store::read::View<Trees>,
+    tree: &str,
+    todo: &mut Vec<&[u8]>,
+) -> Vec<NodeRef> {
+    use crate::store::read::Step;
+    let Some(tm) = v.trees().btree(tree).filter(|t| t.root != 0) else {
+        todo.clear();
+        return Vec::new();
+    };
+    let mut seen = PidSet::default();
+    let mut missing = Vec::new();
+    todo.retain(|key| match super::read::find_leaf(v, tm, key) {
+        Step::Done(_) => false,
+        Step::Miss(r) => {
+            if seen.insert(r.pid) {
+                missing.push(r);
+            }
+            true
+        }
+    });
+    missing
+}
