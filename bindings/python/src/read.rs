@@ -39,6 +39,13 @@ impl Reader<'_> {
         }
     }
 
+    fn get_many(&self, keys: &[&[u8]]) -> pagewise::Result<Vec<Option<Vec<u8>>>> {
+        match self {
+            Reader::Live(t) => t.get_many(keys),
+            Reader::Snap(t) => t.get_many(keys),
+        }
+    }
+
     fn contains(&self, key: &[u8]) -> pagewise::Result<bool> {
         match self {
             Reader::Live(t) => t.contains(key),
@@ -195,6 +202,27 @@ impl ReadableTree {
             Some(v) => bytes::to_py(py, &v).into_any().unbind(),
             None => default.unwrap_or_else(|| py.None()),
         })
+    }
+
+    /// The values of `keys` in their order (None where a key is missing),
+    /// read together: the pages the batch misses are read through one queue
+    /// per tree level, with the GIL released.
+    fn get_many(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Vec<PyObject>> {
+        let items: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
+        let owned: Vec<_> = items
+            .iter()
+            .map(|k| extract(k, "key"))
+            .collect::<PyResult<_>>()?;
+        let slices: Vec<&[u8]> = owned.iter().map(|k| &**k).collect();
+        let r = self.reader()?;
+        let got = py.allow_threads(|| r.get_many(&slices)).map_err(to_py)?;
+        Ok(got
+            .into_iter()
+            .map(|v| match v {
+                Some(v) => bytes::to_py(py, &v).into_any().unbind(),
+                None => py.None(),
+            })
+            .collect())
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<PyObject> {

@@ -184,3 +184,23 @@ def test_module_constants():
     assert set(pagewise.MERGE_OPERATORS) == {"add_u64", "append"}
     assert "cache_bytes" in pagewise.DB_OPTIONS
     assert isinstance(pagewise.__version__, str)
+
+
+@pytest.mark.parametrize("kind", [None, "bepsilon"])
+def test_get_many_matches_get_in_the_callers_order(tmp_path, kind):
+    path = str(tmp_path / "many.pw")
+    with pagewise.Db.create(path, cache_bytes=1 << 20) as db:
+        t = db.tree("t", kind=kind)
+        with db.batch() as b:
+            for i in range(3000):
+                b.insert(t, b"k%05d" % i, b"v%d" % i * (1 + i % 40))
+    with pagewise.Db.open(path, cache_bytes=64 << 10) as db:  # reads miss
+        t = db.tree("t")
+        keys = [b"k%05d" % i for i in (2999, 7, 7, 1500)] + [b"absent", bytearray(b"k00042")]
+        assert t.get_many(keys) == [t.get(bytes(k)) for k in keys]
+        assert t.get_many(keys)[4] is None and t.get_many([]) == []
+        with db.snapshot() as snap:
+            t[b"k00007"] = b"new"
+            assert snap.tree("t").get_many([b"k00007"]) == [b"v7" * 8]
+        with pytest.raises(TypeError, match="key"):
+            t.get_many([b"ok", "text"])

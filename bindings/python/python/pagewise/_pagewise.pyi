@@ -171,6 +171,9 @@ class ReadableTree:
     @overload
     def get(self, key: BytesLike, default: _D) -> Union[bytes, _D]:
         """The value of ``key``, or ``default`` when absent."""
+    def get_many(self, keys: Iterable[BytesLike]) -> List[Optional[bytes]]:
+        """The values of ``keys`` in their order (None where missing), read together:
+        the pages the batch misses are read through one queue per tree level."""
     def __getitem__(self, key: BytesLike) -> bytes:
         """The value of ``key``; KeyError when absent."""
     def __contains__(self, key: BytesLike) -> bool: ...
