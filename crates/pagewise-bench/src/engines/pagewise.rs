@@ -205,6 +205,11 @@ impl Engine for PagewiseEngine {
         self.trees[table].get(key).map_err(err)
     }
 
+    /// `Tree::get_many`: the batch's misses read through one queue per level.
+    fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.trees[table].get_many(keys).map_err(err)
+    }
+
     /// B-epsilon trees take blind upserts (no read); B+trees read-modify-write.
     fn increment(&self, table: usize, keys: &[Vec<u8>], delta: u64) -> Result<()> {
         if !self.upserts {

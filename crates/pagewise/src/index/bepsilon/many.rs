@@ -43,7 +43,13 @@ enum Want {
     /// For slot `.0`: the segment `.4` (offset, length, index) of
     /// partition `.2` of the node at `.1`; `None` when no segment can hold
     /// the key (nothing to read).
-    Probe(usize, Extent, usize, Arc<Node>, Option<(u64, u64, Option<usize>)>),
+    Probe(
+        usize,
+        Extent,
+        usize,
+        Arc<Node>,
+        Option<(u64, u64, Option<usize>)>,
+    ),
 }
 
 /// The values of `keys` in B-epsilon tree `tree` (live, or in the snapshot
@@ -262,9 +268,14 @@ fn install(
                     counters.part_read(n.height, pages.1 * ps as u64);
                 }
                 let p = format::decode_part(&n, i, b.into()).map_err(|w| {
-                    pager.corrupt(ext.first_page, format!("B-epsilon node: partition {i}: {w}"))
+                    pager.corrupt(
+                        ext.first_page,
+                        format!("B-epsilon node: partition {i}: {w}"),
+                    )
                 })?;
-                let base = nodes.remove(&ext.first_page).unwrap_or_else(|| (*n).clone());
+                let base = nodes
+                    .remove(&ext.first_page)
+                    .unwrap_or_else(|| (*n).clone());
                 nodes.insert(ext.first_page, base.with_part(i, p));
             }
             Want::Probe(k, ext, i, n, seg) => {
@@ -276,7 +287,9 @@ fn install(
     }
     for (first_page, n) in nodes {
         let n = Arc::new(n);
-        ix.store.cache.replace(first_page, n.clone() as Image, &still);
+        ix.store
+            .cache
+            .replace(first_page, n.clone() as Image, &still);
         pinned.insert(first_page, n);
     }
     Ok(())
