@@ -40,23 +40,32 @@ pub fn prefetch_group(ix: &Index, mut todo: Vec<(&Arc<str>, &[u8])>) -> Result<(
     }
     for _ in 0..MAX_ROUNDS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
-        let mut missing = first_misses(ix, &mut todo);
+        let missing = first_misses(ix, &mut todo);
         if missing.is_empty() {
             return Ok(());
         }
-        missing.sort_unstable_by_key(|r| r.pid);
-        missing.truncate(cap);
-        let loaded = store.load_pages(&missing, gen, |_| false)?;
-        store
-            .cache
-            .misses
-            .fetch_add(missing.len() as u64, Ordering::Relaxed);
-        ix.counters.prefetch_rounds.fetch_add(1, Ordering::Relaxed);
-        ix.counters
-            .prefetched_pages
-            .fetch_add(loaded, Ordering::Relaxed);
+        load_round(ix, missing, cap, gen)?;
     }
     Ok(())
+}
+
+/// One prefetch round: reads the first `cap` of `missing` (by page id)
+/// through one queue under reuse generation `gen`, counts it, and returns
+/// the pages loaded.
+fn load_round(ix: &Index, mut missing: Vec<NodeRef>, cap: usize, gen: u64) -> Result<u64> {
+    let store = &ix.store;
+    missing.sort_unstable_by_key(|r| r.pid);
+    missing.truncate(cap);
+    let loaded = store.load_pages(&missing, gen, |_| false)?;
+    store
+        .cache
+        .misses
+        .fetch_add(missing.len() as u64, Ordering::Relaxed);
+    ix.counters.prefetch_rounds.fetch_add(1, Ordering::Relaxed);
+    ix.counters
+        .prefetched_pages
+        .fetch_add(loaded, Ordering::Relaxed);
+    Ok(loaded)
 }
 
 /// Descends every key; keeps in `todo` only those that hit a missing node
@@ -132,24 +141,15 @@ pub fn warm_gets(
     todo.dedup();
     for _ in 0..MAX_ROUNDS {
         let gen = store.reuse_gen.load(Ordering::Acquire);
-        let mut missing = store.read_at(at, |v| {
+        let missing = store.read_at(at, |v| {
             crate::store::read::Step::Done(view_misses(v, tree, &mut todo))
         })?;
         if missing.is_empty() {
             return Ok(());
         }
-        missing.sort_unstable_by_key(|r| r.pid);
-        missing.truncate(cap);
-        let loaded = store.load_pages(&missing, gen, |_| false)?;
-        assert!(loaded <= missing.len() as u64);
-        store
-            .cache
-            .misses
-            .fetch_add(missing.len() as u64, Ordering::Relaxed);
-        ix.counters.prefetch_rounds.fetch_add(1, Ordering::Relaxed);
-        ix.counters
-            .prefetched_pages
-            .fetch_add(loaded, Ordering::Relaxed);
+        let n = missing.len().min(cap) as u64;
+        let loaded = load_round(ix, missing, cap, gen)?;
+        assert!(loaded <= n);
     }
     Ok(())
 }
