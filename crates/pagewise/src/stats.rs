@@ -74,7 +74,8 @@ pub struct Stats {
     pub prefetch_rounds: u64,
     pub prefetched_pages: u64,
     /// Times a reader waited for node pages: each synchronous node or base
-    /// page read and each queued batch of them (a miss on a delta block
+    /// page read, each B-epsilon node range read (a shell, a partition, a
+    /// segment) and each queued batch of them (a miss on a delta block
     /// whose parent names its base is one round, docs/design.md "Delta
     /// blocks for B+tree pages").
     pub node_read_rounds: u64,

@@ -76,7 +76,8 @@ pub struct Pager {
     meta: CountedFile,
     buf_align: usize,
     /// Times a reader waited for node pages: each synchronous node or base
-    /// page read, and each queued batch (`Db::stats().node_read_rounds`).
+    /// page read, each B-epsilon node range read, and each queued batch
+    /// (`Db::stats().node_read_rounds`).
     pub read_rounds: AtomicU64,
     /// The superblock's flags: with [`FLAG_TAIL_BEFORE`], a delta block on
     /// the page just before its base lies in the page's last
@@ -975,6 +976,9 @@ impl Pager {
             self.check_pid(e.end_page() - 1)?;
         }
         let mut out: Vec<Option<Result<Vec<u8>>>> = (0..reqs.len()).map(|_| None).collect();
+        if kind == Kind::BEpsilon && !reqs.is_empty() {
+            self.read_rounds.fetch_add(1, Ordering::Relaxed);
+        }
         let pages = |k: usize| reqs[k].0.pages_of_range(reqs[k].1, reqs[k].2, self.ps);
         self.pump(
             reqs.len(),
@@ -1045,6 +1049,9 @@ impl Pager {
         };
         let mut buf = self.read_buf(count as usize * self.ps);
         let at = ext.first_page + first;
+        if kind == Kind::BEpsilon {
+            self.read_rounds.fetch_add(1, Ordering::Relaxed);
+        }
         self.io(kind).read_at(&mut buf, self.off(at))?;
         let r = self.range_out(ext, kind, &buf, first, offset, len, out);
         keep_read_buf(buf);

@@ -565,6 +565,31 @@ pub fn probe_buffer(
     Ok(found)
 }
 
+/// The messages of segment `j` of buffer `i` of `node`, from its stored
+/// bytes `c`: verified by checksum, decompressed, and decoded whole as a
+/// buffer of the segment's key range (its first key up to the next
+/// segment's, or the partition's upper pivot after the last segment). A
+/// scan's read of a buffer it does not cache (`slice.rs`).
+pub fn decode_segment(node: &Node, i: usize, j: usize, c: &[u8]) -> Result<Buffer, String> {
+    assert!(!node.is_leaf() && i < node.parts.len());
+    let segs = segment::of(node.segs.as_deref(), i);
+    assert!(j < segs.len(), "segment {j} of {}", segs.len());
+    let mut scratch = Vec::new();
+    let raw = stored_raw(node, (i, Some(j)), c, &mut scratch)?.to_vec();
+    let lo = segs.first_key(j);
+    let hi = match j + 1 < segs.len() {
+        true => Some(segs.first_key(j + 1)),
+        false => node.pivots.get(i),
+    };
+    let d = &node.dir[i];
+    let entries = (d.entries as u64 * raw.len() as u64 / (d.raw_bytes as u64).max(1)) as usize;
+    let buf = Buffer::decode(raw, Some(lo), hi, entries)?;
+    if buf.first_key() != Some(lo) {
+        return Err(format!("segment {j} does not start at its first key"));
+    }
+    Ok(buf)
+}
+
 /// The value basement `i` of leaf `node` holds for `key` (a basement of
 /// that entry alone, or empty), from the stored bytes `c` of the basement
 /// or of its segment `seg` (`segment::locate`): verified by checksum like

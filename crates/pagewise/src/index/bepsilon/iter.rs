@@ -4,12 +4,15 @@
 //! is held between steps (not a snapshot, like B+tree iterators).
 
 use super::merge::Merge;
-use super::node::Part;
+use super::node::{Node, Part};
 use super::pending::{resolve, Pending, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
-use super::read::{read_at, Frozen, Step, View};
+use super::read::{probes_instead, read_keeping, Frozen, Miss, Step, View};
+use super::segment;
+use super::slice::{self, segment_at, Slices};
 use super::value::{Form, TAG_INLINE};
+use super::Child;
 use crate::error::Result;
 use crate::index::{in_range, Index};
 use crate::store::extent::Extent;
@@ -43,6 +46,8 @@ pub struct Cursor {
     /// from [`FIRST_UNIT`] as the cursor moves on, so a short scan does not
     /// resolve the rest of the basement it starts in.
     limit: usize,
+    /// Buffer segments read for this cursor's steps (`slice.rs`).
+    slices: Slices,
 }
 
 /// Entries the first forward step resolves at most (then 2x each step).
@@ -76,6 +81,7 @@ impl Cursor {
             front: VecDeque::new(),
             back: VecDeque::new(),
             limit: FIRST_UNIT,
+            slices: Slices::default(),
         }
     }
 
@@ -123,10 +129,12 @@ impl Cursor {
                 &mut self.back
             };
             let mut out = Vec::from(std::mem::take(queue));
-            let unit = match read_at(ix, at, |v| unit_step(v, &self.tree, &want, &mut out)) {
-                Ok(Ok(u)) => u,
-                Ok(Err(e)) | Err(e) => return Some(Err(e)),
-            };
+            let kept = &mut self.slices;
+            let unit =
+                match read_keeping(ix, at, kept, |v| unit_step(v, &self.tree, &want, &mut out)) {
+                    Ok(Ok(u)) => u,
+                    Ok(Err(e)) | Err(e) => return Some(Err(e)),
+                };
             if forward {
                 self.limit = self.limit.saturating_mul(2);
                 self.fnext = unit.next;
@@ -194,49 +202,107 @@ fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
 }
 
 /// Fills `out` with the entries of the basement at `want.pos` (see
-/// [`resolve_unit`]) and says where the cursor goes next.
+/// [`resolve_unit`]) and says where the cursor goes next. What the path
+/// misses is asked for at once: past a buffer it misses (whose key range
+/// its node's shell already tells) the descent goes on to the child, so
+/// the buffers, the leaf's shell and the basement of one step are read
+/// through one queue (`Miss::Batch`), not one round trip each.
 fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Vec<Entry>) -> Step<Result<Unit>> {
     out.clear();
     let empty = Unit { next: None };
     let Some(mut cur) = v.meta(tree).and_then(|m| m.root) else {
         return Step::Done(Ok(empty));
     };
-    let (mut ulo, mut uhi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
-    let mut bufs = Vec::new();
+    let mut unit: (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    let (mut bufs, mut misses) = (Vec::new(), Vec::new());
     for _ in 0..=super::MAX_HEIGHT {
         let n = match v.node(cur) {
             Ok(n) => n,
-            Err(m) => return Step::Miss(m),
+            Err(m) => return Step::Miss(Miss::batch(misses, m)),
         };
         let i = pick(&n.pivots, want.pos, want.forward);
-        if i > 0 && ulo.as_deref().is_none_or(|l| l < &n.pivots[i - 1]) {
-            ulo = Some(n.pivots[i - 1].to_vec());
-        }
-        if let Some(p) = n.pivots.get(i) {
-            if uhi.as_deref().is_none_or(|h| h > p) {
-                uhi = Some(p.to_vec());
-            }
-        }
-        let part = match v.part(cur, &n, i) {
+        let lo = i.checked_sub(1).map(|p| &n.pivots[p]);
+        narrow(&mut unit, lo, n.pivots.get(i));
+        let part = match scan_part(v, cur, &n, i, want, &mut unit) {
             Ok(p) => p,
-            Err(m) => return Step::Miss(m),
+            Err(m) if n.is_leaf() => return Step::Miss(Miss::batch(misses, m)),
+            Err(m) => {
+                misses.push(m);
+                cur = n.children[i];
+                continue;
+            }
         };
-        if !matches!(&*part, Part::Buf(_)) {
-            let unit = (ulo.as_deref(), uhi.as_deref());
-            let r = resolve_unit(v, tree, &part, &bufs, unit, want, out);
-            return Step::Done(r.map(|cut| {
-                let next = match (want.forward, cut) {
-                    (true, true) => Some(Bound::Excluded(out.last().expect("cut").0.clone())),
-                    (true, false) => uhi.map(Bound::Included),
-                    (false, _) => ulo.map(Bound::Excluded),
-                };
-                Unit { next }
-            }));
+        if !n.is_leaf() {
+            bufs.push(part);
+            cur = n.children[i];
+            continue;
         }
-        bufs.push(part);
-        cur = n.children[i];
+        if let Some(m) = misses.pop() {
+            return Step::Miss(Miss::batch(misses, m));
+        }
+        let (ulo, uhi) = unit;
+        let r = resolve_unit(
+            v,
+            tree,
+            &part,
+            &bufs,
+            (ulo.as_deref(), uhi.as_deref()),
+            want,
+            out,
+        );
+        return Step::Done(r.map(|cut| {
+            let next = match (want.forward, cut) {
+                (true, true) => Some(Bound::Excluded(out.last().expect("cut").0.clone())),
+                (true, false) => uhi.map(Bound::Included),
+                (false, _) => ulo.map(Bound::Excluded),
+            };
+            Unit { next }
+        }));
     }
     Step::Done(Ok(empty))
+}
+
+/// Narrows the unit `[lo, hi)` (None: unbounded) to `[lo2, hi2)` as well.
+fn narrow(unit: &mut (Option<Vec<u8>>, Option<Vec<u8>>), lo2: Option<&[u8]>, hi2: Option<&[u8]>) {
+    if let Some(l) = lo2 {
+        if unit.0.as_deref().is_none_or(|u| u < l) {
+            unit.0 = Some(l.to_vec());
+        }
+    }
+    if let Some(h) = hi2 {
+        if unit.1.as_deref().is_none_or(|u| u > h) {
+            unit.1 = Some(h.to_vec());
+        }
+    }
+}
+
+/// Partition `i` of `n` (reached through `c`) for a step at `want.pos`, or
+/// what to read: a buffer the cache has no room for, stored as segments,
+/// is read one segment at a time (`slice.rs`), and the unit shrinks to the
+/// segment's key range (known from the shell, read or not).
+fn scan_part(
+    v: &View,
+    c: Child,
+    n: &Arc<Node>,
+    i: usize,
+    want: &Want,
+    unit: &mut (Option<Vec<u8>>, Option<Vec<u8>>),
+) -> std::result::Result<Arc<Part>, Miss> {
+    let (ext, n) = match v.part(c, n, i) {
+        Err(Miss::Part(ext, _, n)) if !n.is_leaf() => (ext, n),
+        got => return got,
+    };
+    let segs = segment::of(n.segs.as_deref(), i);
+    if segs.len() < 2 || !probes_instead(v, &ext, &n, i) {
+        return Err(Miss::Part(ext, i, n));
+    }
+    let seg = segment_at(&segs, want.pos, want.forward);
+    let (lo, hi) = slice::covered(&n, i, seg);
+    narrow(unit, lo, hi);
+    match v.slice(ext.first_page, i, seg) {
+        Some(s) => Ok(s.buf.clone()),
+        None => Err(Miss::Slice(ext, i, n, seg)),
+    }
 }
 
 /// The key of a bound (None: unbounded).

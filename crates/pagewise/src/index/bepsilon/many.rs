@@ -9,15 +9,14 @@
 //! answer is the one [`read::get`] gives: the same descent, the same
 //! messages on the path resolved, the same reuse rules.
 
-use super::format;
+use super::fetch::{fetch, install, want_of, Want};
 use super::node::{Node, Part};
-use super::read::{self, Frozen, Miss, Resume, Step, Value, View};
+use super::read::{self, Frozen, Resume, Step, Value, View};
 use super::value::Form;
 use crate::error::Result;
 use crate::index::Index;
 use crate::store::cache::PidMap;
 use crate::store::extent::Extent;
-use crate::store::image::Image;
 use crate::store::page::Kind;
 use crate::store::read::MAX_RESTARTS;
 use std::collections::HashSet;
@@ -34,22 +33,6 @@ struct Slot<'k> {
     resume: Option<Resume>,
     probed: Probes,
     found: Option<Result<(Option<Vec<u8>>, Form)>>,
-}
-
-/// A read one round queues.
-enum Want {
-    Shell(Extent),
-    Part(Extent, usize, Arc<Node>),
-    /// For slot `.0`: the segment `.4` (offset, length, index) of
-    /// partition `.2` of the node at `.1`; `None` when no segment can hold
-    /// the key (nothing to read).
-    Probe(
-        usize,
-        Extent,
-        usize,
-        Arc<Node>,
-        Option<(u64, u64, Option<usize>)>,
-    ),
 }
 
 /// The values of `keys` in B-epsilon tree `tree` (live, or in the snapshot
@@ -122,7 +105,11 @@ fn stored_many(
             resets += 1;
             continue;
         }
-        install(ix, wants, got, &mut pinned, &mut slots, still)?;
+        let probes = install(ix, wants, got, &mut pinned, None, still)?;
+        for (k, first_page, i, p) in probes {
+            slots[k].probed.push((first_page, i, p));
+            assert!(slots[k].probed.len() <= super::MAX_HEIGHT as usize + 1);
+        }
     }
     panic!("a batched get restarted {MAX_RESTARTS} times: page reuse never settles");
 }
@@ -180,174 +167,6 @@ fn round(
     }
     ix.store.cache.hits.fetch_add(hits, Ordering::Relaxed);
     (wants, done)
-}
-
-/// The read a miss of slot `k` needs, unless another key of the round
-/// already asked for the same shell or partition (`seen`).
-fn want_of(k: usize, m: Miss, seen: &mut HashSet<(u64, usize)>) -> Option<Want> {
-    match m {
-        Miss::Shell(ext) => seen
-            .insert((ext.first_page, usize::MAX))
-            .then_some(Want::Shell(ext)),
-        Miss::Part(ext, i, n) => seen
-            .insert((ext.first_page, i))
-            .then_some(Want::Part(ext, i, n)),
-        Miss::Probe(ext, i, n, key) => {
-            let d = &n.dir[i];
-            assert!(d.comp_bytes > 0, "probing an empty partition");
-            let segs = super::segment::of(n.segs.as_deref(), i);
-            let seg = super::segment::locate(d, segs, &key);
-            Some(Want::Probe(k, ext, i, n, seg))
-        }
-    }
-}
-
-/// The byte range of the node's extent a want reads, if any.
-fn range_of(w: &Want, extent_cap: u64) -> Option<(Extent, u64, u64)> {
-    match w {
-        Want::Shell(ext) => Some((*ext, 0, extent_cap.min(ext.len_bytes))),
-        Want::Part(ext, i, n) => {
-            let d = &n.dir[*i];
-            (d.comp_bytes > 0).then_some((*ext, d.offset as u64, d.comp_bytes as u64))
-        }
-        Want::Probe(_, ext, i, n, seg) => {
-            let (off, len, _) = (*seg)?;
-            Some((*ext, n.dir[*i].offset as u64 + off, len))
-        }
-    }
-}
-
-/// Reads every want's range through one queue: per want its bytes (empty
-/// when it reads nothing), or its read's failure. Never empty for wants.
-fn fetch(ix: &Index, wants: &[Want]) -> Result<Vec<Result<Vec<u8>>>> {
-    assert!(!wants.is_empty());
-    let pager = &ix.store.pager;
-    let ranges: Vec<Option<(Extent, u64, u64)>> = wants
-        .iter()
-        .map(|w| range_of(w, pager.extent_cap() as u64))
-        .collect();
-    let reqs: Vec<(Extent, u64, u64)> = ranges.iter().flatten().copied().collect();
-    let mut read = pager.read_ranges(&reqs, Kind::BEpsilon)?.into_iter();
-    let out: Vec<Result<Vec<u8>>> = ranges
-        .iter()
-        .map(|r| match r {
-            Some(_) => read.next().expect("a read per range"),
-            None => Ok(Vec::new()),
-        })
-        .collect();
-    assert!(read.next().is_none() && out.len() == wants.len());
-    Ok(out)
-}
-
-/// Caches and pins the shells and partitions read (a node's partitions
-/// read in one round joined into one image), and gives each probing slot
-/// its probed messages. Requires: no page reuse since the round began.
-fn install(
-    ix: &Index,
-    wants: Vec<Want>,
-    got: Vec<Result<Vec<u8>>>,
-    pinned: &mut PidMap<Arc<Node>>,
-    slots: &mut [Slot],
-    still: impl Fn() -> bool,
-) -> Result<()> {
-    assert_eq!(wants.len(), got.len());
-    let (pager, counters) = (&ix.store.pager, &ix.counters.bepsilon_reads);
-    let ps = pager.ps;
-    let mut nodes: PidMap<Node> = PidMap::default();
-    for (w, bytes) in wants.into_iter().zip(got) {
-        let b = bytes?;
-        match w {
-            Want::Shell(ext) => {
-                let n = shell_from(ix, &ext, &b)?;
-                nodes.insert(ext.first_page, n);
-            }
-            Want::Part(ext, i, n) => {
-                let d = &n.dir[i];
-                if d.comp_bytes > 0 {
-                    let pages = ext.pages_of_range(d.offset as u64, d.comp_bytes as u64, ps);
-                    counters.part_read(n.height, pages.1 * ps as u64);
-                }
-                let p = format::decode_part(&n, i, b.into()).map_err(|w| {
-                    pager.corrupt(
-                        ext.first_page,
-                        format!("B-epsilon node: partition {i}: {w}"),
-                    )
-                })?;
-                let base = nodes
-                    .remove(&ext.first_page)
-                    .unwrap_or_else(|| (*n).clone());
-                nodes.insert(ext.first_page, base.with_part(i, p));
-            }
-            Want::Probe(k, ext, i, n, seg) => {
-                let p = probed(ix, &ext, &n, i, seg, &b, slots[k].key)?;
-                slots[k].probed.push((ext.first_page, i, Arc::new(p)));
-                assert!(slots[k].probed.len() <= super::MAX_HEIGHT as usize + 1);
-            }
-        }
-    }
-    for (first_page, n) in nodes {
-        let n = Arc::new(n);
-        ix.store
-            .cache
-            .replace(first_page, n.clone() as Image, &still);
-        pinned.insert(first_page, n);
-    }
-    Ok(())
-}
-
-/// The node whose shell starts with `b` (its first `extent_cap` bytes),
-/// read in full when the shell is longer (counted).
-fn shell_from(ix: &Index, ext: &Extent, b: &[u8]) -> Result<Node> {
-    let pager = &ix.store.pager;
-    let corrupt = |w: String| pager.corrupt(ext.first_page, format!("B-epsilon node: {w}"));
-    let want = format::shell_len(b).map_err(corrupt)?;
-    if want > b.len() {
-        // Rare: a shell longer than a page; read as a get would.
-        let (n, reads, bytes) = read::read_shell_counted(pager, ext)?;
-        ix.counters
-            .bepsilon_reads
-            .shell_read(n.height, reads, bytes);
-        return Ok(n);
-    }
-    let n = format::decode_shell(b, ext.len_bytes, pager.ps).map_err(corrupt)?;
-    let pages = ext.pages_of_range(0, b.len() as u64, pager.ps).1;
-    ix.counters
-        .bepsilon_reads
-        .shell_read(n.height, 1, pages * pager.ps as u64);
-    Ok(n)
-}
-
-/// What partition `i` of `n` holds for `key`, out of the segment `seg`
-/// read as `c` (as `read::probe` scans it; counted).
-fn probed(
-    ix: &Index,
-    ext: &Extent,
-    n: &Node,
-    i: usize,
-    seg: Option<(u64, u64, Option<usize>)>,
-    c: &[u8],
-    key: &[u8],
-) -> Result<Part> {
-    let Some((off, len, seg)) = seg else {
-        return Ok(match n.is_leaf() {
-            true => Part::Packed(super::packed::Packed::default()),
-            false => Part::Buf(super::buffer::Buffer::new()),
-        });
-    };
-    let pager = &ix.store.pager;
-    let (_, pages) = ext.pages_of_range(n.dir[i].offset as u64 + off, len, pager.ps);
-    ix.counters
-        .bepsilon_reads
-        .probe_read(n.height, pages * pager.ps as u64);
-    let mut raw = Vec::new();
-    let part = match n.is_leaf() {
-        true => format::probe_basement(n, (i, seg), c, &mut raw, key).map(Part::Packed),
-        false => format::probe_buffer(n, (i, seg), c, &mut raw, key).map(Part::Buf),
-    };
-    part.map_err(|w| {
-        let what = format!("B-epsilon node: partition {i}: {w}");
-        pager.corrupt(ext.first_page, what)
-    })
 }
 
 /// Each stored value as the user's value, the value extents among them

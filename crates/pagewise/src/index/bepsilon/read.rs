@@ -9,17 +9,19 @@
 //! (`counters::ReadCounters`).
 
 use super::counters::{level_of, READ_LEVELS};
+use super::fetch::{corrupt, read_part, read_shell_counted};
+pub use super::miss::{Miss, Step};
 use super::node::{Node, Part};
 use super::pending::{resolve, Pending, Values};
+use super::slice::{Slice, Slices};
 use super::value::Form;
 use super::{format, Child, Meta};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::{Index, Trees};
 use crate::store::cache::PidMap;
 use crate::store::extent::Extent;
 use crate::store::image::{downcast, Image};
 use crate::store::page::Kind;
-use crate::store::pager::Pager;
 use crate::store::read::MAX_RESTARTS;
 
 /// A snapshot's frozen state, for this kind's reads.
@@ -27,22 +29,6 @@ pub type Frozen = crate::store::read::Frozen<Trees>;
 use crate::store::Epoch;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// What a traversal is missing.
-pub enum Miss {
-    /// The node at this extent is not in memory.
-    Shell(Extent),
-    /// Partition `.1` of the node at this extent (whose image is `.2`).
-    Part(Extent, usize, Arc<Node>),
-    /// The messages buffer `.1` of the node at this extent holds for key
-    /// `.3`, read without caching the buffer (a get under a full cache).
-    Probe(Extent, usize, Arc<Node>, Vec<u8>),
-}
-
-pub enum Step<T> {
-    Done(T),
-    Miss(Miss),
-}
 
 /// What a traversal sees: trees, dirty nodes, cached nodes and nodes it read.
 pub struct View<'a> {
@@ -55,6 +41,8 @@ pub struct View<'a> {
     /// Buffers this read probed: (node's first page, partition, the
     /// probed key's messages).
     probed: &'a [(u64, usize, Arc<Part>)],
+    /// Buffer segments this read's cursor read (`slice.rs`).
+    slices: &'a [Slice],
     /// Times this read dropped what it had read (its extents were reused):
     /// a descent saved at another count must start again at the root.
     resets: u32,
@@ -77,6 +65,7 @@ impl<'a> View<'a> {
             hits: std::cell::Cell::new(0),
             skips: std::cell::Cell::new([0; READ_LEVELS]),
             probed,
+            slices: &[],
             resets,
         }
     }
@@ -136,6 +125,14 @@ impl View<'_> {
         true
     }
 
+    /// The segment `seg` of buffer `part` of the node at `first_page`, if
+    /// this read's cursor read it.
+    pub fn slice(&self, first_page: u64, part: usize, seg: usize) -> Option<&Slice> {
+        self.slices
+            .iter()
+            .find(|s| s.first_page == first_page && s.part == part && s.seg == seg)
+    }
+
     /// Partition `i` of `n` (reached through `c`), or what to read.
     pub fn part(&self, c: Child, n: &Arc<Node>, i: usize) -> std::result::Result<Arc<Part>, Miss> {
         match (&n.parts[i], c) {
@@ -174,12 +171,20 @@ fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
 /// snapshot's until it finishes, reading what it misses between tries
 /// (`crate::store::read::Store::read_at` says when a snapshot trusts it).
 /// `f` must be a pure function of the view.
-pub fn read_at<R>(
+pub fn read_at<R>(ix: &Index, at: Option<&Frozen>, f: impl FnMut(&View) -> Step<R>) -> Result<R> {
+    read_keeping(ix, at, &mut Slices::default(), f)
+}
+
+/// [`read_at`] for a cursor: the buffer segments it reads (`Miss::Slice`)
+/// are kept in `kept` for its later steps while they hold (`Slices`).
+pub fn read_keeping<R>(
     ix: &Index,
     at: Option<&Frozen>,
+    kept: &mut Slices,
     mut f: impl FnMut(&View) -> Step<R>,
 ) -> Result<R> {
     let store = &ix.store;
+    let pinned_at = at.is_some_and(|fz| fz.pinned());
     let mut pinned: PidMap<Arc<Node>> = PidMap::default();
     let mut probed: Vec<(u64, usize, Arc<Part>)> = Vec::new();
     let mut resets = 0u32;
@@ -188,6 +193,12 @@ pub fn read_at<R>(
             fz.check_age()?;
         }
         let gen = store.reuse_gen.load(Ordering::Acquire);
+        // A pinned snapshot's extents are never reused under it.
+        let tag = if pinned_at { u64::MAX } else { gen };
+        if kept.gen != tag {
+            kept.list.clear();
+            kept.gen = tag;
+        }
         let step = {
             let guard;
             let epoch = match at {
@@ -204,6 +215,7 @@ pub fn read_at<R>(
                 hits: std::cell::Cell::new(0),
                 skips: std::cell::Cell::new([0; READ_LEVELS]),
                 probed: &probed,
+                slices: &kept.list,
                 resets,
             };
             let step = f(&view);
@@ -223,28 +235,36 @@ pub fn read_at<R>(
                 return Ok(r)
             }
             Step::Done(_) => {
-                pinned.clear();
-                probed.clear();
-                resets += 1;
+                drop_reads(&mut pinned, &mut probed, kept, &mut resets);
                 continue;
             }
             Step::Miss(m) => m,
         };
         store.cache.count_miss();
-        let pinned_at = at.is_some_and(|fz| fz.pinned());
         let still = || pinned_at || store.reuse_gen.load(Ordering::Acquire) == gen;
         if let Miss::Probe(ext, i, n, key) = miss {
             match probe(ix, &ext, &n, i, &key) {
                 Ok(p) if still() => probed.push((ext.first_page, i, Arc::new(p))),
-                _ if !still() => {
-                    pinned.clear();
-                    probed.clear();
-                    resets += 1;
-                }
+                _ if !still() => drop_reads(&mut pinned, &mut probed, kept, &mut resets),
                 Ok(_) => unreachable!(),
                 Err(e) => return Err(e),
             }
             assert!(probed.len() <= super::MAX_HEIGHT as usize + 1);
+            continue;
+        }
+        if let Miss::Slice(ext, i, n, seg) = miss {
+            match super::slice::read(ix, &ext, &n, i, seg) {
+                Ok(s) if still() => kept.keep(s, tag),
+                _ if !still() => drop_reads(&mut pinned, &mut probed, kept, &mut resets),
+                Ok(_) => unreachable!(),
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        if let Miss::Batch(misses) = miss {
+            if !super::fetch::read_misses(ix, misses, &mut pinned, (kept, tag), still)? {
+                drop_reads(&mut pinned, &mut probed, kept, &mut resets);
+            }
             continue;
         }
         let (ext, loaded) = load(ix, miss);
@@ -257,16 +277,26 @@ pub fn read_at<R>(
                 pinned.insert(ext.first_page, n);
             }
             // The extent was reused under us; its old content is gone. Retry.
-            _ if !still() => {
-                pinned.clear();
-                probed.clear();
-                resets += 1;
-            }
+            _ if !still() => drop_reads(&mut pinned, &mut probed, kept, &mut resets),
             Ok(_) => unreachable!(),
             Err(e) => return Err(e),
         }
     }
     panic!("a read restarted {MAX_RESTARTS} times: page reuse never settles");
+}
+
+/// Drops what a read has read (an extent it read was reused): the next
+/// try starts again at the root.
+fn drop_reads(
+    pinned: &mut PidMap<Arc<Node>>,
+    probed: &mut Vec<(u64, usize, Arc<Part>)>,
+    kept: &mut Slices,
+    resets: &mut u32,
+) {
+    pinned.clear();
+    probed.clear();
+    kept.list.clear();
+    *resets += 1;
 }
 
 /// Reads what `miss` names, counted; returns the node's extent and its
@@ -291,7 +321,9 @@ fn load(ix: &Index, miss: Miss) -> (Extent, Result<Node>) {
             let r = read_part(pager, &ext, &n, i).map(|p| n.with_part(i, p));
             (ext, r)
         }
-        Miss::Probe(..) => unreachable!("probes are not cached loads"),
+        Miss::Probe(..) | Miss::Slice(..) | Miss::Batch(..) => {
+            unreachable!("probes, slices and batches are not single loads")
+        }
     }
 }
 
@@ -396,61 +428,13 @@ impl Probed {
 /// that has just evicted has room for a moment, and a load then decodes a
 /// partition that is soon evicted again), unless it is a basement probed
 /// lately ([`Probed`]: hot).
-fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
+pub(super) fn probes_instead(v: &View, ext: &Extent, n: &Node, i: usize) -> bool {
     let d = &n.dir[i];
     let charge = n.part_bytes[i] + 12 * d.entries as usize; // arena, offsets, heads
     let cache = &v.ix.store.cache;
     let spare = cache.shard_budget_bytes() / 8;
     let full = d.comp_bytes > 0 && !cache.has_room(ext.first_page, charge + spare);
     full && !(n.is_leaf() && v.ix.bepsilon_probed.again(ext.first_page, i))
-}
-
-fn corrupt(pager: &Pager, ext: &Extent, what: String) -> Error {
-    pager.corrupt(ext.first_page, format!("B-epsilon node: {what}"))
-}
-
-/// The shell (header, directory, pivots, child references, filters) of the
-/// node at `ext`: its first page, plus the rest of the shell if it is longer.
-pub fn read_shell(pager: &Pager, ext: &Extent) -> Result<Node> {
-    read_shell_counted(pager, ext).map(|r| r.0)
-}
-
-/// `read_shell`, with the reads it took and their bytes (whole pages).
-pub(super) fn read_shell_counted(pager: &Pager, ext: &Extent) -> Result<(Node, u64, u64)> {
-    let first = (pager.extent_cap() as u64).min(ext.len_bytes);
-    let mut b = pager.read_range(ext, Kind::BEpsilon, 0, first)?;
-    let want = format::shell_len(&b).map_err(|w| corrupt(pager, ext, w))?;
-    if want as u64 > ext.len_bytes {
-        return Err(corrupt(
-            pager,
-            ext,
-            format!("shell of {want} bytes in a node of {}", ext.len_bytes),
-        ));
-    }
-    let (mut reads, mut bytes) = (1, pager.ps as u64);
-    if want > b.len() {
-        // The rest only: the first page is verified and held already.
-        let rest = want as u64 - first;
-        b.extend(pager.read_range(ext, Kind::BEpsilon, first, rest)?);
-        reads += 1;
-        bytes += ext.pages_of_range(first, rest, pager.ps).1 * pager.ps as u64;
-    }
-    assert!(b.len() >= want);
-    let n =
-        format::decode_shell(&b, ext.len_bytes, pager.ps).map_err(|w| corrupt(pager, ext, w))?;
-    Ok((n, reads, bytes))
-}
-
-/// Partition `i` of `n` (the node at `ext`), read alone and verified.
-pub fn read_part(pager: &Pager, ext: &Extent, n: &Node, i: usize) -> Result<Part> {
-    let d = &n.dir[i];
-    let c = if d.comp_bytes == 0 {
-        Vec::new()
-    } else {
-        pager.read_range(ext, Kind::BEpsilon, d.offset as u64, d.comp_bytes as u64)?
-    };
-    format::decode_part(n, i, c.into())
-        .map_err(|w| corrupt(pager, ext, format!("partition {i}: {w}")))
 }
 
 /// Where a get's descent met a miss: the clean node it missed (or missed a

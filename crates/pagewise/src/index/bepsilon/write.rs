@@ -401,7 +401,7 @@ impl Writer<'_> {
                 if let Some(n) = self.cache.lookup(ext.first_page).and_then(downcast::<Node>) {
                     return Ok(n);
                 }
-                let n = Arc::new(super::read::read_shell(self.pager, &ext)?);
+                let n = Arc::new(super::fetch::read_shell(self.pager, &ext)?);
                 self.cache
                     .insert(ext.first_page, n.clone() as Image, || true);
                 Ok(n)
