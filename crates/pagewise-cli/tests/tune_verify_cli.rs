@@ -84,12 +84,27 @@ fn verification_reports_every_size_and_cleans_up() {
         .iter()
         .map(|s| s["page_size"].as_u64().unwrap())
         .collect();
-    // Verified around the device-only advice; the engine-aware
-    // recommendation is one of the verified sizes.
+    // Verified around the device-only advice, then any range extension's
+    // sizes; the engine-aware recommendation is one of the verified sizes.
     let device_only = ver["device_only_best"].as_u64().unwrap();
+    let around = super_sizes(device_only);
+    let extended = |unit: &str| -> Vec<u64> {
+        let e = ver["extensions"].as_array().expect("extensions listed");
+        e.iter()
+            .filter(|e| e["unit"] == unit)
+            .map(|e| {
+                // One step past the edge: half or double, within the limits.
+                let (edge, next) = (e["edge"].as_u64().unwrap(), e["next"].as_u64().unwrap());
+                assert!(next * 2 == edge || edge * 2 == next, "{e}");
+                next
+            })
+            .collect()
+    };
+    let page_ext = extended("pages");
+    assert!(page_ext.len() <= 2 && page_ext.iter().all(|p| (512..=65536).contains(p)));
     assert_eq!(
         sizes,
-        super_sizes(device_only),
+        [around.clone(), page_ext].concat(),
         "verified sizes around {device_only}"
     );
     assert!(sizes.contains(&best), "recommended {best} not verified");
@@ -117,6 +132,30 @@ fn verification_reports_every_size_and_cleans_up() {
         .as_str()
         .expect("both kinds measured");
     assert_eq!(tuned["tree_kind"].as_str(), Some(kind));
+    // The kind tie rule: medians within the larger of 3% and the rounds'
+    // spread tie (then the model's preference decides).
+    let k = &v["answer"]["kind"];
+    let f = |x: &serde_json::Value| x.as_f64().unwrap();
+    let (b, e, tol) = (
+        f(&k["btree_mix_ops"]),
+        f(&k["bepsilon_mix_ops"]),
+        f(&k["tolerance"]),
+    );
+    let spread = |s: &serde_json::Value| (f(&s["max"]) - f(&s["min"])) / f(&s["median"]);
+    let want = [
+        0.03,
+        spread(&k["btree_spread"]),
+        spread(&k["bepsilon_spread"]),
+    ];
+    assert!(
+        (tol - want.iter().cloned().fold(0.0, f64::max)).abs() < 1e-9,
+        "{k}"
+    );
+    assert_eq!(
+        k["tie"].as_bool(),
+        Some(b.min(e) > b.max(e) * (1.0 - tol)),
+        "{k}"
+    );
     for s in ver["sizes"].as_array().unwrap() {
         for rate in [
             &s["measured"]["point_qps"],
@@ -144,7 +183,6 @@ fn verification_reports_every_size_and_cleans_up() {
         .iter()
         .map(|s| s["page_size"].as_u64().unwrap())
         .collect();
-    let around = super_sizes(device_only);
     assert_eq!(
         cal,
         vec![around[0], around[around.len() - 1]],
@@ -179,8 +217,23 @@ fn verification_reports_every_size_and_cleans_up() {
         .collect();
     let want = advised.clamp(16 << 10, 16 << 20);
     assert!(nodes.contains(&want), "{nodes:?} lacks {want}");
+    let node_ext = extended("nodes");
+    assert!(node_ext.len() <= 2 && node_ext.iter().all(|n| nodes.contains(n)));
     for s in b["sizes"].as_array().unwrap() {
         assert_eq!(s["rows"].as_u64(), Some(3_750), "{s}");
+        // Measured in the interleaved rounds: a rate per round, the
+        // median between the lowest and highest.
+        let m = &s["measured"];
+        assert_eq!(m["mix_rounds"].as_array().map(|r| r.len()), Some(4), "{s}");
+        let (lo, med, hi) = (
+            m["mix_spread"]["min"].as_f64().unwrap(),
+            m["mix_spread"]["median"].as_f64().unwrap(),
+            m["mix_spread"]["max"].as_f64().unwrap(),
+        );
+        assert!(
+            lo <= med && med <= hi && med == s["mix_ops"].as_f64().unwrap(),
+            "{s}"
+        );
         for r in [
             &s["inserts_per_s"],
             &s["point_qps"],
