@@ -104,7 +104,7 @@ fn verification_reports_every_size_and_cleans_up() {
     assert!(page_ext.len() <= 2 && page_ext.iter().all(|p| (512..=65536).contains(p)));
     assert_eq!(
         sizes,
-        [around.clone(), page_ext].concat(),
+        [around.clone(), page_ext.clone()].concat(),
         "verified sizes around {device_only}"
     );
     assert!(sizes.contains(&best), "recommended {best} not verified");
@@ -118,6 +118,25 @@ fn verification_reports_every_size_and_cleans_up() {
             .unwrap()
     };
     let top = sizes.iter().map(|&p| mix(p)).fold(0.0, f64::max);
+    // The range extension: when the best of the sizes around the advice is
+    // the smallest or largest of them and inside 512 B..64 KiB, the first
+    // extra size is the next one past it (the tiny run is far within the
+    // time budget).
+    let first_ext = |around: &[u64], ext: &[u64], best: u64, lo: u64, hi: u64| {
+        let want = if best == around[0] && best > lo {
+            Some(best / 2)
+        } else if best == around[around.len() - 1] && best < hi {
+            Some(best * 2)
+        } else {
+            None
+        };
+        assert_eq!(ext.first().copied(), want, "best {best} of {around:?}");
+    };
+    let best_around = *around
+        .iter()
+        .max_by(|a, b| mix(**a).total_cmp(&mix(**b)))
+        .unwrap();
+    first_ext(&around, &page_ext, best_around, 512, 65536);
     assert!(
         mix(best) >= 0.97 * top,
         "headline {best} measured {} of {top}",
@@ -219,6 +238,19 @@ fn verification_reports_every_size_and_cleans_up() {
     assert!(nodes.contains(&want), "{nodes:?} lacks {want}");
     let node_ext = extended("nodes");
     assert!(node_ext.len() <= 2 && node_ext.iter().all(|n| nodes.contains(n)));
+    let node_mix = |n: u64| {
+        let s = b["sizes"].as_array().unwrap().iter();
+        s.filter(|s| s["shape"]["node_bytes"].as_u64() == Some(n))
+            .map(|s| s["mix_ops"].as_f64().unwrap())
+            .next()
+            .unwrap()
+    };
+    let around_nodes = &nodes[..nodes.len() - node_ext.len()];
+    let best_node = *around_nodes
+        .iter()
+        .max_by(|a, b| node_mix(**a).total_cmp(&node_mix(**b)))
+        .unwrap();
+    first_ext(around_nodes, &node_ext, best_node, 16 << 10, 16 << 20);
     for s in b["sizes"].as_array().unwrap() {
         assert_eq!(s["rows"].as_u64(), Some(3_750), "{s}");
         // Measured in the interleaved rounds: a rate per round, the

@@ -182,10 +182,10 @@ fn kind_measure(m: &Measured) -> KindMeasure {
     }
 }
 
-/// "1,234 (1,100..1,300 over the rounds)".
+/// "1,234 mix ops/s (rounds 1,100..1,300)".
 fn spread_text(s: &Spread) -> String {
     format!(
-        "{} ({}..{} over the rounds)",
+        "{} mix ops/s (rounds {}..{})",
         fmt_count(s.median),
         fmt_count(s.min),
         fmt_count(s.max)
@@ -275,19 +275,18 @@ fn kind_line(k: &KindChoice, advice: &Advice) -> String {
     };
     if k.tie {
         return format!(
-            "Tree kind: the B+tree ({} mix ops/s) and the B-epsilon tree ({}) tie within {:.0}% (the larger of the {:.0}% noise and the rounds' spread) for {}; the model prefers the {}, so that is the answer; {} favoured it most ({:.0} µs per mix operation)",
+            "Tree kind: the B+tree at {} and the B-epsilon tree at {} tie within {:.0}% (the larger of the {:.0}% noise and the rounds' spread) for {}; the model prefers the {}, so that is the answer; {}",
             spread_text(&k.btree_spread),
             spread_text(&k.bepsilon_spread),
             k.tolerance * 100.0,
             NOISE * 100.0,
             advice.mix.describe(),
             k.kind.name(),
-            k.deciding_op,
-            k.deciding_us
+            favoured(k)
         );
     }
     format!(
-        "Tree kind: the {} serves {} at {} against {} mix ops/s (medians of the same interleaved rounds, apart by more than the {:.0}% tie tolerance); {} decided it ({:.0} µs per mix operation in its favour)",
+        "Tree kind: the {} serves {} at {} against {} (medians of the same interleaved rounds, apart by more than the {:.0}% tie tolerance); {} decided it ({:.0} µs per mix operation in its favour)",
         k.kind.name(),
         advice.mix.describe(),
         spread_text(&win),
@@ -296,6 +295,18 @@ fn kind_line(k: &KindChoice, advice: &Advice) -> String {
         k.deciding_op,
         k.deciding_us
     )
+}
+
+/// Which operation favoured the chosen kind most, or that none did.
+fn favoured(k: &KindChoice) -> String {
+    if k.deciding_us > 0.0 {
+        format!(
+            "{} favoured it most ({:.0} µs per mix operation)",
+            k.deciding_op, k.deciding_us
+        )
+    } else {
+        "no operation measured faster on it".into()
+    }
 }
 
 /// The tuned file for `answer`.

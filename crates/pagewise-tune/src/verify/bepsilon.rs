@@ -48,7 +48,7 @@ pub const MAX_NODE_BYTES: u64 = 16 << 20;
 const MARGIN: f64 = 0.03;
 
 pub const BEPSILON_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; then the same warm-up, point gets, mix and cached gets as the B+tree page sizes, in the same interleaved rounds; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
-/// Distinct keys read over and over for the cached-get CPU.
+/// Most distinct keys read over and over for the cached-get CPU.
 const HOT_KEYS: u64 = 64;
 
 /// One measured node size.
@@ -195,7 +195,7 @@ pub(super) fn build(
         .node_bytes(shape.node_bytes as u32)
         .basement_bytes(shape.basement_bytes as u32)
         .fanout(shape.fanout as u16);
-    // 8 s of inserts per size in quick mode (48 s in full): the node sizes
+    // 6 s of inserts per size in quick mode (48 s in full): the node sizes
     // fit tune's 5-minute budget even on an emulated hard disk.
     let limit = Duration::from_secs_f64(budget.load_secs * 0.4);
     let cpu0 = cpu_s();
@@ -214,7 +214,10 @@ pub(super) fn build(
         range_records: d.range_records,
         mix: advice.mix,
         seed: shape.node_bytes ^ 0xbe75,
-        hot_keys: HOT_KEYS,
+        // Each hot key keeps its basement (and the buffers on its path)
+        // cached: at most a quarter of the cache in basements.
+        hot_keys: (cache / 4 / shape.basement_bytes.max(1)).clamp(1, HOT_KEYS),
+        name: format!("{} nodes", fmt_bytes(shape.node_bytes as f64)),
     };
     let load = NodeLoad {
         shape,

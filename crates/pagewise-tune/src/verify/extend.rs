@@ -114,8 +114,9 @@ pub(super) fn run(
             };
             if start.elapsed().as_secs_f64() > budget.extend_until_secs {
                 notes.push(format!(
-                    "{reason}, but the verification's time budget is spent: {} {} not measured",
-                    fmt_bytes(dbs[edge].size() as f64),
+                    "{reason}, but the verification's time budget ({:.0} s) was spent: {} {} not measured",
+                    budget.extend_until_secs,
+                    fmt_bytes(next as f64),
                     unit.name()
                 ));
                 break;

@@ -616,6 +616,7 @@ fn build_inner(
         seed: page ^ 0x7e57 ^ tag.len() as u64,
         order: None,
         hot_keys: 256,
+        name: format!("{} pages", fmt_bytes(page as f64)),
     };
     let what = What::Page {
         tag,

@@ -89,6 +89,8 @@ pub struct Workload {
     pub seed: u64,
     /// Most distinct keys the cached-get phase reads over and over.
     pub hot_keys: u64,
+    /// What the Db is, for notes: "32 KiB pages", "256 KiB nodes".
+    pub name: String,
 }
 
 impl Workload {
@@ -305,7 +307,10 @@ impl Session {
         let (cached_get_us, misses_hot) =
             cached(&self.db, &self.tree, &mut r, &self.w, cached_secs)?;
         if misses_hot > 0 {
-            eprintln!("note: {misses_hot} cache misses during the cached run at {page} B pages");
+            eprintln!(
+                "note: {misses_hot} cache misses during the cached gets at {}",
+                self.w.name
+            );
         }
         let p = &self.points;
         let gets = p.gets.max(1) as f64;
