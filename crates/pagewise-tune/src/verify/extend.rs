@@ -5,7 +5,8 @@
 //! compared like for like. A winner extends again, at most [`MAX_STEPS`]
 //! times per tree kind. The extended size's mix rates are put on the main
 //! pass's scale through the edge, measured in both passes: its per-round
-//! rates times (the edge's main-pass median / its extra-pass median).
+//! rates times (the edge's main-pass median / its extra-pass median), its
+//! mix's times per operation divided by that factor.
 
 use super::bepsilon::{self, MAX_NODE_BYTES, MIN_NODE_BYTES};
 use super::pass::{self, Built, What};

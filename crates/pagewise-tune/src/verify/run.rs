@@ -64,13 +64,21 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// The same with the mix rates times `k` (put on another pass's
-    /// scale); the times per operation stay as measured.
+    /// The same with the mix put on another pass's scale: its rates times
+    /// `k`, its times per operation divided by `k`. The point phase and the
+    /// cached gets stay as measured (the fits use them as they are).
     pub fn rescaled(mut self, k: f64) -> Measured {
         assert!(k > 0.0 && k.is_finite());
         self.mix_ops *= k;
         self.mix_rounds.iter_mut().for_each(|r| *r *= k);
         self.mix_spread = self.mix_spread.scaled(k);
+        for us in [
+            &mut self.mix_point_us,
+            &mut self.mix_range_us,
+            &mut self.mix_insert_us,
+        ] {
+            *us = us.map(|t| t / k);
+        }
         self
     }
 }
