@@ -84,12 +84,27 @@ fn verification_reports_every_size_and_cleans_up() {
         .iter()
         .map(|s| s["page_size"].as_u64().unwrap())
         .collect();
-    // Verified around the device-only advice; the engine-aware
-    // recommendation is one of the verified sizes.
+    // Verified around the device-only advice, then any range extension's
+    // sizes; the engine-aware recommendation is one of the verified sizes.
     let device_only = ver["device_only_best"].as_u64().unwrap();
+    let around = super_sizes(device_only);
+    let extended = |unit: &str| -> Vec<u64> {
+        let e = ver["extensions"].as_array().expect("extensions listed");
+        e.iter()
+            .filter(|e| e["unit"] == unit)
+            .map(|e| {
+                // One step past the edge: half or double, within the limits.
+                let (edge, next) = (e["edge"].as_u64().unwrap(), e["next"].as_u64().unwrap());
+                assert!(next * 2 == edge || edge * 2 == next, "{e}");
+                next
+            })
+            .collect()
+    };
+    let page_ext = extended("pages");
+    assert!(page_ext.len() <= 2 && page_ext.iter().all(|p| (512..=65536).contains(p)));
     assert_eq!(
         sizes,
-        super_sizes(device_only),
+        [around.clone(), page_ext.clone()].concat(),
         "verified sizes around {device_only}"
     );
     assert!(sizes.contains(&best), "recommended {best} not verified");
@@ -103,6 +118,25 @@ fn verification_reports_every_size_and_cleans_up() {
             .unwrap()
     };
     let top = sizes.iter().map(|&p| mix(p)).fold(0.0, f64::max);
+    // The range extension: when the best of the sizes around the advice is
+    // the smallest or largest of them and inside 512 B..64 KiB, the first
+    // extra size is the next one past it (the tiny run is far within the
+    // time budget).
+    let first_ext = |around: &[u64], ext: &[u64], best: u64, lo: u64, hi: u64| {
+        let want = if best == around[0] && best > lo {
+            Some(best / 2)
+        } else if best == around[around.len() - 1] && best < hi {
+            Some(best * 2)
+        } else {
+            None
+        };
+        assert_eq!(ext.first().copied(), want, "best {best} of {around:?}");
+    };
+    let best_around = *around
+        .iter()
+        .max_by(|a, b| mix(**a).total_cmp(&mix(**b)))
+        .unwrap();
+    first_ext(&around, &page_ext, best_around, 512, 65536);
     assert!(
         mix(best) >= 0.97 * top,
         "headline {best} measured {} of {top}",
@@ -117,6 +151,30 @@ fn verification_reports_every_size_and_cleans_up() {
         .as_str()
         .expect("both kinds measured");
     assert_eq!(tuned["tree_kind"].as_str(), Some(kind));
+    // The kind tie rule: medians within the larger of 3% and the rounds'
+    // spread tie (then the model's preference decides).
+    let k = &v["answer"]["kind"];
+    let f = |x: &serde_json::Value| x.as_f64().unwrap();
+    let (b, e, tol) = (
+        f(&k["btree_mix_ops"]),
+        f(&k["bepsilon_mix_ops"]),
+        f(&k["tolerance"]),
+    );
+    let spread = |s: &serde_json::Value| (f(&s["max"]) - f(&s["min"])) / f(&s["median"]);
+    let want = [
+        0.03,
+        spread(&k["btree_spread"]),
+        spread(&k["bepsilon_spread"]),
+    ];
+    assert!(
+        (tol - want.iter().cloned().fold(0.0, f64::max)).abs() < 1e-9,
+        "{k}"
+    );
+    assert_eq!(
+        k["tie"].as_bool(),
+        Some(b.min(e) > b.max(e) * (1.0 - tol)),
+        "{k}"
+    );
     for s in ver["sizes"].as_array().unwrap() {
         for rate in [
             &s["measured"]["point_qps"],
@@ -144,7 +202,6 @@ fn verification_reports_every_size_and_cleans_up() {
         .iter()
         .map(|s| s["page_size"].as_u64().unwrap())
         .collect();
-    let around = super_sizes(device_only);
     assert_eq!(
         cal,
         vec![around[0], around[around.len() - 1]],
@@ -179,8 +236,36 @@ fn verification_reports_every_size_and_cleans_up() {
         .collect();
     let want = advised.clamp(16 << 10, 16 << 20);
     assert!(nodes.contains(&want), "{nodes:?} lacks {want}");
+    let node_ext = extended("nodes");
+    assert!(node_ext.len() <= 2 && node_ext.iter().all(|n| nodes.contains(n)));
+    let node_mix = |n: u64| {
+        let s = b["sizes"].as_array().unwrap().iter();
+        s.filter(|s| s["shape"]["node_bytes"].as_u64() == Some(n))
+            .map(|s| s["mix_ops"].as_f64().unwrap())
+            .next()
+            .unwrap()
+    };
+    let around_nodes = &nodes[..nodes.len() - node_ext.len()];
+    let best_node = *around_nodes
+        .iter()
+        .max_by(|a, b| node_mix(**a).total_cmp(&node_mix(**b)))
+        .unwrap();
+    first_ext(around_nodes, &node_ext, best_node, 16 << 10, 16 << 20);
     for s in b["sizes"].as_array().unwrap() {
         assert_eq!(s["rows"].as_u64(), Some(3_750), "{s}");
+        // Measured in the interleaved rounds: a rate per round, the
+        // median between the lowest and highest.
+        let m = &s["measured"];
+        assert_eq!(m["mix_rounds"].as_array().map(|r| r.len()), Some(4), "{s}");
+        let (lo, med, hi) = (
+            m["mix_spread"]["min"].as_f64().unwrap(),
+            m["mix_spread"]["median"].as_f64().unwrap(),
+            m["mix_spread"]["max"].as_f64().unwrap(),
+        );
+        assert!(
+            lo <= med && med <= hi && med == s["mix_ops"].as_f64().unwrap(),
+            "{s}"
+        );
         for r in [
             &s["inserts_per_s"],
             &s["point_qps"],

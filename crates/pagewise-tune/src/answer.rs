@@ -3,10 +3,11 @@
 //! ([`choose_kind`]) and the sentences that explain both; then the tuned
 //! file the engine reads (`DIR/tuned.json`, [`pagewise::Tuned`]).
 
-use crate::verify::{self, bepsilon::NodeCheck, SizeCheck, Verification};
+use crate::verify::{self, bepsilon::NodeCheck, Measured, Verification};
 use pagewise::{Tuned, TunedBEpsilon, TunedKind, TunedSource, TUNED_SCHEMA};
 use pagewise_model::advise::choice::{
-    choose_kind, model_kind, pick_headline, Candidate, Headline, Kind, KindChoice, KindTimes,
+    choose_kind, model_kind, pick_headline, Candidate, Headline, Kind, KindChoice, KindMeasure,
+    KindTimes, Spread,
 };
 use pagewise_model::advise::{Advice, BEpsilonShape};
 use pagewise_model::units::{fmt_bytes, fmt_count};
@@ -111,8 +112,8 @@ pub fn measured(advice: &Advice, v: &Verification) -> Answer {
     let kind = node_check.and_then(|n| {
         choose_kind(
             advice.mix,
-            &btree_times(page_check),
-            &beps_times(n),
+            &kind_measure(&page_check.measured),
+            &kind_measure(&n.measured),
             NOISE,
             prefers,
         )
@@ -167,23 +168,28 @@ fn predicted_kind(advice: &Advice) -> Kind {
     )
 }
 
-/// Measured µs per operation of the B+tree at a verified page size.
-fn btree_times(c: &SizeCheck) -> KindTimes {
-    let m = &c.measured;
-    KindTimes {
-        point_us: m.mix_point_us.unwrap_or(1e6 / m.point_qps),
-        range_us: m.mix_range_us,
-        insert_us: m.mix_insert_us,
+/// One verified candidate of either kind as the kind choice sees it: its
+/// µs per operation inside the mix and its per-round mix rates (both kinds
+/// measured the same way, in the same rounds).
+fn kind_measure(m: &Measured) -> KindMeasure {
+    KindMeasure {
+        times: KindTimes {
+            point_us: m.mix_point_us.unwrap_or(1e6 / m.point_qps),
+            range_us: m.mix_range_us,
+            insert_us: m.mix_insert_us,
+        },
+        mix: m.mix_spread,
     }
 }
 
-/// Measured µs per operation of the B-epsilon tree at a verified node size.
-fn beps_times(c: &NodeCheck) -> KindTimes {
-    KindTimes {
-        point_us: 1e6 / c.point_qps,
-        range_us: c.range_us,
-        insert_us: Some(1e6 / c.inserts_per_s),
-    }
+/// "1,234 mix ops/s (rounds 1,100..1,300)".
+fn spread_text(s: &Spread) -> String {
+    format!(
+        "{} mix ops/s (rounds {}..{})",
+        fmt_count(s.median),
+        fmt_count(s.min),
+        fmt_count(s.max)
+    )
 }
 
 fn shape_text(s: BEpsilonShape) -> String {
@@ -264,30 +270,43 @@ fn node_why(h: &Headline<u64>, checks: &[NodeCheck]) -> String {
 
 fn kind_line(k: &KindChoice, advice: &Advice) -> String {
     let (win, lose) = match k.kind {
-        Kind::BTree => (k.btree_mix_ops, k.bepsilon_mix_ops),
-        Kind::BEpsilon => (k.bepsilon_mix_ops, k.btree_mix_ops),
+        Kind::BTree => (k.btree_spread, k.bepsilon_spread),
+        Kind::BEpsilon => (k.bepsilon_spread, k.btree_spread),
     };
     if k.tie {
         return format!(
-            "Tree kind: the B+tree ({} mix ops/s) and the B-epsilon tree ({}) tie within the measurement's {:.0}% noise for {}; the model prefers the {}, so that is the answer; {} favoured it most ({:.0} µs per mix operation)",
-            fmt_count(k.btree_mix_ops),
-            fmt_count(k.bepsilon_mix_ops),
+            "Tree kind: the B+tree at {} and the B-epsilon tree at {} tie within {:.0}% (the larger of the {:.0}% noise and the rounds' spread) for {}; the model prefers the {}, so that is the answer; {}",
+            spread_text(&k.btree_spread),
+            spread_text(&k.bepsilon_spread),
+            k.tolerance * 100.0,
             NOISE * 100.0,
             advice.mix.describe(),
             k.kind.name(),
-            k.deciding_op,
-            k.deciding_us
+            favoured(k)
         );
     }
     format!(
-        "Tree kind: the {} serves {} at {} against {} mix ops/s; {} decided it ({:.0} µs per mix operation in its favour)",
+        "Tree kind: the {} serves {} at {} against {} (medians of the same interleaved rounds, apart by more than the {:.0}% tie tolerance); {} decided it ({:.0} µs per mix operation in its favour)",
         k.kind.name(),
         advice.mix.describe(),
-        fmt_count(win),
-        fmt_count(lose),
+        spread_text(&win),
+        spread_text(&lose),
+        k.tolerance * 100.0,
         k.deciding_op,
         k.deciding_us
     )
+}
+
+/// Which operation favoured the chosen kind most, or that none did.
+fn favoured(k: &KindChoice) -> String {
+    if k.deciding_us > 0.0 {
+        format!(
+            "{} favoured it most ({:.0} µs per mix operation)",
+            k.deciding_op, k.deciding_us
+        )
+    } else {
+        "no operation measured faster on it".into()
+    }
 }
 
 /// The tuned file for `answer`.

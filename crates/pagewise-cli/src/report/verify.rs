@@ -13,7 +13,7 @@ pub fn verify_section(v: &Verification) -> String {
         esc(&v.verdict)
     ));
     s.push_str(&format!(
-        "<p>Each size below was built as a pagewise Db in the tune directory, warmed, and run single-threaded ({} mode, {:.0} s in total; the files are removed). Scaling rule: {}.</p>",
+        "<p>Each size below was built as a pagewise Db in the tune directory, warmed, and run single-threaded, every Db of both tree kinds in the same interleaved rounds ({} mode, {:.0} s in total; the files are removed). Scaling rule: {}.</p>",
         esc(&format!("{:?}", v.level).to_lowercase()),
         v.elapsed_secs,
         esc(&v.rule)
@@ -42,7 +42,7 @@ pub fn verify_section(v: &Verification) -> String {
             "gets/s meas.",
             "error device-only / calibrated / leave-one-out / in-sample",
             "mix calibrated",
-            "mix meas.",
+            "mix meas. (median; lowest-highest round)",
             "µs CPU per get",
             "writes/insert",
         ],
@@ -75,6 +75,7 @@ pub fn verify_section(v: &Verification) -> String {
     if let Some(b) = &v.bepsilon {
         s.push_str(&bepsilon_section(b));
     }
+    s.push_str(&extensions(&v.extensions));
     s
 }
 
@@ -121,7 +122,7 @@ fn bepsilon_section(b: &crate::cmd::tune::verify::bepsilon::BEpsilonVerification
             "reads/get meas.",
             "CPU µs per insert / get",
             "mix corrected (gets + inserts)",
-            "mix meas.",
+            "mix meas. (median; lowest-highest round)",
         ],
         &rows,
         hl,
@@ -154,8 +155,40 @@ fn bepsilon_row(c: &crate::cmd::tune::verify::bepsilon::NodeCheck) -> Vec<String
         format!("{:.2}", c.reads_per_get),
         format!("{:.1} / {:.1}", c.cpu_insert_s * 1e6, c.cpu_get_s * 1e6),
         fmt_count(c.corrected_mix_ops),
-        fmt_count(c.mix_ops),
+        format!(
+            "{}; {}",
+            fmt_count(c.mix_ops),
+            spread(&c.measured.mix_spread)
+        ),
     ]
+}
+
+/// "1,100-1,300": the lowest and highest round's mix rate.
+fn spread(s: &pagewise_model::advise::choice::Spread) -> String {
+    format!("{}-{}", fmt_count(s.min), fmt_count(s.max))
+}
+
+/// One paragraph per range extension: why, and both sizes' rates in its
+/// extra pass.
+fn extensions(ext: &[crate::cmd::tune::verify::extend::Extension]) -> String {
+    let mut s = String::new();
+    for e in ext {
+        let b = |x: u64| fmt_bytes(x as f64);
+        let m = |x: &pagewise_model::advise::choice::Spread| {
+            format!("{} ({})", fmt_count(x.median), spread(x))
+        };
+        s.push_str(&format!(
+            "<p>Range extension ({}): {}, so {} was built and measured beside {} in an extra interleaved pass: {} against {} mix ops/s. Its row is on the main pass's scale (x{:.3}).</p>",
+            e.unit.name(),
+            esc(&e.reason),
+            b(e.next),
+            b(e.edge),
+            m(&e.next_mix),
+            m(&e.edge_mix),
+            e.scale
+        ));
+    }
+    s
 }
 
 /// One paragraph naming the correction's terms (docs/design.md,
@@ -199,7 +232,7 @@ fn row(c: &crate::cmd::tune::verify::SizeCheck) -> Vec<String> {
             pct(c.point_error_corrected)
         ),
         fmt_count(k.mix_ops),
-        format!("<b>{}</b>", fmt_count(m.mix_ops)),
+        format!("<b>{}</b>; {}", fmt_count(m.mix_ops), spread(&m.mix_spread)),
         format!("{:.1}", m.point_cpu_us),
         m.page_writes_per_insert
             .map_or("-".into(), |w| format!("{w:.2}")),
@@ -208,7 +241,9 @@ fn row(c: &crate::cmd::tune::verify::SizeCheck) -> Vec<String> {
 
 fn chart(v: &Verification) -> LineChart {
     let pts = |f: &dyn Fn(&crate::cmd::tune::verify::SizeCheck) -> f64| -> Vec<(f64, f64)> {
-        v.sizes.iter().map(|c| (c.page_size as f64, f(c))).collect()
+        let mut p: Vec<(f64, f64)> = v.sizes.iter().map(|c| (c.page_size as f64, f(c))).collect();
+        p.sort_by(|a, b| a.0.total_cmp(&b.0));
+        p
     };
     let mut ch = LineChart::new(
         "Predicted and measured operations per second",

@@ -9,12 +9,16 @@
 //! figures. The model *contradicts* the measurement when the configuration
 //! it ranks first measured below `1 - noise` of the best.
 //!
-//! **Tree kind** ([`choose_kind`]): the kind with the lower measured time
-//! per mix operation (the mix's weights times each kind's measured
-//! microseconds per point get, range and insert); within the noise, the
-//! kind the model prefers (the same rule as the headline's), named as a tie
-//! with both figures. The deciding operation is the one whose weighted
-//! time difference is largest in the winner's favour.
+//! **Tree kind** ([`choose_kind`]): both kinds' candidates run the same
+//! mix in the same interleaved rounds, and each has one mix rate per round
+//! ([`Spread`]: median, min and max over the rounds). The kind with the
+//! higher median wins, unless the medians are within the tie tolerance
+//! ([`tie_tolerance`]: the larger of the noise and each candidate's
+//! relative spread over the rounds): then the kind the model prefers,
+//! named as a tie with both figures. The deciding operation is the one
+//! whose weighted measured time difference (the mix's weights times each
+//! kind's microseconds per point get, range and insert) is largest in the
+//! winner's favour.
 
 use super::Mix;
 use serde::Serialize;
@@ -110,14 +114,101 @@ impl Kind {
     }
 }
 
+/// A candidate's mix operations per second over the measured rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of per-round `rates` (the median of an even count is the
+    /// mean of the middle two). `None` without rates.
+    pub fn of(rates: &[f64]) -> Option<Spread> {
+        assert!(rates.iter().all(|r| r.is_finite() && *r >= 0.0));
+        let mut v = rates.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = match n {
+            0 => return None,
+            _ if n % 2 == 1 => v[n / 2],
+            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        };
+        let out = Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        };
+        assert!(out.min <= out.median && out.median <= out.max);
+        Some(out)
+    }
+
+    /// One rate (no spread).
+    pub fn single(rate: f64) -> Spread {
+        Spread {
+            median: rate,
+            min: rate,
+            max: rate,
+        }
+    }
+
+    /// (max - min) / median: how far the rounds scattered.
+    pub fn relative(&self) -> f64 {
+        if self.median > 0.0 {
+            (self.max - self.min) / self.median
+        } else {
+            0.0
+        }
+    }
+
+    /// Every figure times `k` (a rate moved onto another pass's scale).
+    pub fn scaled(&self, k: f64) -> Spread {
+        assert!(k > 0.0 && k.is_finite());
+        Spread {
+            median: self.median * k,
+            min: self.min * k,
+            max: self.max * k,
+        }
+    }
+}
+
+/// The relative gap under which two candidates' medians tie: the larger of
+/// `noise` and each one's relative spread over the rounds.
+pub fn tie_tolerance(a: &Spread, b: &Spread, noise: f64) -> f64 {
+    assert!((0.0..1.0).contains(&noise));
+    noise.max(a.relative()).max(b.relative())
+}
+
+/// Whether `a` and `b` tie: the lower median within [`tie_tolerance`] of
+/// the higher one (`lower > higher x (1 - tolerance)`).
+pub fn ties(a: &Spread, b: &Spread, noise: f64) -> bool {
+    let tol = tie_tolerance(a, b, noise);
+    let (lo, hi) = (a.median.min(b.median), a.median.max(b.median));
+    lo > hi * (1.0 - tol)
+}
+
+/// One kind's measured candidate: its times per operation in the mix and
+/// its per-round mix rates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KindMeasure {
+    pub times: KindTimes,
+    pub mix: Spread,
+}
+
 /// What [`choose_kind`] decided.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KindChoice {
     pub kind: Kind,
-    /// Mix operations per second of each kind, from the measured times.
+    /// Median mix operations per second of each kind over the rounds.
     pub btree_mix_ops: f64,
     pub bepsilon_mix_ops: f64,
-    /// Within the noise: the model's preference by rule.
+    /// Both kinds' rates over the rounds.
+    pub btree_spread: Spread,
+    pub bepsilon_spread: Spread,
+    /// The relative gap under which the medians tie ([`tie_tolerance`]).
+    pub tolerance: f64,
+    /// Within the tolerance: the model's preference by rule.
     pub tie: bool,
     /// The operation that decided it ("point gets", "range scans",
     /// "inserts") and its weighted µs per mix operation in the winner's favour.
@@ -143,21 +234,23 @@ pub fn mix_us(mix: Mix, t: &KindTimes) -> Option<f64> {
     Some(us / sum)
 }
 
-/// The tree kind for `mix` from both kinds' measured times (module rule);
-/// `model` is the kind the model prefers, the answer within the noise.
-/// `None` when either kind lacks a time the mix needs.
+/// The tree kind for `mix` from both kinds' measured candidates (module
+/// rule); `model` is the kind the model prefers, the answer within the
+/// tolerance. `None` when either kind lacks a time the mix needs.
 pub fn choose_kind(
     mix: Mix,
-    btree: &KindTimes,
-    beps: &KindTimes,
+    b: &KindMeasure,
+    e: &KindMeasure,
     noise: f64,
     model: Kind,
 ) -> Option<KindChoice> {
     assert!((0.0..1.0).contains(&noise));
+    let (btree, beps) = (&b.times, &e.times);
     let (b_us, e_us) = (mix_us(mix, btree)?, mix_us(mix, beps)?);
     assert!(b_us > 0.0 && e_us > 0.0);
-    let (b_ops, e_ops) = (1e6 / b_us, 1e6 / e_us);
-    let tie = e_ops < b_ops / (1.0 - noise) && b_ops < e_ops / (1.0 - noise);
+    assert!(b.mix.median > 0.0 && e.mix.median > 0.0);
+    let (b_ops, e_ops) = (b.mix.median, e.mix.median);
+    let tie = ties(&b.mix, &e.mix, noise);
     let kind = if tie {
         model
     } else if b_ops >= e_ops {
@@ -192,6 +285,9 @@ pub fn choose_kind(
         kind,
         btree_mix_ops: b_ops,
         bepsilon_mix_ops: e_ops,
+        btree_spread: b.mix,
+        bepsilon_spread: e.mix,
+        tolerance: tie_tolerance(&b.mix, &e.mix, noise),
         tie,
         deciding_op: op,
         deciding_us: us,
@@ -267,6 +363,20 @@ mod tests {
         }
     }
 
+    /// A candidate measured at exactly its times' mix rate in every round.
+    fn km(m: Mix, times: KindTimes) -> KindMeasure {
+        let rate = mix_us(m, &times).map_or(1.0, |us| 1e6 / us);
+        KindMeasure {
+            times,
+            mix: Spread::single(rate),
+        }
+    }
+
+    /// Both kinds measured at exactly their times' mix rates.
+    fn both(m: Mix, b: KindTimes, e: KindTimes, model: Kind) -> Option<KindChoice> {
+        choose_kind(m, &km(m, b), &km(m, e), 0.03, model)
+    }
+
     const BTREE: KindTimes = KindTimes {
         point_us: 100.0,
         range_us: Some(200.0),
@@ -282,7 +392,7 @@ mod tests {
     fn insert_heavy_mixes_take_the_b_epsilon_tree() {
         // 10/0/90: B+tree 0.1x100 + 0.9x400 = 370 µs; B-epsilon
         // 0.1x150 + 0.9x20 = 33 µs. Inserts decide: 0.9 x 380 = 342 µs.
-        let k = choose_kind(mix(0.1, 0.0, 0.9), &BTREE, &BEPS, 0.03, Kind::BTree).unwrap();
+        let k = both(mix(0.1, 0.0, 0.9), BTREE, BEPS, Kind::BTree).unwrap();
         assert_eq!(k.kind, Kind::BEpsilon);
         assert!((k.btree_mix_ops - 1e6 / 370.0).abs() < 1e-6);
         assert!((k.bepsilon_mix_ops - 1e6 / 33.0).abs() < 1e-6);
@@ -294,7 +404,7 @@ mod tests {
     fn scan_heavy_mixes_take_the_b_plus_tree() {
         // 20/70/10 (weights sum 1): B+tree 20 + 140 + 40 = 200 µs;
         // B-epsilon 30 + 420 + 2 = 452 µs. Ranges decide: 0.7 x 400 = 280.
-        let k = choose_kind(mix(0.2, 0.7, 0.1), &BTREE, &BEPS, 0.03, Kind::BTree).unwrap();
+        let k = both(mix(0.2, 0.7, 0.1), BTREE, BEPS, Kind::BTree).unwrap();
         assert_eq!((k.kind, k.deciding_op), (Kind::BTree, "range scans"));
         assert!((k.deciding_us - 280.0).abs() < 1e-9);
     }
@@ -309,18 +419,18 @@ mod tests {
             insert_us: Some(385.0),
         };
         let m = mix(0.5, 0.0, 0.5);
-        let k = choose_kind(m, &BTREE, &e, 0.03, Kind::BTree).unwrap();
+        let k = both(m, BTREE, e, Kind::BTree).unwrap();
         assert!(k.tie && k.kind == Kind::BTree);
         // The same tie with the model preferring B-epsilon: B-epsilon, and
         // both figures kept (4000 and 4040.4 mix ops/s).
-        let k = choose_kind(m, &BTREE, &e, 0.03, Kind::BEpsilon).unwrap();
+        let k = both(m, BTREE, e, Kind::BEpsilon).unwrap();
         assert!(k.tie && k.kind == Kind::BEpsilon);
         assert!((k.btree_mix_ops - 4000.0).abs() < 1e-6);
         assert!((k.bepsilon_mix_ops - 1e6 / 247.5).abs() < 1e-6);
         // Beyond the noise the measurement wins over the model: 10/0/90.
-        let k = choose_kind(mix(0.1, 0.0, 0.9), &BTREE, &BEPS, 0.03, Kind::BTree).unwrap();
+        let k = both(mix(0.1, 0.0, 0.9), BTREE, BEPS, Kind::BTree).unwrap();
         assert!(!k.tie && k.kind == Kind::BEpsilon);
-        assert!(choose_kind(mix(0.5, 0.1, 0.4), &BTREE, &e, 0.03, Kind::BTree).is_none());
+        assert!(both(mix(0.5, 0.1, 0.4), BTREE, e, Kind::BTree).is_none());
     }
 
     #[test]
@@ -337,5 +447,83 @@ mod tests {
         assert_eq!(model_kind(mix(0.9, 0.0, 0.1), &b, &e), Kind::BTree);
         // Ranges without a predicted range time: the B+tree.
         assert_eq!(model_kind(mix(0.1, 0.1, 0.8), &b, &e), Kind::BTree);
+    }
+
+    #[test]
+    fn spreads_by_hand() {
+        // Rounds 90, 110, 100, 120: sorted 90 100 110 120, median 105,
+        // relative spread 30 / 105.
+        let s = Spread::of(&[90.0, 110.0, 100.0, 120.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (105.0, 90.0, 120.0));
+        assert!((s.relative() - 30.0 / 105.0).abs() < 1e-12);
+        let odd = Spread::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((odd.median, odd.min, odd.max), (2.0, 1.0, 3.0));
+        assert!(Spread::of(&[]).is_none());
+        assert_eq!(Spread::single(7.0).relative(), 0.0);
+        assert_eq!(s.scaled(2.0).median, 210.0);
+    }
+
+    #[test]
+    fn the_tie_tolerance_is_the_larger_of_noise_and_spread() {
+        // Tight rounds (spreads 1%): the 3% noise rules. 100 against 96:
+        // 96 > 100 x 0.97 = 97 fails, no tie; 100 against 98: a tie.
+        let tight = |m: f64| Spread {
+            median: m,
+            min: m - 0.5,
+            max: m + 0.5,
+        };
+        assert!((tie_tolerance(&tight(100.0), &tight(96.0), 0.03) - 0.03).abs() < 1e-12);
+        assert!(!ties(&tight(100.0), &tight(96.0), 0.03));
+        assert!(ties(&tight(100.0), &tight(98.0), 0.03));
+        // Wide rounds: 90..110 around 100 is a 20% spread, so 100 against
+        // 85 ties (85 > 80) and against 79 does not (79 < 80).
+        let wide = Spread {
+            median: 100.0,
+            min: 90.0,
+            max: 110.0,
+        };
+        assert!((tie_tolerance(&wide, &tight(85.0), 0.03) - 0.2).abs() < 1e-12);
+        assert!(ties(&wide, &tight(85.0), 0.03));
+        assert!(!ties(&wide, &tight(79.0), 0.03));
+        // The other side's spread counts too: 50 +- 5 is 20% of 50.
+        let b = Spread {
+            median: 50.0,
+            min: 45.0,
+            max: 55.0,
+        };
+        // 50 > 60 x 0.8 = 48: a tie; 50 > 70 x 0.8 = 56 fails.
+        assert!(ties(&tight(60.0), &b, 0.03));
+        assert!(!ties(&tight(70.0), &b, 0.03));
+    }
+
+    #[test]
+    fn a_kind_gap_inside_the_rounds_spread_is_a_tie() {
+        // 50/0/50 with the times of the B+tree (250 µs, 4000/s) and a
+        // B-epsilon tree at 0.5x110 + 0.5x330 = 220 µs (4545/s): 12% apart,
+        // beyond the 3% noise. With tight rounds the B-epsilon tree wins;
+        // when the B+tree's rounds spread 3600..4400 (20%) it is a tie, and
+        // the model's preference (the B+tree) is the answer.
+        let m = mix(0.5, 0.0, 0.5);
+        let e = KindTimes {
+            point_us: 110.0,
+            range_us: None,
+            insert_us: Some(330.0),
+        };
+        let k = both(m, BTREE, e, Kind::BTree).unwrap();
+        assert!(!k.tie && k.kind == Kind::BEpsilon);
+        assert!((k.tolerance - 0.03).abs() < 1e-12);
+        let wide = KindMeasure {
+            times: BTREE,
+            mix: Spread {
+                median: 4000.0,
+                min: 3600.0,
+                max: 4400.0,
+            },
+        };
+        let k = choose_kind(m, &wide, &km(m, e), 0.03, Kind::BTree).unwrap();
+        assert!(k.tie && k.kind == Kind::BTree);
+        assert!((k.tolerance - 0.2).abs() < 1e-12);
+        assert_eq!((k.btree_mix_ops, k.btree_spread.min), (4000.0, 3600.0));
+        assert!((k.bepsilon_mix_ops - 1e6 / 220.0).abs() < 1e-6);
     }
 }

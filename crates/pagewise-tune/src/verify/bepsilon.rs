@@ -1,12 +1,14 @@
 //! `pagewise tune` verification of the B-epsilon advice: trees at the advised
-//! node size and its neighbours (half, double), each loaded by random inserts
-//! and then read by random point gets, set against
+//! node size and its neighbours (half, double), each loaded by random
+//! inserts, then measured in the same interleaved rounds and phases as the
+//! B+tree page sizes ([`super::run::Session`]: point gets, the described
+//! mix, cached gets), and set against
 //! [`pagewise_model::advise::predict_bepsilon`] on the same scaled dataset.
 //!
 //! **Scaling rule** ([`BEPSILON_RULE`]): `rows' = min(rows, budget / 8)` records
 //! inserted in a random order (what a B-epsilon tree is for), batches of
-//! 1,000, buffered commits; the insert rate includes the final checkpoint
-//! (close). The cache keeps the described Db-to-cache ratio:
+//! 1,000, buffered commits; the load's insert rate includes the final
+//! checkpoint (close). The cache keeps the described Db-to-cache ratio:
 //! `cache' = cache x rows' / rows`, at least 1 MiB. Basement and fanout are
 //! the advisor's (the basement at most half the node, as the engine
 //! requires). Two predictions per size: the advisor's, I/O only, and the
@@ -14,20 +16,19 @@
 //! per get derived from the shells, buffers and basements a get touches and
 //! what the cache holds, plus the engine's costs). The costs are measured
 //! here: process CPU per insert over the load, the load's remaining time
-//! against the flush I/O the advisor counts, the wall time of gets on a few
-//! hot keys (a cached get) and the timed gets' time per read beside the
+//! against the flush I/O the advisor counts, the CPU of gets on a few hot
+//! keys (a cached get) and the timed gets' time per read beside the
 //! drive's; each size is predicted with the constants fitted on the other
-//! sizes (out of sample). The verdict compares the measured ranking of the node sizes for
-//! the described mix's point gets and inserts with the recommendation, and
-//! names the corrected model's pick.
+//! sizes (out of sample). The verdict compares the measured ranking of the
+//! node sizes for the described mix (the rounds' median rate) with the
+//! recommendation, and names the corrected model's pick.
 
-use super::build::DbFiles;
-use super::keys::{key, value, Rng};
-use super::run::timed;
+use super::build::{DbFiles, TREE};
+use super::keys::{coprime_step, key, nth, value};
+use super::run::{Measured, Session, Workload};
 use super::Budget;
 use anyhow::Context;
 use pagewise::{BEpsilonOptions, Batch, Db, Durability, TreeKind};
-use pagewise_io::Fs;
 use pagewise_model::advise::{
     fit_bepsilon_costs, leave_one_out_bepsilon, predict_bepsilon, predict_bepsilon_engine, Advice,
     BEpsilonCosts, BEpsilonEnginePrediction, BEpsilonPrediction, BEpsilonSample, BEpsilonShape,
@@ -35,23 +36,19 @@ use pagewise_model::advise::{
 };
 use pagewise_model::units::fmt_bytes;
 use serde::Serialize;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The tree every B-epsilon verification Db uses.
-const TREE: &str = "verify-bepsilon";
 /// Records per insert batch (as `pagewise bench`'s fills).
 const BATCH: u64 = 1000;
 /// Node sizes the verification builds (the engine accepts 256 B..64 MiB;
 /// below 16 KiB a node holds too few messages to buffer).
-const MIN_NODE_BYTES: u64 = 16 << 10;
-const MAX_NODE_BYTES: u64 = 16 << 20;
+pub const MIN_NODE_BYTES: u64 = 16 << 10;
+pub const MAX_NODE_BYTES: u64 = 16 << 20;
 /// Below this a gap between two node sizes is run-to-run noise.
 const MARGIN: f64 = 0.03;
 
-pub const BEPSILON_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
-/// Distinct keys read over and over for the cached-get CPU.
+pub const BEPSILON_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; then the same warm-up, point gets, mix and cached gets as the B+tree page sizes, in the same interleaved rounds; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
+/// Most distinct keys read over and over for the cached-get CPU.
 const HOT_KEYS: u64 = 64;
 
 /// One measured node size.
@@ -61,26 +58,29 @@ pub struct NodeCheck {
     pub rows: u64,
     pub cache_bytes: u64,
     pub predicted: BEpsilonPrediction,
+    /// The random-order load: seconds and inserts per second (what the
+    /// B-epsilon model's insert rate is set against).
     pub insert_secs: f64,
     pub inserts_per_s: f64,
+    /// Point gets per second of the rounds' point phase.
     pub point_qps: f64,
     /// Data-file reads per point get, and their KiB.
     pub reads_per_get: f64,
     pub kib_per_get: f64,
-    /// Process CPU (user + system) per insert of the load and per timed get;
-    /// wall time per get of a few hot keys (a cached path, so CPU).
+    /// Process CPU (user + system) per insert of the load; thread CPU per
+    /// timed get and per get of a few hot keys (a cached path).
     pub cpu_insert_s: f64,
     pub cpu_get_s: f64,
     pub cpu_cached_get_s: f64,
     /// Microseconds per range scan of the described range's records from a
-    /// random key (`None` when the mix has no ranges).
+    /// random key inside the mix (`None` when the mix has no ranges).
     pub range_us: Option<f64>,
     pub height: u32,
     /// measured / predicted - 1.
     pub insert_error: f64,
     pub point_error: f64,
-    /// The described mix per second: measured (point gets, ranges and
-    /// inserts) and predicted (point gets and inserts: the advisor has no
+    /// The described mix per second: measured (the median of the rounds'
+    /// rates, as the B+tree's) and predicted (point gets and inserts: the advisor has no
     /// B-epsilon range model).
     pub mix_ops: f64,
     pub predicted_mix_ops: f64,
@@ -90,6 +90,9 @@ pub struct NodeCheck {
     pub corrected_insert_error: f64,
     pub corrected_point_error: f64,
     pub corrected_mix_ops: f64,
+    /// The interleaved rounds' measurement (point gets, the mix by
+    /// operation and by round, cached gets) that the rates above come from.
+    pub measured: Measured,
 }
 
 /// Operations per second of a mix of point gets and inserts weighted
@@ -109,7 +112,7 @@ pub fn mix_rate(point: f64, insert: f64, point_qps: f64, inserts_per_s: f64) -> 
 #[derive(Debug, Clone, Serialize)]
 pub struct BEpsilonVerification {
     pub recommended_node_bytes: u64,
-    /// The node size with the highest measured insert rate.
+    /// The node size with the highest measured mix rate.
     pub best_measured_node_bytes: u64,
     /// The CPU constants fitted on every measured size (in sample).
     pub costs: BEpsilonCosts,
@@ -119,6 +122,8 @@ pub struct BEpsilonVerification {
     pub verdict: String,
     pub sizes: Vec<NodeCheck>,
     pub rule: &'static str,
+    /// Seconds the node sizes' loads took (they are measured in the
+    /// B+tree's interleaved rounds, whose time the verification reports).
     pub elapsed_secs: f64,
 }
 
@@ -140,57 +145,109 @@ pub fn node_sizes(advised: u64) -> Vec<u64> {
     v
 }
 
-/// Verifies `advice.bepsilon` in `dir` on `fs`; `None` without B-epsilon
-/// advice. Every Db's files are removed when its check ends (also on error).
-pub(super) fn run(
-    budget: &Budget,
-    dir: &Path,
-    fs: Arc<dyn Fs>,
-    dev: Device,
-    advice: &Advice,
-    step: super::Step,
-) -> anyhow::Result<Option<BEpsilonVerification>> {
-    let Some(b) = &advice.bepsilon else {
-        return Ok(None);
-    };
-    let start = Instant::now();
+/// What a B-epsilon verification builds: the node shapes, the records
+/// each loads and the scaled cache. `None` without B-epsilon advice.
+pub(super) fn plan(budget: &Budget, advice: &Advice) -> Option<(Vec<BEpsilonShape>, u64, u64)> {
+    let b = advice.bepsilon.as_ref()?;
     let d = &advice.dataset;
     let rows = d.rows.min((budget.rows / 8).max(1000));
     let cache = ((d.cache_bytes as f64 * rows as f64 / d.rows as f64) as u64).max(1 << 20);
-    let mut sizes = Vec::new();
-    for node in node_sizes(b.node_size) {
-        let shape = BEpsilonShape {
-            node_bytes: node,
-            basement_bytes: b.basement_size.clamp(512, node / 2),
-            fanout: b.fanout.clamp(3, 1024),
-        };
-        step(format!(
-            "B-epsilon check: {} nodes, {rows} random inserts...",
-            fmt_bytes(node as f64)
-        ))?;
-        sizes.push(check(
-            budget,
-            dir,
-            fs.clone(),
-            dev,
-            advice,
-            shape,
-            rows,
-            cache,
-        )?);
+    let shapes = (node_sizes(b.node_size).into_iter())
+        .map(|node| shape(b, node))
+        .collect();
+    Some((shapes, rows, cache))
+}
+
+/// The advised shape at node size `node` (basement at most half the node).
+pub(super) fn shape(b: &pagewise_model::advise::BEpsilonAdvice, node: u64) -> BEpsilonShape {
+    BEpsilonShape {
+        node_bytes: node,
+        basement_bytes: b.basement_size.clamp(512, node / 2),
+        fanout: b.fanout.clamp(3, 1024),
     }
+}
+
+/// A loaded B-epsilon Db: what its random-order load measured.
+pub(super) struct NodeLoad {
+    pub shape: BEpsilonShape,
+    /// Records inserted (fewer than planned when the load hit its limit).
+    pub rows: u64,
+    pub planned_rows: u64,
+    pub cache_bytes: u64,
+    pub insert_secs: f64,
+    pub cpu_insert_s: f64,
+}
+
+/// Loads node size `shape` by `rows` random inserts (timed, the final
+/// checkpoint included) and reopens it with `cache` bytes of cache, ready
+/// for the same measured phases as the B+tree's ([`Session`]).
+pub(super) fn build(
+    budget: &Budget,
+    ctx: &super::Ctx,
+    shape: BEpsilonShape,
+    rows: u64,
+    cache: u64,
+) -> anyhow::Result<(NodeLoad, Session)> {
+    let advice = ctx.advice;
+    let d = &advice.dataset;
+    let files = DbFiles::new(ctx.dir, "bepsilon", shape.node_bytes, ctx.fs.clone())?;
+    let opts = BEpsilonOptions::default()
+        .node_bytes(shape.node_bytes as u32)
+        .basement_bytes(shape.basement_bytes as u32)
+        .fanout(shape.fanout as u16);
+    // 6 s of inserts per size in quick mode (48 s in full): the node sizes
+    // fit tune's 5-minute budget even on an emulated hard disk.
+    let limit = Duration::from_secs_f64(budget.load_secs * 0.4);
+    let cpu0 = cpu_s();
+    let (done, insert_secs) = insert(&files, opts, rows, cache, d.key_bytes, d.value_bytes, limit)?;
+    let cpu_insert_s = (cpu_s() - cpu0) / done.max(1) as f64;
+    let db = Db::open(
+        &files.path,
+        files.options().cache_bytes(cache as usize).direct_io(true),
+    )
+    .with_context(|| format!("cannot reopen {}", files.path.display()))?;
+    let w = Workload {
+        rows: done,
+        order: Some((coprime_step(rows), rows)),
+        key_bytes: d.key_bytes,
+        value_bytes: d.value_bytes,
+        range_records: d.range_records,
+        mix: advice.mix,
+        seed: shape.node_bytes ^ 0xbe75,
+        // Each hot key keeps its basement (and the buffers on its path)
+        // cached: at most a quarter of the cache in basements.
+        hot_keys: (cache / 4 / shape.basement_bytes.max(1)).clamp(1, HOT_KEYS),
+        name: format!("{} nodes", fmt_bytes(shape.node_bytes as f64)),
+    };
+    let load = NodeLoad {
+        shape,
+        rows: done,
+        planned_rows: rows,
+        cache_bytes: cache,
+        insert_secs,
+        cpu_insert_s,
+    };
+    assert!(load.rows >= 1 && load.rows <= rows);
+    Ok((load, Session::new(db, files, w)?))
+}
+
+/// The verification of the measured node sizes `sizes` (their corrected
+/// predictions, the verdict); `load_secs` is the time their loads took.
+pub(super) fn finish(
+    dev: Device,
+    advice: &Advice,
+    mut sizes: Vec<NodeCheck>,
+    load_secs: f64,
+) -> Option<BEpsilonVerification> {
+    let b = advice.bepsilon.as_ref()?;
     let best = sizes
         .iter()
-        .max_by(|a, b| a.mix_ops.total_cmp(&b.mix_ops))
-        .map(|c| c.shape.node_bytes)
-        .unwrap_or(b.node_size);
+        .max_by(|a, b| a.mix_ops.total_cmp(&b.mix_ops))?
+        .shape
+        .node_bytes;
     let (costs, corrected_best) = correct(dev, advice, &mut sizes);
-    let verdict = verdict(
-        &sizes,
-        b.node_size.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES),
-        corrected_best,
-    );
-    Ok(Some(BEpsilonVerification {
+    let verdict = verdict(&sizes, clamp_node(b.node_size), corrected_best);
+    Some(BEpsilonVerification {
         recommended_node_bytes: b.node_size,
         best_measured_node_bytes: best,
         costs,
@@ -198,8 +255,8 @@ pub(super) fn run(
         verdict,
         sizes,
         rule: BEPSILON_RULE,
-        elapsed_secs: start.elapsed().as_secs_f64(),
-    }))
+        elapsed_secs: load_secs,
+    })
 }
 
 /// The scaled dataset a check ran on.
@@ -254,69 +311,37 @@ fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BEpsilonCo
     (costs, best.0)
 }
 
-/// Builds, loads and reads one node size.
-#[allow(clippy::too_many_arguments)]
-fn check(
-    budget: &Budget,
-    dir: &Path,
-    fs: Arc<dyn Fs>,
-    dev: Device,
-    advice: &Advice,
-    shape: BEpsilonShape,
-    rows: u64,
-    cache: u64,
-) -> anyhow::Result<NodeCheck> {
-    let d = &advice.dataset;
-    let files = DbFiles::new(dir, "bepsilon", shape.node_bytes, fs)?;
-    let opts = BEpsilonOptions::default()
-        .node_bytes(shape.node_bytes as u32)
-        .basement_bytes(shape.basement_bytes as u32)
-        .fanout(shape.fanout as u16);
-    // 8 s of inserts per size in quick mode (48 s in full): the three sizes
-    // fit tune's 5-minute budget even on an emulated hard disk.
-    let limit = Duration::from_secs_f64(budget.load_secs * 0.4);
-    let cpu0 = cpu_s();
-    let (done, insert_secs) = insert(&files, opts, rows, cache, d.key_bytes, d.value_bytes, limit)?;
-    let cpu_insert_s = (cpu_s() - cpu0) / done.max(1) as f64;
-    let db = Db::open(
-        &files.path,
-        files.options().cache_bytes(cache as usize).direct_io(true),
-    )
-    .with_context(|| format!("cannot reopen {}", files.path.display()))?;
-    let g = gets(&db, rows, done, d.key_bytes, budget)?;
-    let range_us = (advice.mix.range > 0.0)
-        .then(|| ranges(&db, done, d.key_bytes, d.range_records, budget))
-        .transpose()?;
-    db.close()
-        .context("closing the B-epsilon verification Db failed")?;
-    let scaled = pagewise_model::advise::Dataset {
-        rows: done,
-        cache_bytes: cache,
-        ..d.clone()
+/// The check of one node size from its load and what the interleaved
+/// rounds measured on it.
+pub(super) fn node_check(dev: Device, advice: &Advice, l: &NodeLoad, m: Measured) -> NodeCheck {
+    let scaled = Dataset {
+        rows: l.rows,
+        cache_bytes: l.cache_bytes,
+        ..advice.dataset.clone()
     };
-    let predicted = predict_bepsilon(dev, &scaled, shape);
-    let inserts_per_s = done as f64 / insert_secs.max(1e-9);
-    let m = advice.mix;
+    let predicted = predict_bepsilon(dev, &scaled, l.shape);
+    let inserts_per_s = l.rows as f64 / l.insert_secs.max(1e-9);
+    let mx = advice.mix;
     let out = NodeCheck {
-        shape,
-        rows: done,
-        cache_bytes: cache,
-        insert_secs,
+        shape: l.shape,
+        rows: l.rows,
+        cache_bytes: l.cache_bytes,
+        insert_secs: l.insert_secs,
         inserts_per_s,
-        point_qps: g.point_qps,
-        reads_per_get: g.reads_per_get,
-        kib_per_get: g.kib_per_get,
-        cpu_insert_s,
-        cpu_get_s: g.cpu_get_s,
-        cpu_cached_get_s: g.cpu_cached_get_s,
-        range_us,
-        height: g.height,
+        point_qps: m.point_qps,
+        reads_per_get: m.point_reads_per_get,
+        kib_per_get: m.point_kib_per_get,
+        cpu_insert_s: l.cpu_insert_s,
+        cpu_get_s: m.point_cpu_us * 1e-6,
+        cpu_cached_get_s: m.cached_get_us * 1e-6,
+        range_us: m.mix_range_us,
+        height: m.height,
         insert_error: inserts_per_s / predicted.inserts_per_s - 1.0,
-        point_error: g.point_qps / predicted.point_qps - 1.0,
-        mix_ops: measured_mix(m, g.point_qps, range_us, inserts_per_s),
+        point_error: m.point_qps / predicted.point_qps - 1.0,
+        mix_ops: m.mix_ops,
         predicted_mix_ops: mix_rate(
-            m.point,
-            m.insert,
+            mx.point,
+            mx.insert,
             predicted.point_qps,
             predicted.inserts_per_s,
         ),
@@ -325,43 +350,10 @@ fn check(
         corrected_insert_error: 0.0,
         corrected_point_error: 0.0,
         corrected_mix_ops: 0.0,
+        measured: m,
     };
-    assert!(out.rows >= 1 && out.inserts_per_s > 0.0);
-    Ok(out)
-}
-
-/// The measured mix rate: ranges included when measured.
-fn measured_mix(
-    m: pagewise_model::advise::Mix,
-    point_qps: f64,
-    range_us: Option<f64>,
-    inserts_per_s: f64,
-) -> f64 {
-    let t = pagewise_model::advise::choice::KindTimes {
-        point_us: 1e6 / point_qps,
-        range_us,
-        insert_us: Some(1e6 / inserts_per_s),
-    };
-    match pagewise_model::advise::choice::mix_us(m, &t) {
-        Some(us) => 1e6 / us,
-        None => mix_rate(m.point, m.insert, point_qps, inserts_per_s),
-    }
-}
-
-/// Times range scans of `len` records from random inserted keys for a
-/// quarter of a phase: microseconds per scan.
-fn ranges(db: &Db, done: u64, key_bytes: u64, len: u64, budget: &Budget) -> anyhow::Result<f64> {
-    let t = db.tree(TREE).context("the B-epsilon tree is missing")?;
-    // Inserted keys are 2n for n in 0..rows; any even key starts a scan.
-    let mut r = Rng(0x5ca7);
-    let (n, secs) = timed(budget.phase_secs / 4.0, || {
-        let from = key(2 * r.below(done), key_bytes);
-        for kv in t.range(from..).take(len.max(1) as usize) {
-            kv.context("range scan failed")?;
-        }
-        Ok(())
-    })?;
-    Ok(secs * 1e6 / n.max(1) as f64)
+    assert!(out.rows >= 1 && out.inserts_per_s > 0.0 && out.mix_ops > 0.0);
+    out
 }
 
 /// Inserts keys 0..rows (even numbers) in a random order; the close (the
@@ -409,87 +401,9 @@ fn insert(
     Ok((done, start.elapsed().as_secs_f64()))
 }
 
-/// The `i`-th record of the scattered order over 0..rows that `step` (from
-/// [`coprime_step`]) gives.
-fn nth(i: u64, step: u64, rows: u64) -> u64 {
-    (i as u128 * step as u128 % rows as u128) as u64
-}
-
-/// A step coprime with `n`, so i -> i x step mod n visits 0..n once each in
-/// a scattered order.
-fn coprime_step(n: u64) -> u64 {
-    assert!(n >= 1);
-    let gcd = |mut a: u64, mut b: u64| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    let mut s = (0x9e37_79b9_7f4a_7c15u64 % n).max(1);
-    // Bounded: consecutive integers include one coprime with n within
-    // fewer than 64 x ln(n) steps; give up at n (step 1 is coprime).
-    for _ in 0..n.min(1 << 20) {
-        if gcd(s, n) == 1 {
-            return s;
-        }
-        s = s % n + 1;
-    }
-    1
-}
-
 /// Process CPU seconds (user + system, every thread) so far.
 fn cpu_s() -> f64 {
     super::run::cpu_clock_s(libc::CLOCK_PROCESS_CPUTIME_ID)
-}
-
-/// What the gets of one node size measured.
-struct Gets {
-    point_qps: f64,
-    reads_per_get: f64,
-    kib_per_get: f64,
-    cpu_get_s: f64,
-    cpu_cached_get_s: f64,
-    height: u32,
-}
-
-/// Warms with random gets, then times them (half the B+tree phases' time
-/// each), then times gets of [`HOT_KEYS`] keys read over and over (a tenth
-/// of a phase): a cached get's CPU. The records inserted are the first
-/// `done` indices of `insert`'s permutation of `rows` (all of them unless
-/// the insert phase hit its time limit); gets pick among those.
-fn gets(db: &Db, rows: u64, done: u64, key_bytes: u64, budget: &Budget) -> anyhow::Result<Gets> {
-    assert!(done >= 1 && done <= rows);
-    let t = db.tree(TREE).context("the B-epsilon tree is missing")?;
-    let step = coprime_step(rows);
-    let mut r = Rng(0xbe75);
-    let mut get = |i: u64| -> anyhow::Result<()> {
-        let n = nth(i, step, rows);
-        let v = t.get(key(2 * n, key_bytes)).context("get failed")?;
-        anyhow::ensure!(v.is_some(), "inserted key {n} is missing: engine bug");
-        Ok(())
-    };
-    timed(budget.warm_secs / 2.0, || get(r.below(done)))?;
-    let (s0, cpu0) = (db.stats(), cpu_s());
-    let (n, secs) = timed(budget.phase_secs / 2.0, || get(r.below(done)))?;
-    let (s1, cpu1) = (db.stats(), cpu_s());
-    let hot = HOT_KEYS.min(done);
-    (0..hot).try_for_each(&mut get)?;
-    let mut k = 0u64;
-    let (n_hot, hot_secs) = timed(budget.phase_secs / 10.0, || {
-        k += 1;
-        get(k % hot)
-    })?;
-    let per = |x: f64| x / n.max(1) as f64;
-    let out = Gets {
-        point_qps: n as f64 / secs.max(1e-9),
-        reads_per_get: per((s1.pages.read_ops - s0.pages.read_ops) as f64),
-        kib_per_get: per((s1.pages.read_bytes - s0.pages.read_bytes) as f64 / 1024.0),
-        cpu_get_s: per(cpu1 - cpu0),
-        cpu_cached_get_s: hot_secs / n_hot.max(1) as f64,
-        height: (s1.trees.iter().find(|s| s.name == TREE)).map_or(1, |s| s.height),
-    };
-    assert!(out.point_qps > 0.0 && out.cpu_cached_get_s >= 0.0);
-    Ok(out)
 }
 
 /// "confirmed: ..." when the recommended node size measured the highest

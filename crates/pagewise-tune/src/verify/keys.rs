@@ -48,6 +48,34 @@ impl Rng {
     }
 }
 
+/// The `i`-th record of the scattered order over 0..rows that `step` (from
+/// [`coprime_step`]) gives.
+pub fn nth(i: u64, step: u64, rows: u64) -> u64 {
+    (i as u128 * step as u128 % rows as u128) as u64
+}
+
+/// A step coprime with `n`, so i -> i x step mod n visits 0..n once each in
+/// a scattered order.
+pub fn coprime_step(n: u64) -> u64 {
+    assert!(n >= 1);
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let mut s = (0x9e37_79b9_7f4a_7c15u64 % n).max(1);
+    // Bounded: consecutive integers include one coprime with n within
+    // fewer than 64 x ln(n) steps; give up at n (step 1 is coprime).
+    for _ in 0..n.min(1 << 20) {
+        if gcd(s, n) == 1 {
+            return s;
+        }
+        s = s % n + 1;
+    }
+    1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

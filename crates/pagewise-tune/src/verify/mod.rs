@@ -24,7 +24,9 @@
 pub mod bepsilon;
 mod build;
 pub mod costs;
+pub mod extend;
 mod keys;
+mod pass;
 mod run;
 mod text;
 mod verdict;
@@ -41,12 +43,14 @@ use pagewise_model::advise::scale::{scale, Scaled};
 use pagewise_model::advise::{Advice, Mix, Row};
 use pagewise_model::fit::ModelReport;
 use pagewise_model::units::{fmt_bytes, fmt_count};
-use run::{Measured, Session, Workload};
+use pass::{Built, What};
+use run::{Session, Workload};
 use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use run::Measured;
 pub use text::render_text;
 use verdict::verdict;
 pub use verdict::{miss_reason, CONFIRM_FRACTION};
@@ -57,8 +61,8 @@ pub enum Level {
     /// No verification (the advice uses DIR/engine-costs.json if an earlier
     /// run left it).
     Off,
-    /// ~2 minutes: two calibration Dbs and up to 2M records per verified
-    /// size, 5 s per measured phase.
+    /// ~3 minutes: two calibration Dbs, up to 2M records per verified
+    /// page size (250k per node size), 3 s per measured phase.
     Quick,
     /// ~10 minutes: up to 10M records per size, 20 s per phase.
     Full,
@@ -96,13 +100,18 @@ struct Budget {
     phase_secs: f64,
     load_secs: f64,
     warm_secs: f64,
+    /// A range extension starts only before this many seconds of the
+    /// verification have passed (the whole tune's time budget).
+    extend_until_secs: f64,
 }
 
 impl Budget {
     fn new(a: &VerifySpec) -> Self {
-        let (rows, secs, load) = match a.level {
-            Level::Full => (10_000_000, 20.0, 120.0),
-            _ => (2_000_000, 5.0, 20.0),
+        // Quick fits 5 minutes on an emulated hard disk (S = 8.3 ms) with
+        // the probe (~70 s), seven or eight Dbs and one extension step.
+        let (rows, secs, load, until) = match a.level {
+            Level::Full => (10_000_000, 20.0, 120.0, 900.0),
+            _ => (2_000_000, 3.0, 15.0, 170.0),
         };
         let phase_secs = a.phase_secs.unwrap_or(secs).max(0.01);
         Budget {
@@ -110,6 +119,7 @@ impl Budget {
             phase_secs,
             load_secs: load,
             warm_secs: (phase_secs * 1.5).max(0.2),
+            extend_until_secs: until,
         }
     }
 
@@ -120,6 +130,7 @@ impl Budget {
             phase_secs: self.phase_secs / 2.0,
             load_secs: self.load_secs,
             warm_secs: self.warm_secs / 2.0,
+            extend_until_secs: self.extend_until_secs,
         }
     }
 }
@@ -188,6 +199,9 @@ pub struct Verification {
     /// The B-epsilon node size checked the same way (`None` without
     /// B-epsilon advice).
     pub bepsilon: Option<bepsilon::BEpsilonVerification>,
+    /// Sizes measured past an edge of the verified range, in order; their
+    /// checks are in `sizes` (pages) or `bepsilon.sizes` (nodes).
+    pub extensions: Vec<extend::Extension>,
     pub elapsed_secs: f64,
 }
 
@@ -260,49 +274,38 @@ pub fn run(
     let mut vnotes = Vec::new();
     let verify_pages = sizes(advice.best);
     let cal_pages = [verify_pages[0], verify_pages[verify_pages.len() - 1]];
-    let fs_bepsilon = fs.clone();
-    let (cal_checks, checks) = {
-        let ctx = Ctx {
-            dir,
-            fs,
-            model,
-            advice,
-        };
-        let mut built = Vec::new();
-        for &page in &cal_pages {
-            built.push(build(
-                page,
-                "calibrate",
-                &ctx,
-                &budget.calibration(),
-                &mut *step,
-                &mut vnotes,
-            )?);
-        }
-        for &page in &verify_pages {
-            built.push(build(
-                page,
-                "verify",
-                &ctx,
-                &budget,
-                &mut *step,
-                &mut vnotes,
-            )?);
-        }
-        let done = measure_all(built, &mut *step)?;
-        let mut cal = Vec::new();
-        let mut ver = Vec::new();
-        for (tag, page, scaled, load_secs, m) in done {
-            let c = size_check(page, scaled, load_secs, m, &ctx)?;
-            if tag == "calibrate" {
-                cal.push(c);
-            } else {
-                ver.push(c);
-            }
-        }
-        (cal, ver)
+    let dev = crate::advise::device(model, advice.mix, None, &mut Vec::new())?;
+    let ctx = Ctx {
+        dir,
+        fs,
+        model,
+        advice,
     };
-    let calibration = calibrate(cal_checks, advice.mix, start.elapsed().as_secs_f64());
+    let mut dbs = Vec::new();
+    for &page in &cal_pages {
+        let b = budget.calibration();
+        dbs.push(build(page, "calibrate", &ctx, &b, &mut *step, &mut vnotes)?);
+    }
+    for &page in &verify_pages {
+        dbs.push(build(
+            page,
+            "verify",
+            &ctx,
+            &budget,
+            &mut *step,
+            &mut vnotes,
+        )?);
+    }
+    build_nodes(&ctx, &budget, &mut dbs, &mut *step)?;
+    let ms = pass::measure(&mut dbs.iter_mut().collect::<Vec<_>>(), 1.0, &mut *step)?;
+    for (b, m) in dbs.iter_mut().zip(ms) {
+        b.measured = Some(m);
+    }
+    let extensions = extend::run(&mut dbs, &ctx, &budget, start, &mut *step, &mut vnotes)?;
+    let measured_secs = start.elapsed().as_secs_f64();
+    let (cal_checks, checks, nodes) = checks_of(dbs, &ctx, dev)?;
+    let node_load_secs = nodes.iter().map(|c| c.insert_secs).sum();
+    let calibration = calibrate(cal_checks, advice.mix, measured_secs);
     // The engine's costs move the advice only among the verified sizes:
     // beyond them the fitted terms would be extrapolated.
     let range = (cal_pages[0], cal_pages[1]);
@@ -317,8 +320,8 @@ pub fn run(
     );
     let mut out = finish(args.level, advice, calibration, checks, vnotes);
     out.device_only_best = device_only_best;
-    let dev = crate::advise::device(model, advice.mix, None, &mut Vec::new())?;
-    out.bepsilon = bepsilon::run(&budget, dir, fs_bepsilon, dev, advice, step)?;
+    out.bepsilon = bepsilon::finish(dev, advice, nodes, node_load_secs);
+    out.extensions = extensions;
     out.elapsed_secs = start.elapsed().as_secs_f64();
     let mut kept = EngineCosts::new(
         drive.into(),
@@ -328,6 +331,60 @@ pub fn run(
     kept.verified = Some(out.correction);
     costs::save(dir, &kept)?;
     Ok(Some(out))
+}
+
+/// Loads the B-epsilon node sizes to verify (none without B-epsilon
+/// advice) into `dbs`.
+fn build_nodes(ctx: &Ctx, budget: &Budget, dbs: &mut Vec<Built>, step: Step) -> anyhow::Result<()> {
+    let Some((shapes, rows, cache)) = bepsilon::plan(budget, ctx.advice) else {
+        return Ok(());
+    };
+    for shape in shapes {
+        step(format!(
+            "B-epsilon check: {} nodes, {rows} random inserts...",
+            fmt_bytes(shape.node_bytes as f64)
+        ))?;
+        let (load, session) =
+            bepsilon::build(budget, ctx, shape, rows, cache).with_context(|| {
+                format!(
+                    "B-epsilon check at {} B nodes failed (skip it with --verify off)",
+                    shape.node_bytes
+                )
+            })?;
+        dbs.push(Built::new(What::Node(load), *budget, session));
+    }
+    Ok(())
+}
+
+/// The measured Dbs as checks: calibration and verified page sizes, node
+/// sizes (each in measuring order); closes every Db.
+fn checks_of(
+    dbs: Vec<Built>,
+    ctx: &Ctx,
+    dev: pagewise_model::advise::Device,
+) -> anyhow::Result<(Vec<SizeCheck>, Vec<SizeCheck>, Vec<bepsilon::NodeCheck>)> {
+    let (mut cal, mut ver, mut nodes) = (Vec::new(), Vec::new(), Vec::new());
+    for b in dbs {
+        let m = (b.measured.clone()).context("a Db was not measured: internal error")?;
+        match &b.what {
+            What::Page {
+                tag,
+                page,
+                scaled,
+                load_secs,
+            } => {
+                let c = size_check(*page, scaled.clone(), *load_secs, m, ctx)?;
+                if *tag == "calibrate" {
+                    cal.push(c);
+                } else {
+                    ver.push(c);
+                }
+            }
+            What::Node(l) => nodes.push(bepsilon::node_check(dev, ctx.advice, l, m)),
+        }
+        b.session.close()?;
+    }
+    Ok((cal, ver, nodes))
 }
 
 /// Starts from what an earlier verification on this drive learned: the
@@ -351,55 +408,6 @@ fn learned(
     let hi = c.page_sizes.iter().max().copied().unwrap_or(u64::MAX);
     let whence = "fitted on the sizes an earlier run verified on this drive";
     rerank(advice, model, (lo, hi), &v, notes, whence);
-}
-
-/// Rounds each measured phase is split into, interleaved across the Dbs.
-const ROUNDS: u32 = 4;
-
-/// A loaded, reopened Db waiting to be measured.
-struct Built {
-    tag: &'static str,
-    page: u64,
-    scaled: Scaled,
-    load_secs: f64,
-    budget: Budget,
-    session: Session,
-}
-
-type Done = (&'static str, u64, Scaled, f64, Measured);
-
-/// Warms every Db, then runs the point phase and the mix in [`ROUNDS`]
-/// interleaved rounds (every Db sees the machine's drift alike), ends the
-/// mixes with a checkpoint and measures the cached gets.
-fn measure_all(mut built: Vec<Built>, step: Step) -> anyhow::Result<Vec<Done>> {
-    assert!(!built.is_empty());
-    for b in &mut built {
-        b.session.warm(b.budget.warm_secs)?;
-    }
-    step(format!(
-        "measuring {} Dbs in {ROUNDS} interleaved rounds...",
-        built.len()
-    ))?;
-    for _ in 0..ROUNDS {
-        for b in &mut built {
-            b.session.point_slice(b.budget.phase_secs / ROUNDS as f64)?;
-        }
-    }
-    for _ in 0..ROUNDS {
-        for b in &mut built {
-            b.session.mix_slice(b.budget.phase_secs / ROUNDS as f64)?;
-        }
-    }
-    for b in &mut built {
-        b.session.end_mix()?;
-    }
-    let mut out = Vec::new();
-    for b in built {
-        let m = (b.session.finish(b.budget.phase_secs / 3.0))
-            .with_context(|| format!("{} at {} B pages failed", b.tag, b.page))?;
-        out.push((b.tag, b.page, b.scaled, b.load_secs, m));
-    }
-    Ok(out)
 }
 
 /// The calibration: the engine costs fitted on the calibration Dbs.
@@ -606,15 +614,17 @@ fn build_inner(
         range_records: d.range_records,
         mix: ctx.advice.mix,
         seed: page ^ 0x7e57 ^ tag.len() as u64,
+        order: None,
+        hot_keys: 256,
+        name: format!("{} pages", fmt_bytes(page as f64)),
     };
-    Ok(Built {
+    let what = What::Page {
         tag,
         page,
         scaled,
         load_secs: loaded.secs,
-        budget: *b,
-        session: Session::new(db, files, w)?,
-    })
+    };
+    Ok(Built::new(what, *b, Session::new(db, files, w)?))
 }
 
 /// The correction's inputs from measured sizes.
@@ -694,6 +704,7 @@ fn finish(
         rule: RULE.into(),
         notes,
         bepsilon: None,
+        extensions: Vec::new(),
         elapsed_secs: 0.0,
     }
 }

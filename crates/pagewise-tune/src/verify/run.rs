@@ -8,9 +8,10 @@
 
 use super::build::DbFiles;
 use super::build::TREE;
-use super::keys::{key, value, Rng};
+use super::keys::{key, nth, value, Rng};
 use anyhow::Context;
 use pagewise::{Db, Stats, Tree};
+use pagewise_model::advise::choice::Spread;
 use pagewise_model::advise::Mix;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -28,6 +29,8 @@ pub struct Measured {
     pub point_qps: f64,
     /// Data-file reads per point get, and the cache hit rate of the gets.
     pub point_reads_per_get: f64,
+    /// KiB read from the data file per point get.
+    pub point_kib_per_get: f64,
     pub point_hit_rate: f64,
     /// This thread's CPU time per point get, microseconds (user + system:
     /// the engine's work and the read syscalls; the rest is waiting).
@@ -35,7 +38,12 @@ pub struct Measured {
     /// Hit rate of the leaf level, assuming the levels above always hit
     /// (every get visits `height` pages; the misses are leaves).
     pub leaf_hit_rate: f64,
+    /// The mix: operations per second, the median of the rounds' rates.
     pub mix_ops: f64,
+    /// Each round's mix rate (the checkpoint that ends the mix charged to
+    /// the rounds by their share of the inserts), and their spread.
+    pub mix_rounds: Vec<f64>,
+    pub mix_spread: Spread,
     pub mix_inserts: u64,
     /// Mean microseconds per operation of each kind inside the mix; the
     /// inserts carry the checkpoints they trigger and the one that ends the
@@ -55,18 +63,57 @@ pub struct Measured {
     pub cpu_per_level_us: f64,
 }
 
+impl Measured {
+    /// The same with the mix put on another pass's scale: its rates times
+    /// `k`, its times per operation divided by `k`. The point phase and the
+    /// cached gets stay as measured (the fits use them as they are).
+    pub fn rescaled(mut self, k: f64) -> Measured {
+        assert!(k > 0.0 && k.is_finite());
+        self.mix_ops *= k;
+        self.mix_rounds.iter_mut().for_each(|r| *r *= k);
+        self.mix_spread = self.mix_spread.scaled(k);
+        for us in [
+            &mut self.mix_point_us,
+            &mut self.mix_range_us,
+            &mut self.mix_insert_us,
+        ] {
+            *us = us.map(|t| t / k);
+        }
+        self
+    }
+}
+
 /// The workload's shape: how many records are loaded, the record layout.
 pub struct Workload {
     pub rows: u64,
+    /// Which records are loaded: `None`, records 0..rows; `Some((step,
+    /// of))`, the first `rows` of the scattered order over 0..of that
+    /// `step` gives ([`nth`], a random-order load stopped early).
+    pub order: Option<(u64, u64)>,
     pub key_bytes: u64,
     pub value_bytes: u64,
     pub range_records: u64,
     pub mix: Mix,
     pub seed: u64,
+    /// Most distinct keys the cached-get phase reads over and over.
+    pub hot_keys: u64,
+    /// What the Db is, for notes: "32 KiB pages", "256 KiB nodes".
+    pub name: String,
+}
+
+impl Workload {
+    /// A random loaded record's number (its key is twice the number).
+    fn pick(&self, r: &mut Rng) -> u64 {
+        let i = r.below(self.rows);
+        match self.order {
+            None => i,
+            Some((step, of)) => nth(i, step, of),
+        }
+    }
 }
 
 fn get(t: &Tree, r: &mut Rng, w: &Workload) -> anyhow::Result<()> {
-    let n = 2 * r.below(w.rows);
+    let n = 2 * w.pick(r);
     let v = t.get(key(n, w.key_bytes)).context("get failed")?;
     anyhow::ensure!(v.is_some(), "loaded key {n} is missing: engine bug");
     Ok(())
@@ -113,6 +160,7 @@ struct Points {
     secs: f64,
     cpu_s: f64,
     reads: u64,
+    read_bytes: u64,
     hits: u64,
     misses: u64,
 }
@@ -129,6 +177,8 @@ pub struct Session {
     points: Points,
     mix: PerOp,
     mix_secs: f64,
+    /// Per mix slice: operations, seconds and inserts.
+    rounds: Vec<(u64, f64, u64)>,
     mix_start: Option<Stats>,
     ckpt_page_us: Option<f64>,
     mix_end: Option<Stats>,
@@ -149,6 +199,7 @@ impl Session {
             points: Points::default(),
             mix: PerOp::default(),
             mix_secs: 0.0,
+            rounds: Vec::new(),
             mix_start: None,
             ckpt_page_us: None,
             mix_end: None,
@@ -193,6 +244,7 @@ impl Session {
         p.gets += gets;
         p.secs += took;
         p.reads += s1.pages.read_ops - s0.pages.read_ops;
+        p.read_bytes += s1.pages.read_bytes - s0.pages.read_bytes;
         p.hits += s1.cache_hits - s0.cache_hits;
         p.misses += s1.cache_misses - s0.cache_misses;
         Ok(())
@@ -203,9 +255,12 @@ impl Session {
         if self.mix_start.is_none() {
             self.mix_start = Some(self.db.stats());
         }
+        let inserts0 = self.mix.ops[2];
         let (t, r, w, per) = (&self.tree, &mut self.rng, &self.w, &mut self.mix);
-        let (_, took) = timed(secs, || mix_op(t, r, w, per))?;
+        let (ops, took) = timed(secs, || mix_op(t, r, w, per))?;
         self.mix_secs += took;
+        let inserts = self.mix.ops[2] - inserts0;
+        self.rounds.push((ops, took, inserts));
         Ok(())
     }
 
@@ -221,6 +276,7 @@ impl Session {
         let secs = ckpt.elapsed().as_secs_f64();
         self.mix.secs[2] += secs;
         self.mix_secs += secs;
+        charge_checkpoint(&mut self.rounds, secs);
         let after = self.db.stats();
         let pages = (after.pages.write_bytes - pre) / self.db.page_size() as u64;
         self.ckpt_page_us = (pages > 0).then(|| secs / pages as f64 * 1e6);
@@ -228,8 +284,28 @@ impl Session {
         Ok(())
     }
 
-    /// Fully cached gets, then closes the Db: what was measured.
-    pub fn finish(self, cached_secs: f64) -> anyhow::Result<Measured> {
+    /// Forgets the measured phases (not the warm cache): the next point
+    /// and mix slices start a new pass on the same Db.
+    pub fn reset(&mut self) {
+        self.points = Points::default();
+        self.mix = PerOp::default();
+        self.mix_secs = 0.0;
+        self.rounds.clear();
+        self.mix_start = None;
+        self.ckpt_page_us = None;
+        self.mix_end = None;
+    }
+
+    /// Closes the Db (its files go when the session drops).
+    pub fn close(self) -> anyhow::Result<()> {
+        self.db
+            .close()
+            .context("closing the verification Db failed")
+    }
+
+    /// Fully cached gets, then what this pass measured (the Db stays open
+    /// for another pass after [`Session::reset`]).
+    pub fn finish(&mut self, cached_secs: f64) -> anyhow::Result<Measured> {
         let (Some(s2), Some(s3)) = (&self.mix_start, &self.mix_end) else {
             anyhow::bail!("the mix was not run: internal error");
         };
@@ -239,20 +315,30 @@ impl Session {
         let (cached_get_us, misses_hot) =
             cached(&self.db, &self.tree, &mut r, &self.w, cached_secs)?;
         if misses_hot > 0 {
-            eprintln!("note: {misses_hot} cache misses during the cached run at {page} B pages");
+            eprintln!(
+                "note: {misses_hot} cache misses during the cached gets at {}",
+                self.w.name
+            );
         }
         let p = &self.points;
         let gets = p.gets.max(1) as f64;
         let inserts = self.mix.ops[2];
+        let rates: Vec<f64> = (self.rounds.iter())
+            .map(|&(ops, secs, _)| ops as f64 / secs.max(1e-9))
+            .collect();
+        let spread = Spread::of(&rates).context("the mix ran no round: internal error")?;
         let out = Measured {
             height: self.height,
             warm_secs: self.warm_secs,
             point_qps: gets / p.secs.max(1e-9),
             point_reads_per_get: p.reads as f64 / gets,
+            point_kib_per_get: p.read_bytes as f64 / 1024.0 / gets,
             point_hit_rate: p.hits as f64 / ((p.hits + p.misses) as f64).max(1.0),
             point_cpu_us: p.cpu_s / gets * 1e6,
             leaf_hit_rate: (1.0 - p.misses as f64 / gets).clamp(0.0, 1.0),
-            mix_ops: self.mix.ops.iter().sum::<u64>() as f64 / self.mix_secs.max(1e-9),
+            mix_ops: spread.median,
+            mix_rounds: rates,
+            mix_spread: spread,
             mix_inserts: inserts,
             mix_point_us: self.mix.us(0),
             mix_range_us: self.mix.us(1),
@@ -263,11 +349,24 @@ impl Session {
             cached_get_us,
             cpu_per_level_us: cached_get_us / self.height as f64,
         };
-        self.db
-            .close()
-            .context("closing the verification Db failed")?;
         assert!(out.point_qps > 0.0 && out.mix_ops > 0.0);
         Ok(out)
+    }
+}
+
+/// Charges the checkpoint that ends the mix (`secs`) to the mix's
+/// `rounds` (operations, seconds, inserts) by their share of the inserts
+/// (evenly without inserts), so each round's rate carries its writes.
+fn charge_checkpoint(rounds: &mut [(u64, f64, u64)], secs: f64) {
+    assert!(secs >= 0.0);
+    let inserts: u64 = rounds.iter().map(|r| r.2).sum();
+    let n = rounds.len().max(1) as f64;
+    for r in rounds.iter_mut() {
+        r.1 += if inserts > 0 {
+            secs * r.2 as f64 / inserts as f64
+        } else {
+            secs / n
+        };
     }
 }
 
@@ -302,13 +401,13 @@ fn mix_op(t: &Tree, r: &mut Rng, w: &Workload, per: &mut PerOp) -> anyhow::Resul
     match k {
         0 => get(t, r, w)?,
         1 => {
-            let from = key(2 * r.below(w.rows), w.key_bytes);
+            let from = key(2 * w.pick(r), w.key_bytes);
             for kv in t.range(from..).take(w.range_records as usize) {
                 kv.context("range scan failed")?;
             }
         }
         _ => {
-            let n = 2 * r.below(w.rows) + 1;
+            let n = 2 * w.pick(r) + 1;
             t.insert(key(n, w.key_bytes), value(n, w.value_bytes))
                 .context("insert failed")?;
         }
@@ -323,9 +422,10 @@ fn mix_op(t: &Tree, r: &mut Rng, w: &Workload, per: &mut PerOp) -> anyhow::Resul
 fn cached(db: &Db, t: &Tree, r: &mut Rng, w: &Workload, secs: f64) -> anyhow::Result<(f64, u64)> {
     let s = db.stats();
     let height = s.trees.first().map_or(1, |t| t.height).max(1) as usize;
-    let n_hot = (s.cache_capacity / db.page_size() / (2 * height)).clamp(1, 256);
+    let n_hot =
+        (s.cache_capacity / db.page_size() / (2 * height)).clamp(1, w.hot_keys.max(1) as usize);
     let hot: Vec<Vec<u8>> = (0..n_hot)
-        .map(|_| key(2 * r.below(w.rows), w.key_bytes))
+        .map(|_| key(2 * w.pick(r), w.key_bytes))
         .collect();
     for k in &hot {
         t.get(k)?;
@@ -342,4 +442,21 @@ fn cached(db: &Db, t: &Tree, r: &mut Rng, w: &Workload, secs: f64) -> anyhow::Re
     let cpu_s = thread_cpu_s() - cpu0;
     let misses = db.stats().cache_misses - before;
     Ok((cpu_s / gets as f64 * 1e6, misses))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::charge_checkpoint;
+
+    #[test]
+    fn the_checkpoint_is_charged_by_inserts() {
+        // 4 s of checkpoint, inserts 10 and 30: 1 s and 3 s more.
+        let mut r = [(100, 1.0, 10), (100, 1.0, 30)];
+        charge_checkpoint(&mut r, 4.0);
+        assert_eq!((r[0].1, r[1].1), (2.0, 4.0));
+        // No inserts: evenly.
+        let mut r = [(100, 1.0, 0), (100, 1.0, 0)];
+        charge_checkpoint(&mut r, 1.0);
+        assert_eq!((r[0].1, r[1].1), (1.5, 1.5));
+    }
 }

@@ -1,8 +1,26 @@
 //! The verification as a text table for the terminal.
 
+use super::extend::{Extension, Unit};
 use super::Verification;
 use crate::table::Table;
+use pagewise_model::advise::choice::Spread;
 use pagewise_model::units::{fmt_bytes, fmt_count};
+
+/// "1,234-1,300": a mix rate's range over the rounds.
+fn range_text(s: &Spread) -> String {
+    format!("{}-{}", fmt_count(s.min), fmt_count(s.max))
+}
+
+/// The size, marked when a range extension measured it.
+fn size_text(size: u64, unit: Unit, ext: &[Extension]) -> String {
+    let extended = ext.iter().any(|e| e.unit == unit && e.next == size);
+    let b = fmt_bytes(size as f64);
+    if extended {
+        format!("{b} (ext)")
+    } else {
+        b
+    }
+}
 
 pub fn render_text(v: &Verification) -> String {
     let mut t = Table::new(&[
@@ -17,11 +35,12 @@ pub fn render_text(v: &Verification) -> String {
         "error calibrated",
         "mix/s calibrated",
         "meas",
+        "rounds",
     ]);
     for c in &v.sizes {
         let (p, k, m) = (&c.predicted, &c.calibrated, &c.measured);
         t.row(vec![
-            fmt_bytes(c.page_size as f64),
+            size_text(c.page_size, Unit::Pages, &v.extensions),
             fmt_count(c.scaled.dataset.rows as f64),
             fmt_bytes(c.scaled.dataset.cache_bytes as f64),
             format!("{:.2}", (p.height as f64 - p.cached_levels).max(0.0)),
@@ -32,11 +51,12 @@ pub fn render_text(v: &Verification) -> String {
             format!("{:+.1}%", c.point_error_calibrated * 100.0),
             fmt_count(k.mix_ops),
             fmt_count(m.mix_ops),
+            range_text(&m.mix_spread),
         ]);
     }
     let e = &v.max_point_error;
     let mut s = format!(
-        "\nVerification on the engine ({:.0} s, calibration Dbs at {} measured in the same rounds; device-only = the advisor on the scaled dataset, calibrated = with the engine costs fitted on the calibration Dbs, out of sample):\n",
+        "\nVerification on the engine ({:.0} s; the calibration Dbs at {} and the B-epsilon node sizes measured in the same interleaved rounds; device-only = the advisor on the scaled dataset, calibrated = with the engine costs fitted on the calibration Dbs, out of sample; mix/s meas = the median of the rounds' rates, rounds = their lowest and highest):\n",
         v.elapsed_secs,
         (v.calibration.sizes.iter())
             .map(|c| fmt_bytes(c.page_size as f64))
@@ -53,15 +73,42 @@ pub fn render_text(v: &Verification) -> String {
     ));
     s.push_str(&format!("Verdict: {}.\n", v.verdict));
     if let Some(b) = &v.bepsilon {
-        s.push_str(&render_bepsilon(b));
+        s.push_str(&render_bepsilon(b, &v.extensions));
     }
+    s.push_str(&render_extensions(&v.extensions));
     for n in &v.notes {
         s.push_str(&format!("note: {n}\n"));
     }
     s
 }
 
-fn render_bepsilon(b: &super::bepsilon::BEpsilonVerification) -> String {
+/// One line per range extension: why, and both sizes in its extra pass.
+fn render_extensions(ext: &[Extension]) -> String {
+    let mut s = String::new();
+    for e in ext {
+        let b = |x: u64| fmt_bytes(x as f64);
+        let m = |x: &Spread| format!("{} ({})", fmt_count(x.median), range_text(x));
+        s.push_str(&format!(
+            "Range extension ({}): {}, so {} {} were built and measured beside {} in an extra interleaved pass: {} against {} mix ops/s, {} (its row is on the main pass's scale, x{:.3}).\n",
+            e.unit.name(),
+            e.reason,
+            b(e.next),
+            e.unit.name(),
+            b(e.edge),
+            m(&e.next_mix),
+            m(&e.edge_mix),
+            if e.next_won {
+                format!("{} measured faster", b(e.next))
+            } else {
+                format!("{} stays the best", b(e.edge))
+            },
+            e.scale
+        ));
+    }
+    s
+}
+
+fn render_bepsilon(b: &super::bepsilon::BEpsilonVerification, ext: &[Extension]) -> String {
     let mut t = Table::new(&[
         "node",
         "basement",
@@ -80,6 +127,7 @@ fn render_bepsilon(b: &super::bepsilon::BEpsilonVerification) -> String {
         "get",
         "mix/s corr",
         "meas",
+        "rounds",
     ]);
     for c in &b.sizes {
         let k = c.corrected.as_ref();
@@ -87,7 +135,7 @@ fn render_bepsilon(b: &super::bepsilon::BEpsilonVerification) -> String {
             k.map_or_else(|| "-".into(), f)
         };
         t.row(vec![
-            fmt_bytes(c.shape.node_bytes as f64),
+            size_text(c.shape.node_bytes, Unit::Nodes, ext),
             fmt_bytes(c.shape.basement_bytes as f64),
             c.shape.fanout.to_string(),
             fmt_count(c.rows as f64),
@@ -104,11 +152,12 @@ fn render_bepsilon(b: &super::bepsilon::BEpsilonVerification) -> String {
             format!("{:.1}", c.cpu_get_s * 1e6),
             fmt_count(c.corrected_mix_ops),
             fmt_count(c.mix_ops),
+            range_text(&c.measured.mix_spread),
         ]);
     }
     let k = &b.costs;
     format!(
-        "\nB-epsilon node size on the engine ({:.0} s; random inserts, then point gets; pred = I/O only, corr = derived reads per get and the engine's costs fitted on the other sizes):\n{}Engine costs (all sizes): {:.1} µs CPU per insert, insert I/O {:.2}x the counted; per get {:.1} µs cached, a miss {:+.1} µs {:+.2} µs per KiB beside the drive's read.\nVerdict: {}.\n",
+        "\nB-epsilon node size on the engine (loads {:.0} s by random inserts, then the B+tree's phases in its rounds; inserts/s = the load's; pred = I/O only, corr = derived reads per get and the engine's costs fitted on the other sizes):\n{}Engine costs (all sizes): {:.1} µs CPU per insert, insert I/O {:.2}x the counted; per get {:.1} µs cached, a miss {:+.1} µs {:+.2} µs per KiB beside the drive's read.\nVerdict: {}.\n",
         b.elapsed_secs,
         t.render(),
         k.cpu_insert_s * 1e6,
