@@ -4,10 +4,11 @@
 # (UTC; a run is skipped once the clock passes it). Round 1 also runs the two
 # described workloads. Runs of one profile share a directory under
 # /var/tmp/tune-advice, so a run starts from the costs the previous one learned.
+# PAGEWISE names the binary (default: target/release/pagewise).
 set -u
 [ $# -eq 3 ] || { echo "usage: $0 FIRST_ROUND LAST_ROUND STOP_HHMM" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
-B=$HERE/../../../target/release/pagewise
+B=${PAGEWISE:-$HERE/../../../target/release/pagewise}
 mkdir -p /var/tmp/tune-advice
 run() { # name args...
   local name=$1; shift
