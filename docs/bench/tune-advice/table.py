@@ -28,7 +28,7 @@ for f in sorted(glob.glob(os.path.join(HERE, '*.json'))):
     if np_ and np_['tie_with']: notes.append(f"node tie with {kib(np_['tie_with']['id'])}")
     if np_ and np_['contradicted']: notes.append(f"model's {kib(np_['model_first']['id'])} nodes contradicted")
     k=a['kind']
-    kd=f"{k['deciding_op']}" + (" (tie)" if k['tie'] else "") if k else "-"
+    kd=f"{k['deciding_op']}" + (f" (tie within {k['tolerance']*100:.0f}%)" if k['tie'] else "") if k else "-"
     rows.append(f"| {name} | **{head}** | {hm:,.0f} | {hm/best_all*100:.1f}% | B+tree {sizes[page]/pbest*100:.1f}% of {pbest:,.0f} | {tab} | {ntab} | {kd} | {'; '.join(notes) or '-'} | {v['elapsed_secs']:.0f} s |")
 print("| run | headline (tuned.json) | its measured mix ops/s | of the best measured, both kinds | headline page of the best B+tree | B+tree mix ops/s per page | B-epsilon mix ops/s per node | kind decided by | ties, contradictions | wall time |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
