@@ -276,6 +276,14 @@ fn verification_reports_every_size_and_cleans_up() {
             assert!(r.is_finite() && r > 0.0, "bad rate in {s}");
         }
     }
+    // Its costs are kept too, with the sizes and the rows they hold for.
+    let kb = &kept["bepsilon"];
+    assert_eq!(kb["costs"], b["costs"]);
+    let kept_nodes: Vec<u64> = (kb["node_sizes"].as_array().unwrap().iter())
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(kept_nodes, nodes);
+    assert_eq!(kb["rows"].as_u64(), Some(3_750));
     let bv = b["verdict"].as_str().unwrap();
     assert!(
         bv.starts_with("confirmed") || bv.starts_with("measured best is"),
@@ -289,10 +297,15 @@ fn verification_reports_every_size_and_cleans_up() {
     // A later run without verification advises with the kept costs.
     let o = tune(&data, &["--verify", "off"]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
     let html = std::fs::read_to_string(data.join("report.html")).unwrap();
     assert!(
         html.contains("learned by an earlier verification"),
         "the kept engine costs were not used"
+    );
+    assert!(
+        html.contains("costs fitted on the node sizes an earlier run verified on this drive"),
+        "the kept B-epsilon costs were not used"
     );
 }
 

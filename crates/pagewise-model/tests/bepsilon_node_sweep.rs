@@ -123,6 +123,8 @@ fn samples(dev: Device, m: &[Measured]) -> Vec<BEpsilonSample> {
                     .iops((m.kib_per_get * 1024.0 / m.reads_per_get) as u64)
                     .0,
             cached_get_s: Some(CACHED_GET_S),
+            range_s: None,
+            range_records: 0,
         })
         .collect()
 }

@@ -100,7 +100,7 @@ pub fn measured(advice: &Advice, v: &Verification) -> Answer {
             "nodes",
             h,
             why,
-            "the B-epsilon costs are not kept between runs yet",
+            "the B-epsilon costs fitted here are kept in DIR/engine-costs.json and move the next run's node size on this drive before it verifies",
         );
     }
     let page_check = v

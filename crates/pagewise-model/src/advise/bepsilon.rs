@@ -113,6 +113,9 @@ pub fn predict_bepsilon(dev: Device, d: &Dataset, shape: BEpsilonShape) -> BEpsi
     out
 }
 
+/// The advisor's B-epsilon tree: nodes at the power of two nearest S x W
+/// (at least 4 KiB), basements at most a quarter of it, fanout
+/// floor(entries per node ^ epsilon).
 pub fn advise_bepsilon(
     dev: Device,
     d: &Dataset,
@@ -123,6 +126,22 @@ pub fn advise_bepsilon(
         return Err("no B-epsilon node size: the random-read fit shows no transfer cost (W unbounded), so there is no finite half-bandwidth point S x W; measure larger block sizes or probe longer".into());
     }
     let node = nearest_pow2(hbp).max(4096);
+    let btree = (btree_best.insert_ops, btree_best.point_qps);
+    Ok(bepsilon_at(dev, d, hbp, node, btree))
+}
+
+/// The advice with `node`-byte nodes (a power of two of at least 4 KiB) on
+/// a drive whose half-bandwidth point is `hbp`: the basement and fanout
+/// follow the advisor's rules for that node size. `btree` is the B+tree's
+/// (inserts/s, point gets/s) the summary compares with.
+pub fn bepsilon_at(
+    dev: Device,
+    d: &Dataset,
+    hbp: f64,
+    node: u64,
+    btree: (f64, f64),
+) -> BEpsilonAdvice {
+    assert!(hbp > 0.0 && node >= 4096 && node.is_power_of_two());
     let basement = floor_pow2(hbp / 4.0).clamp(512, node);
     let entries = node as f64 * d.fill / d.internal_entry() as f64;
     let fanout = (entries.powf(EPSILON).floor() as u64).max(2);
@@ -142,13 +161,13 @@ pub fn advise_bepsilon(
         fmt_bytes(basement as f64),
         fanout,
         p.insert_ios,
-        p.inserts_per_s / btree_best.insert_ops,
-        btree_best.insert_ops,
+        p.inserts_per_s / btree.0,
+        btree.0,
         p.point_ios,
         p.point_qps,
-        btree_best.point_qps
+        btree.1
     );
-    Ok(BEpsilonAdvice {
+    let out = BEpsilonAdvice {
         epsilon: EPSILON,
         half_bandwidth_point: hbp,
         node_size: node,
@@ -161,10 +180,12 @@ pub fn advise_bepsilon(
         point_ios: p.point_ios,
         inserts_per_s: p.inserts_per_s,
         point_qps: p.point_qps,
-        btree_inserts_per_s: btree_best.insert_ops,
-        btree_point_qps: btree_best.point_qps,
+        btree_inserts_per_s: btree.0,
+        btree_point_qps: btree.1,
         summary,
-    })
+    };
+    assert!(out.basement_size <= out.node_size && out.fanout >= 2);
+    out
 }
 
 /// The power of two nearest `v` on a log scale.

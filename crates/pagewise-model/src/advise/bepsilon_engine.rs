@@ -12,6 +12,7 @@
 //! insert_s = f_ins x flushes x (1/R(N) + 1/W(N))  +  c_ins
 //! get_s    = c_get + max(0, sum_k miss_k x (1/R(read_k) + x0) + x1 x kib)
 //! kib      = sum_k miss_k x read_k / 1 KiB
+//! range_s  = get_s + r x (R - 1)
 //! ```
 //!
 //! - `c_ins`: CPU seconds per insert (buffer inserts, flushes, encoding and
@@ -25,6 +26,10 @@
 //!   (the system call, page and partition checksums, decompression,
 //!   scanning a probed buffer, cache upkeep, and any drift of the drive),
 //!   fitted from the timed gets' residual per read, as `x(B)` is;
+//! - `r`: seconds per record a range scan of `R` records returns beyond its
+//!   seek (a get): merging the buffers' messages over the range, decoding
+//!   them, crossing basements and the reads that brings; the mean of the
+//!   measured scans' `(range_s - get_s) / (R - 1)`;
 //!
 //! ([`BEpsilonCosts`], fitted by [`fit_bepsilon_costs`] from `pagewise tune`'s
 //! measurements), and `miss_k`, `read_k` the misses per get and bytes per
@@ -68,7 +73,7 @@ use super::bepsilon::{
 };
 use super::btree::levels;
 use super::correct::{leave_one_out_with, line_fit_rising};
-use super::{Dataset, Device};
+use super::{Dataset, Device, Mix};
 use serde::{Deserialize, Serialize};
 
 /// Extra CLOCK passes a B-epsilon node image (its shell) survives beyond a
@@ -125,6 +130,10 @@ pub struct BEpsilonCosts {
     /// KiB it reads (`x1`).
     pub miss_extra_s: f64,
     pub miss_extra_per_kib_s: f64,
+    /// Seconds per record a range scan returns beyond its seek (`r`; 0
+    /// where no scan was measured, as in costs kept before it existed).
+    #[serde(default)]
+    pub range_record_s: f64,
 }
 
 impl BEpsilonCosts {
@@ -135,6 +144,7 @@ impl BEpsilonCosts {
         cpu_get_s: 0.0,
         miss_extra_s: 0.0,
         miss_extra_per_kib_s: 0.0,
+        range_record_s: 0.0,
     };
 
     /// Seconds of a get whose `reads` misses take `device_s` on the drive
@@ -144,6 +154,15 @@ impl BEpsilonCosts {
         let miss_s = device_s + self.miss_extra_s * reads + self.miss_extra_per_kib_s * kib;
         let out = self.cpu_get_s.max(0.0) + miss_s.max(0.0);
         assert!(out.is_finite());
+        out
+    }
+
+    /// Seconds of a range scan of `records` records whose seek takes
+    /// `get_s`: `get_s + r x (records - 1)`.
+    pub fn range_at_s(&self, get_s: f64, records: u64) -> f64 {
+        assert!(get_s >= 0.0 && records >= 1);
+        let out = get_s + self.range_record_s.max(0.0) * (records - 1) as f64;
+        assert!(out >= get_s && out.is_finite());
         out
     }
 }
@@ -319,11 +338,31 @@ pub struct BEpsilonEnginePrediction {
     pub costs: BEpsilonCosts,
     /// Drive seconds per get: sum of misses x 1 / R(read bytes).
     pub get_device_s: f64,
-    /// Seconds per get and per insert, everything counted.
+    /// Seconds per get, per range scan of the dataset's range and per
+    /// insert, everything counted.
     pub get_s: f64,
+    pub range_s: f64,
     pub insert_s: f64,
     pub inserts_per_s: f64,
     pub point_qps: f64,
+    pub range_qps: f64,
+}
+
+impl BEpsilonEnginePrediction {
+    /// Operations per second of `mix` (weights renormalised; inserts alone
+    /// when every weight is 0).
+    pub fn mix_ops(&self, mix: Mix) -> f64 {
+        assert!(mix.point >= 0.0 && mix.range >= 0.0 && mix.insert >= 0.0);
+        let total = mix.point + mix.range + mix.insert;
+        let s = if total > 0.0 {
+            (mix.point * self.get_s + mix.range * self.range_s + mix.insert * self.insert_s) / total
+        } else {
+            self.insert_s
+        };
+        let out = 1.0 / s.max(1e-12);
+        assert!(out > 0.0 && out.is_finite());
+        out
+    }
 }
 
 /// The drive's seconds for the misses of `reads`: sum of misses x 1 / R.
@@ -361,14 +400,17 @@ pub fn predict_bepsilon_engine_with(
     let get_device_s = device_s(dev, &reads);
     let get_s = costs.get_at_s(get_device_s, reads.reads, reads.kib);
     let insert_s = costs.insert_io_factor / io.inserts_per_s + costs.cpu_insert_s;
+    let range_s = costs.range_at_s(get_s, d.range_records.max(1));
     let out = BEpsilonEnginePrediction {
         inserts_per_s: 1.0 / insert_s.max(1e-9),
         point_qps: 1.0 / get_s.max(1e-9),
+        range_qps: 1.0 / range_s.max(1e-9),
         io,
         reads,
         costs,
         get_device_s,
         get_s,
+        range_s,
         insert_s,
     };
     assert!(out.inserts_per_s > 0.0 && out.point_qps > 0.0);
@@ -392,6 +434,10 @@ pub struct BEpsilonSample {
     pub read_s: f64,
     /// Seconds per get of keys whose path is cached, when measured.
     pub cached_get_s: Option<f64>,
+    /// Wall seconds per range scan of `range_records` records, when
+    /// measured (the mix has ranges).
+    pub range_s: Option<f64>,
+    pub range_records: u64,
 }
 
 /// Fits [`BEpsilonCosts`] (none without samples): `c_ins` the mean CPU per
@@ -401,7 +447,8 @@ pub struct BEpsilonSample {
 /// each size's residual per read, `(get_s - c_get) / reads - read_s`, over
 /// sizes with 0.05 reads per get or more (a falling line, noise, or one
 /// below zero at 0 KiB, becomes the mean), so the model's misses cost what
-/// the measured ones did.
+/// the measured ones did; `r` the mean of `(range_s - get_s) / (R - 1)`
+/// over the sizes with scans of two or more records (at least 0).
 pub fn fit_bepsilon_costs(samples: &[BEpsilonSample]) -> BEpsilonCosts {
     if samples.is_empty() {
         return BEpsilonCosts::NONE;
@@ -436,8 +483,24 @@ pub fn fit_bepsilon_costs(samples: &[BEpsilonSample]) -> BEpsilonCosts {
         cpu_get_s: c_get,
         miss_extra_s: x0,
         miss_extra_per_kib_s: x1,
+        range_record_s: range_record_s(samples),
     };
     assert!(out.insert_io_factor >= 0.0 && out.miss_extra_per_kib_s >= 0.0);
+    out
+}
+
+/// The mean seconds per scanned record beyond the seek over `samples`
+/// with a measured scan of at least two records (0 without one).
+fn range_record_s(samples: &[BEpsilonSample]) -> f64 {
+    let per: Vec<f64> = (samples.iter())
+        .filter(|s| s.range_records >= 2)
+        .filter_map(|s| {
+            s.range_s
+                .map(|r| (r - s.get_s) / (s.range_records - 1) as f64)
+        })
+        .collect();
+    let out = (per.iter().sum::<f64>() / per.len().max(1) as f64).max(0.0);
+    assert!(out.is_finite());
     out
 }
 
@@ -602,6 +665,7 @@ mod tests {
             cpu_get_s: 4e-6,
             miss_extra_s: 20e-6,
             miss_extra_per_kib_s: 2e-6,
+            range_record_s: 1e-6,
         };
         // A cached tree: a get costs c_get alone, 4 µs -> 250,000/s; an
         // insert half predict_bepsilon's device time + 10 µs.
@@ -617,6 +681,19 @@ mod tests {
         assert!(close(q.get_device_s, dev_s));
         let want = 4e-6 + dev_s + 20e-6 * q.reads.reads + 2e-6 * q.reads.kib;
         assert!(close(q.get_s, want) && close(1.0 / q.point_qps, want));
+        // A scan of the dataset's 100 records: the seek + 99 x 1 µs.
+        assert!(close(q.range_s, want + 99e-6) && close(1.0 / q.range_qps, q.range_s));
+        // The mix 80/10/10 weighs the three times; renormalised weights
+        // give the same rate, no weights the inserts alone.
+        let m = |point, range, insert| Mix {
+            point,
+            range,
+            insert,
+        };
+        let mix_s = 0.8 * q.get_s + 0.1 * q.range_s + 0.1 * q.insert_s;
+        assert!(close(q.mix_ops(m(0.8, 0.1, 0.1)), 1.0 / mix_s));
+        assert!(close(q.mix_ops(m(8.0, 1.0, 1.0)), 1.0 / mix_s));
+        assert!(close(q.mix_ops(m(0.0, 0.0, 0.0)), q.inserts_per_s));
         // A miss cannot cost less than nothing: c_get alone.
         let fast = BEpsilonCosts {
             miss_extra_s: -1.0,
@@ -644,6 +721,8 @@ mod tests {
             kib_per_get: kib,
             read_s: 100e-6,
             cached_get_s: Some(4e-6),
+            range_s: None,
+            range_records: 0,
         };
         let three = [
             s(1.0, 16.0, 10.0, 20.0),
@@ -688,6 +767,26 @@ mod tests {
         assert_eq!(one.cpu_get_s, 0.0);
         assert!(near(one.miss_extra_s, 12e-6), "{}", one.miss_extra_s);
         assert_eq!(fit_bepsilon_costs(&[]), BEpsilonCosts::NONE);
+        assert_eq!(c.range_record_s, 0.0);
+        // Scans of 101 records taking 300 and 500 µs beside gets of 100 µs
+        // cost 2 and 4 µs per record beyond the seek: r = 3 µs. A one-record
+        // scan says nothing per record; a scan faster than its get, 0.
+        let scan = |get_us: f64, range_us: f64, records: u64| BEpsilonSample {
+            get_s: get_us * 1e-6,
+            range_s: Some(range_us * 1e-6),
+            range_records: records,
+            ..s(1.0, 16.0, 10.0, 20.0)
+        };
+        let r = fit_bepsilon_costs(&[
+            scan(100.0, 300.0, 101),
+            scan(100.0, 500.0, 101),
+            scan(100.0, 900.0, 1),
+        ]);
+        assert!(near(r.range_record_s, 3e-6), "{}", r.range_record_s);
+        assert_eq!(
+            fit_bepsilon_costs(&[scan(100.0, 50.0, 101)]).range_record_s,
+            0.0
+        );
         assert_eq!(
             leave_one_out_bepsilon(&three[..1]),
             vec![BEpsilonCosts::NONE]

@@ -13,7 +13,8 @@ mod explain;
 pub mod scale;
 
 pub use bepsilon::{
-    advise_bepsilon, predict_bepsilon, BEpsilonAdvice, BEpsilonPrediction, BEpsilonShape,
+    advise_bepsilon, bepsilon_at, predict_bepsilon, BEpsilonAdvice, BEpsilonPrediction,
+    BEpsilonShape,
 };
 pub use bepsilon_engine::{
     fit_bepsilon_costs, get_reads, leave_one_out_bepsilon, predict_bepsilon_engine,

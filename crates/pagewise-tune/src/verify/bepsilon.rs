@@ -81,12 +81,13 @@ pub struct NodeCheck {
     pub insert_error: f64,
     pub point_error: f64,
     /// The described mix per second: measured (the median of the rounds'
-    /// rates, as the B+tree's) and predicted (point gets and inserts: the advisor has no
-    /// B-epsilon range model).
+    /// rates, as the B+tree's) and predicted by the advisor (point gets and
+    /// inserts: its B-epsilon model has no scans).
     pub mix_ops: f64,
     pub predicted_mix_ops: f64,
     /// The corrected prediction, with the CPU constants fitted on the other
-    /// node sizes (out of sample; none with one size), and its errors.
+    /// node sizes (out of sample; none with one size), and its errors; its
+    /// mix counts scans too (a get's seek plus the fitted cost per record).
     pub corrected: Option<BEpsilonEnginePrediction>,
     pub corrected_insert_error: f64,
     pub corrected_point_error: f64,
@@ -292,6 +293,8 @@ fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BEpsilonCo
                 kib_per_get: c.kib_per_get,
                 read_s: 1.0 / dev.read.iops(bytes_per_read.max(512.0) as u64).0,
                 cached_get_s: Some(c.cpu_cached_get_s),
+                range_s: c.range_us.map(|us| us * 1e-6),
+                range_records: advice.dataset.range_records,
             }
         })
         .collect();
@@ -304,10 +307,10 @@ fn correct(dev: Device, advice: &Advice, sizes: &mut [NodeCheck]) -> (BEpsilonCo
         let p = predict_bepsilon_engine(dev, &d, c.shape, k);
         c.corrected_insert_error = c.inserts_per_s / p.inserts_per_s - 1.0;
         c.corrected_point_error = c.point_qps / p.point_qps - 1.0;
-        c.corrected_mix_ops = mix_rate(m.point, m.insert, p.point_qps, p.inserts_per_s);
+        c.corrected_mix_ops = p.mix_ops(m);
         c.corrected = Some(p);
         let q = predict_bepsilon_engine(dev, &d, c.shape, costs);
-        let mix = mix_rate(m.point, m.insert, q.point_qps, q.inserts_per_s);
+        let mix = q.mix_ops(m);
         if mix > best.1 {
             best = (c.shape.node_bytes, mix);
         }

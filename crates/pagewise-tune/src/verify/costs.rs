@@ -5,6 +5,7 @@
 
 use anyhow::Context;
 use pagewise_model::advise::correct::Correction;
+use pagewise_model::advise::BEpsilonCosts;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +25,22 @@ pub struct EngineCosts {
     pub verified: Option<Correction>,
     pub page_sizes: Vec<u64>,
     pub unix_secs: u64,
+    /// The B-epsilon tree's, when node sizes were verified (absent in
+    /// files written before they were kept).
+    #[serde(default)]
+    pub bepsilon: Option<KeptNodes>,
+}
+
+/// The B-epsilon costs one verification fitted, and where they hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptNodes {
+    /// Fitted on every verified node size (in sample).
+    pub costs: BEpsilonCosts,
+    /// The node sizes measured (the range the costs may rank within).
+    pub node_sizes: Vec<u64>,
+    /// The median of the records their loads inserted: the dataset size
+    /// the costs rank node sizes at (the verification's scale).
+    pub rows: u64,
 }
 
 impl EngineCosts {
@@ -38,6 +55,7 @@ impl EngineCosts {
             verified: None,
             page_sizes,
             unix_secs,
+            bepsilon: None,
         }
     }
 }
@@ -87,7 +105,7 @@ mod tests {
     #[test]
     fn round_trip_and_drive_check() {
         let dir = tempfile::tempdir().unwrap();
-        let c = EngineCosts::new(
+        let mut c = EngineCosts::new(
             "real drive".into(),
             Correction {
                 cpu_level_s: 1e-6,
@@ -95,14 +113,29 @@ mod tests {
             },
             vec![4096, 16384],
         );
+        c.bepsilon = Some(KeptNodes {
+            costs: BEpsilonCosts {
+                range_record_s: 2e-6,
+                ..BEpsilonCosts::NONE
+            },
+            node_sizes: vec![32 << 10, 64 << 10],
+            rows: 250_000,
+        });
         save(dir.path(), &c).unwrap();
         let mut notes = Vec::new();
-        assert_eq!(load(dir.path(), "real drive", &mut notes), Some(c));
+        assert_eq!(load(dir.path(), "real drive", &mut notes), Some(c.clone()));
         assert!(notes.is_empty());
         assert_eq!(load(dir.path(), "emulated", &mut notes), None);
         assert_eq!(notes.len(), 1, "{notes:?}");
         std::fs::write(path(dir.path()), "{").unwrap();
         assert_eq!(load(dir.path(), "real drive", &mut notes), None);
         assert!(notes[1].contains("unreadable"), "{notes:?}");
+        // A file from before the B-epsilon costs were kept still loads.
+        let mut old: serde_json::Value = serde_json::to_value(&c).unwrap();
+        old.as_object_mut().unwrap().remove("bepsilon");
+        std::fs::write(path(dir.path()), old.to_string()).unwrap();
+        let back = load(dir.path(), "real drive", &mut notes).unwrap();
+        assert_eq!(back.bepsilon, None);
+        assert_eq!(back.calibrated, c.calibrated);
     }
 }

@@ -26,6 +26,7 @@ mod build;
 pub mod costs;
 pub mod extend;
 mod keys;
+mod node_rank;
 mod pass;
 mod run;
 mod text;
@@ -34,7 +35,7 @@ mod verdict;
 use crate::advise::advise_report;
 use anyhow::Context;
 use build::{load, reopen, DbFiles};
-use costs::EngineCosts;
+use costs::{EngineCosts, KeptNodes};
 use pagewise_io::Fs;
 use pagewise_model::advise::correct::{
     correct, engine_best, fit_correction, leave_one_out, Corrected, Correction, Sample,
@@ -248,8 +249,12 @@ pub fn run(
     step: Step,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<Verification>> {
+    let dev = crate::advise::device(model, advice.mix, None, &mut Vec::new())?;
     if args.level == Level::Off {
         if let Some(c) = costs::load(dir, drive, notes) {
+            if let Some(k) = &c.bepsilon {
+                node_rank::rerank_nodes(dev, advice, k, notes);
+            }
             let (lo, hi) = (c.page_sizes.iter().min(), c.page_sizes.iter().max());
             let range = (lo.copied().unwrap_or(0), hi.copied().unwrap_or(u64::MAX));
             rerank(
@@ -270,11 +275,10 @@ pub fn run(
     let start = Instant::now();
     let budget = Budget::new(args);
     let device_only_best = advice.best;
-    learned(dir, drive, model, advice, notes);
+    learned(dir, drive, model, dev, advice, notes);
     let mut vnotes = Vec::new();
     let verify_pages = sizes(advice.best);
     let cal_pages = [verify_pages[0], verify_pages[verify_pages.len() - 1]];
-    let dev = crate::advise::device(model, advice.mix, None, &mut Vec::new())?;
     let ctx = Ctx {
         dir,
         fs,
@@ -329,8 +333,21 @@ pub fn run(
         out.sizes.iter().map(|c| c.page_size).collect(),
     );
     kept.verified = Some(out.correction);
+    kept.bepsilon = out.bepsilon.as_ref().map(kept_nodes);
     costs::save(dir, &kept)?;
     Ok(Some(out))
+}
+
+/// What a B-epsilon verification leaves for the next run: its in-sample
+/// costs, the node sizes and the median of the records they loaded.
+fn kept_nodes(b: &bepsilon::BEpsilonVerification) -> KeptNodes {
+    let mut rows: Vec<u64> = b.sizes.iter().map(|c| c.rows).collect();
+    rows.sort_unstable();
+    KeptNodes {
+        costs: b.costs,
+        node_sizes: b.sizes.iter().map(|c| c.shape.node_bytes).collect(),
+        rows: rows.get(rows.len() / 2).copied().unwrap_or(1),
+    }
 }
 
 /// Loads the B-epsilon node sizes to verify (none without B-epsilon
@@ -390,17 +407,22 @@ fn checks_of(
 /// Starts from what an earlier verification on this drive learned: the
 /// costs fitted on its verified sizes re-rank the advice before the sizes
 /// to verify are chosen, so a contradiction measured then moves the
-/// starting point now (the fresh calibration can still move it again).
+/// starting point now (the fresh calibration can still move it again);
+/// the kept B-epsilon costs likewise move the node size to verify around.
 fn learned(
     dir: &Path,
     drive: &str,
     model: &ModelReport,
+    dev: pagewise_model::advise::Device,
     advice: &mut Advice,
     notes: &mut Vec<String>,
 ) {
     let Some(c) = costs::load(dir, drive, notes) else {
         return;
     };
+    if let Some(k) = &c.bepsilon {
+        node_rank::rerank_nodes(dev, advice, k, notes);
+    }
     let Some(v) = c.verified else {
         return;
     };
