@@ -60,6 +60,7 @@ pub(super) fn rerank_nodes(
 ) {
     let ranked = ranks(dev, advice, kept);
     let Some(b) = advice.bepsilon.clone() else {
+        notes.push("B-epsilon nodes: the costs kept in DIR/engine-costs.json were not used, since this run's drive model gave no B-epsilon advice (its note says why)".into());
         return;
     };
     let Some(&(best, ops)) = ranked.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {

@@ -197,6 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "reason": advice.reason,
             "elapsed_secs": started.elapsed().as_secs_f64(),
             "verification": verification,
+            "notes": notes,
         });
         if let Some(p) = &results.emulated {
             out["emulated"] = serde_json::to_value(p)?;
