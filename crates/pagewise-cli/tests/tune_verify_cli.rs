@@ -250,7 +250,19 @@ fn verification_reports_every_size_and_cleans_up() {
         .iter()
         .max_by(|a, b| node_mix(**a).total_cmp(&node_mix(**b)))
         .unwrap();
-    first_ext(around_nodes, &node_ext, best_node, 16 << 10, 16 << 20);
+    // Node sizes stay within the dirty budget (75%) of the smallest node
+    // Db's cache, rounded down to a power of two.
+    let least_cache = (b["sizes"].as_array().unwrap().iter())
+        .map(|s| s["cache_bytes"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    let budget = least_cache * 3 / 4;
+    let node_hi = (1u64 << (63 - budget.leading_zeros())).clamp(16 << 10, 16 << 20);
+    assert!(
+        nodes.iter().all(|&n| n <= node_hi),
+        "{nodes:?} above {node_hi}"
+    );
+    first_ext(around_nodes, &node_ext, best_node, 16 << 10, node_hi);
     for s in b["sizes"].as_array().unwrap() {
         assert_eq!(s["rows"].as_u64(), Some(3_750), "{s}");
         // Measured in the interleaved rounds: a rate per round, the

@@ -135,12 +135,31 @@ pub fn clamp_node(advised: u64) -> u64 {
     advised.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES)
 }
 
-/// Node sizes to verify: N/2, N, 2N within the verified range.
-pub fn node_sizes(advised: u64) -> Vec<u64> {
-    let n = advised.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES);
+/// The largest node size a cache of `cache_bytes` verifies: the largest
+/// power of two within the engine's dirty budget (`dirty_percent` of the
+/// cache), at least [`MIN_NODE_BYTES`]. A larger dirty node cannot stay in
+/// the budget, so every insert writes nodes back (2 MiB nodes in 1-2 MiB of
+/// cache measured 124-308 mix ops/s against 1,100-7,800 at 1 MiB:
+/// docs/benchmarks.md, "Tune's advice measured").
+pub fn largest_node_for(cache_bytes: u64) -> u64 {
+    let percent = pagewise::Options::default().dirty_percent as u64;
+    let budget = cache_bytes.saturating_mul(percent) / 100;
+    let out = if budget < MIN_NODE_BYTES {
+        MIN_NODE_BYTES
+    } else {
+        (1u64 << (63 - budget.leading_zeros())).min(MAX_NODE_BYTES)
+    };
+    assert!(out.is_power_of_two() && (MIN_NODE_BYTES..=MAX_NODE_BYTES).contains(&out));
+    out
+}
+
+/// Node sizes to verify: N/2, N, 2N within the verified range, at most `hi`.
+pub fn node_sizes(advised: u64, hi: u64) -> Vec<u64> {
+    let hi = hi.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES);
+    let n = advised.clamp(MIN_NODE_BYTES, hi);
     let mut v: Vec<u64> = [n / 2, n, n.saturating_mul(2)]
         .into_iter()
-        .map(|s| s.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES))
+        .map(|s| s.clamp(MIN_NODE_BYTES, hi))
         .collect();
     v.dedup();
     assert!(!v.is_empty() && v.windows(2).all(|w| w[0] < w[1]));
@@ -154,7 +173,7 @@ pub(super) fn plan(budget: &Budget, advice: &Advice) -> Option<(Vec<BEpsilonShap
     let d = &advice.dataset;
     let rows = d.rows.min((budget.rows / 8).max(1000));
     let cache = ((d.cache_bytes as f64 * rows as f64 / d.rows as f64) as u64).max(1 << 20);
-    let shapes = (node_sizes(b.node_size).into_iter())
+    let shapes = (node_sizes(b.node_size, largest_node_for(cache)).into_iter())
         .map(|node| shape(b, node))
         .collect();
     Some((shapes, rows, cache))
@@ -499,9 +518,32 @@ mod tests {
 
     #[test]
     fn node_sizes_clamp_and_dedup() {
-        assert_eq!(node_sizes(64 << 10), vec![32 << 10, 64 << 10, 128 << 10]);
-        assert_eq!(node_sizes(4096), vec![16 << 10, 32 << 10]);
-        assert_eq!(node_sizes(1 << 30), vec![8 << 20, 16 << 20]);
+        let any = MAX_NODE_BYTES;
+        assert_eq!(
+            node_sizes(64 << 10, any),
+            vec![32 << 10, 64 << 10, 128 << 10]
+        );
+        assert_eq!(node_sizes(4096, any), vec![16 << 10, 32 << 10]);
+        assert_eq!(node_sizes(1 << 30, any), vec![8 << 20, 16 << 20]);
+        // A cache's limit caps the sizes (and the advised one).
+        assert_eq!(node_sizes(512 << 10, 512 << 10), vec![256 << 10, 512 << 10]);
+        assert_eq!(node_sizes(2 << 20, 512 << 10), vec![256 << 10, 512 << 10]);
+    }
+
+    #[test]
+    fn the_largest_node_fits_the_dirty_budget() {
+        // 75% of the cache, rounded down to a power of two: 1 MiB of cache
+        // holds 768 KiB dirty -> 512 KiB; 1,341,440 B (hdd's 1 MiB-node
+        // run) -> 1,006,080 -> 512 KiB; 1,962,934 B (x25e) -> 1,472,200 ->
+        // 1 MiB; 2,684,354 B (the real drive's 2 MiB-node run) ->
+        // 2,013,265 -> 1 MiB; tiny caches give the smallest node.
+        assert_eq!(pagewise::Options::default().dirty_percent, 75);
+        assert_eq!(largest_node_for(1 << 20), 512 << 10);
+        assert_eq!(largest_node_for(1_341_440), 512 << 10);
+        assert_eq!(largest_node_for(1_962_934), 1 << 20);
+        assert_eq!(largest_node_for(2_684_354), 1 << 20);
+        assert_eq!(largest_node_for(4096), MIN_NODE_BYTES);
+        assert_eq!(largest_node_for(u64::MAX), MAX_NODE_BYTES);
     }
 
     #[test]

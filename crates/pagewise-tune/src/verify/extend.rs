@@ -148,8 +148,16 @@ fn plan(dbs: &[Built], unit: Unit) -> Option<(usize, u64, String)> {
     let mut sizes: Vec<u64> = cands.iter().map(|&i| dbs[i].size()).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let (lo, hi) = unit.limits();
-    let (next, why) = next_size(&sizes, dbs[best].size(), lo, hi)?;
+    let (lo, mut hi) = unit.limits();
+    if unit == Unit::Nodes {
+        // Within every node Db's dirty budget (its cache follows its rows).
+        for &i in &cands {
+            if let What::Node(l) = &dbs[i].what {
+                hi = hi.min(bepsilon::largest_node_for(l.cache_bytes));
+            }
+        }
+    }
+    let (next, why) = next_size(&sizes, dbs[best].size(), lo, hi.max(lo))?;
     Some((best, next, why))
 }
 

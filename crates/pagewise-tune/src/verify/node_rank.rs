@@ -3,7 +3,7 @@
 //! the next run verifies around the size the engine measured best rather
 //! than around the device-only S x W rule, which knows no CPU and no scans.
 
-use super::bepsilon::{clamp_node, shape, MAX_NODE_BYTES, MIN_NODE_BYTES};
+use super::bepsilon::{clamp_node, largest_node_for, shape, MIN_NODE_BYTES};
 use super::costs::KeptNodes;
 use pagewise_model::advise::{bepsilon_at, predict_bepsilon_engine, Advice, Dataset, Device};
 use pagewise_model::units::{fmt_bytes, fmt_count};
@@ -25,8 +25,9 @@ pub(super) fn ranked_dataset(d: &Dataset, kept: &KeptNodes) -> Dataset {
     }
 }
 
-/// Node sizes (powers of two) from the smallest to the largest kept one,
-/// each with its predicted mix ops/s under `kept.costs`.
+/// Node sizes (powers of two) from the smallest to the largest kept one
+/// that the ranked dataset's cache verifies ([`largest_node_for`]), each
+/// with its predicted mix ops/s under `kept.costs`.
 pub(super) fn ranks(dev: Device, advice: &Advice, kept: &KeptNodes) -> Vec<(u64, f64)> {
     let Some(b) = advice.bepsilon.as_ref() else {
         return Vec::new();
@@ -38,7 +39,8 @@ pub(super) fn ranks(dev: Device, advice: &Advice, kept: &KeptNodes) -> Vec<(u64,
     let mut out = Vec::new();
     let mut node = clamp_node(lo).next_power_of_two();
     // Bounded: MIN_NODE_BYTES..MAX_NODE_BYTES holds 11 powers of two.
-    while node <= hi.min(MAX_NODE_BYTES) && out.len() < 16 {
+    let hi = hi.min(largest_node_for(d.cache_bytes));
+    while node <= hi && out.len() < 16 {
         let a = bepsilon_at(dev, &advice.dataset, b.half_bandwidth_point, node, btree);
         let p = predict_bepsilon_engine(dev, &d, shape(&a, node), kept.costs);
         out.push((node, p.mix_ops(advice.mix)));
