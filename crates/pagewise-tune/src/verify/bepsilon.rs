@@ -10,7 +10,9 @@
 //! 1,000, buffered commits; the load's insert rate includes the final
 //! checkpoint (close). The cache keeps the described Db-to-cache ratio for
 //! the rows inserted (a load the time limit stops early has fewer):
-//! `cache' = cache x rows' / rows`, at least 1 MiB. Basement and fanout are
+//! `cache' = cache x rows' / rows`, at least 1 MiB and at least what holds
+//! one node in the engine's dirty budget ([`cache_for_node`]); node sizes
+//! stay within the planned cache's budget ([`largest_node_for`]). Basement and fanout are
 //! the advisor's (the basement at most half the node, as the engine
 //! requires). Two predictions per size: the advisor's, I/O only, and the
 //! corrected one ([`pagewise_model::advise::predict_bepsilon_engine`]: reads
@@ -48,7 +50,7 @@ pub const MAX_NODE_BYTES: u64 = 16 << 20;
 /// Below this a gap between two node sizes is run-to-run noise.
 const MARGIN: f64 = 0.03;
 
-pub const BEPSILON_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed; a load the time limit stops early counts the rows it inserted); cache' = cache x rows' / rows (at least 1 MiB), keeping the Db-to-cache ratio; basement and fanout as advised; then the same warm-up, point gets, mix and cached gets as the B+tree page sizes, in the same interleaved rounds; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
+pub const BEPSILON_RULE: &str = "rows' = min(rows, an eighth of the B+tree budget), inserted in a random order in batches of 1,000 (buffered commits, the final checkpoint timed; a load the time limit stops early counts the rows it inserted); cache' = cache x rows' / rows (at least 1 MiB, and at least what holds one node in the dirty budget), keeping the Db-to-cache ratio; node sizes at most the planned cache's dirty budget; basement and fanout as advised; then the same warm-up, point gets, mix and cached gets as the B+tree page sizes, in the same interleaved rounds; predictions are the advisor's (I/O only) and the corrected model's (derived reads per get, the engine's costs fitted on the other node sizes) on this scaled dataset";
 /// Most distinct keys read over and over for the cached-get CPU.
 const HOT_KEYS: u64 = 64;
 
@@ -153,6 +155,16 @@ pub fn largest_node_for(cache_bytes: u64) -> u64 {
     out
 }
 
+/// The smallest cache whose dirty budget holds a `node_bytes` node:
+/// `ceil(node x 100 / dirty_percent)`, so `largest_node_for` of it is at
+/// least `node_bytes`.
+pub fn cache_for_node(node_bytes: u64) -> u64 {
+    let percent = pagewise::Options::default().dirty_percent as u64;
+    let out = (node_bytes.saturating_mul(100)).div_ceil(percent.max(1));
+    assert!(out.saturating_mul(percent) / 100 >= node_bytes);
+    out
+}
+
 /// Node sizes to verify: N/2, N, 2N within the verified range, at most `hi`.
 pub fn node_sizes(advised: u64, hi: u64) -> Vec<u64> {
     let hi = hi.clamp(MIN_NODE_BYTES, MAX_NODE_BYTES);
@@ -226,6 +238,9 @@ pub(super) fn build(
     // node sizes load different row counts, and the same cache would
     // flatter the smaller trees' gets.
     let cache = ((cache as f64 * done as f64 / rows as f64) as u64).max(1 << 20);
+    // The plan kept the node within the planned cache's dirty budget; a
+    // shorter load can take it out again: raise the cache to hold it.
+    let cache = cache.max(cache_for_node(shape.node_bytes));
     let db = Db::open(
         &files.path,
         files.options().cache_bytes(cache as usize).direct_io(true),
@@ -544,6 +559,11 @@ mod tests {
         assert_eq!(largest_node_for(2_684_354), 1 << 20);
         assert_eq!(largest_node_for(4096), MIN_NODE_BYTES);
         assert_eq!(largest_node_for(u64::MAX), MAX_NODE_BYTES);
+        // The cache that holds a node: 1 MiB / 0.75 = 1,398,102 B (rounded
+        // up), whose budget holds 1 MiB; one byte less does not.
+        assert_eq!(cache_for_node(1 << 20), 1_398_102);
+        assert_eq!(largest_node_for(1_398_102), 1 << 20);
+        assert_eq!(largest_node_for(1_398_101), 512 << 10);
     }
 
     #[test]
