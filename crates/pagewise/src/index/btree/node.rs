@@ -106,9 +106,10 @@ pub struct Node {
     data: Vec<u8>,
     ents: Vec<Ent>,
     kids: Vec<u64>,
-    /// Branch: per entry, the first 8 bytes of its separator as a
-    /// big-endian integer ([`key_head`]), so a descent compares integers and
-    /// reads a separator only when heads tie. Leaves: empty.
+    /// Per entry, the first 8 bytes of its key (a branch: its separator)
+    /// as a big-endian integer ([`key_head`]), so a search compares
+    /// integers in one small array and reads a key's bytes only when heads
+    /// tie.
     heads: Vec<u64>,
     /// Branch: per child, its base as the entry names it (`NodeRef::base`).
     bases: Vec<u64>,
@@ -321,10 +322,32 @@ impl Node {
         }
     }
 
-    /// Leaf: position of `key`, or where it would be inserted.
+    /// Leaf: position of `key`, or where it would be inserted: one binary
+    /// search on the heads, reading an entry's key only where its head ties
+    /// with `key`'s (the one read of a found key's bytes).
     pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
-        self.ents
-            .binary_search_by(|e| self.data[e.k as usize..(e.k + e.kl) as usize].cmp(key))
+        debug_assert!(self.leaf && self.heads.len() == self.ents.len());
+        let head = key_head(key);
+        let (mut lo, mut hi) = (0, self.ents.len());
+        for _ in 0..=usize::BITS {
+            if lo >= hi {
+                break;
+            }
+            let mid = lo + (hi - lo) / 2;
+            let h = self.heads[mid];
+            let order = if h != head {
+                h.cmp(&head)
+            } else {
+                self.key(mid).cmp(key)
+            };
+            match order {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        debug_assert!(lo == hi);
+        Err(lo)
     }
 
     /// Branch: the child whose range holds `key`.
@@ -369,7 +392,7 @@ impl Node {
         lo - 1
     }
 
-    /// Branch: every head is its separator's (tests of the upkeep).
+    /// Every head is its key's (tests of the upkeep).
     #[cfg(test)]
     fn heads_match(&self) -> bool {
         self.heads.len() == self.ents.len()
@@ -431,6 +454,7 @@ impl Node {
         debug_assert!(self.leaf);
         let e = self.make_ent(key, val);
         self.ents.insert(i, e);
+        self.heads.insert(i, key_head(key));
         self.bytes += LEAF_ENT + key.len() + val.stored_len();
         self.log_put(key, val);
     }
@@ -458,6 +482,7 @@ impl Node {
             self.log(&key, || Change::Remove);
         }
         let old = self.ents.remove(i);
+        self.heads.remove(i);
         self.garbage += (old.kl + old.vl) as usize;
         self.bytes -= LEAF_ENT + (old.kl + old.vl) as usize;
         self.maybe_compact();
@@ -521,6 +546,7 @@ impl Node {
         if self.leaf {
             let e = self.make_ent(src.key(i), src.val(i));
             self.ents.push(e);
+            self.heads.push(src.heads[i]);
         } else {
             let key = if self.ents.is_empty() {
                 &[][..]
@@ -866,6 +892,7 @@ impl Node {
         let v = self.push_bytes(val);
         let (kl, vl) = (key.len() as u32, val.len() as u32);
         self.ents.push(Ent { k, kl, v, vl, ovf });
+        self.heads.push(key_head(key));
         self.bytes += LEAF_ENT + key.len() + val.len();
     }
 
@@ -1104,6 +1131,67 @@ mod tests {
         let payload = &page[HDR..HDR + fill.used_bytes as usize];
         let back = Node::decode(payload, fill.kind, b.len(), 4096).unwrap();
         assert!(back.heads_match());
+    }
+
+    /// A leaf's search with heads finds what a plain binary search of its
+    /// keys finds (found: the position; absent: where it would go), with
+    /// keys that share 8-byte heads, are prefixes of each other or empty,
+    /// through inserts, replaces, removes, a split, a merge, compactions and
+    /// a decode.
+    #[test]
+    fn leaf_heads_keep_up_and_search_as_the_keys_do() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(22);
+        let key = |rng: &mut SmallRng| -> Vec<u8> {
+            let len = rng.gen_range(0..12);
+            (0..len)
+                .map(|_| [0u8, 1, 255][rng.gen_range(0..3)])
+                .collect()
+        };
+        let mut n = Node::new_leaf(4096);
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for step in 0..3000u32 {
+            let k = key(&mut rng);
+            let plain = keys.binary_search(&k);
+            assert_eq!(n.search(&k), plain, "{k:?} in {keys:?}");
+            match plain {
+                Ok(i) if rng.gen_bool(0.5) => {
+                    n.remove_at(i);
+                    keys.remove(i);
+                }
+                Ok(i) => n.replace_at(i, Val::Inline(&step.to_le_bytes())),
+                Err(i) if n.bytes() + LEAF_ENT + k.len() + 4 < 4096 - HDR => {
+                    n.insert_at(i, &k, Val::Inline(&step.to_le_bytes()));
+                    keys.insert(i, k);
+                }
+                Err(_) => {}
+            }
+            assert!(n.heads_match());
+        }
+        assert!(n.len() >= 2, "the walk keeps a few dozen keys");
+        let (sep, right) = n.split(None);
+        assert!(n.heads_match() && right.heads_match());
+        for k in &keys {
+            let (i, side) = if k.as_slice() < sep.as_slice() {
+                (n.search(k), &n)
+            } else {
+                (right.search(k), &right)
+            };
+            assert_eq!(
+                side.key(i.expect("a key stays found after the split")),
+                k.as_slice()
+            );
+        }
+        n.merge_from(&sep, &right);
+        assert!(n.heads_match());
+        let mut page = vec![0u8; 4096];
+        let fill = n.encode_page(&mut page);
+        let payload = &page[HDR..HDR + fill.used_bytes as usize];
+        let back = Node::decode(payload, fill.kind, n.len(), 4096).unwrap();
+        assert!(back.heads_match());
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(back.search(k), Ok(i));
+        }
     }
 
     use super::*;
