@@ -166,7 +166,7 @@ impl Db {
             wal: i.io.wal.snapshot(),
             pages: i.io.pages.snapshot(),
             meta: i.io.meta.snapshot(),
-            cache_hits: cache.hits.load(Relaxed),
+            cache_hits: cache.hits.load(),
             cache_misses: cache.misses.load(Relaxed),
             cache_evictions: cache.evictions.load(Relaxed),
             cache_bytes: cache.used_bytes(),

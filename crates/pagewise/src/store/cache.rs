@@ -4,6 +4,7 @@
 //! writes them), so eviction never does I/O and never blocks on it.
 
 use super::image::{Image, MAX_KEEP_PASSES};
+use super::tally::Tally;
 use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -70,7 +71,8 @@ pub struct Cache {
     /// Fraction of a shard's budget clean images always keep, in 1/256ths
     /// ([`Cache::set_dirty_percent`]).
     clean_floor_256: AtomicUsize,
-    pub hits: AtomicU64,
+    /// Lookups that found their page (striped: every get adds to it).
+    pub hits: Tally,
     pub misses: AtomicU64,
     pub evictions: AtomicU64,
     /// Read-ahead pages found by a lookup, and evicted before any lookup.
@@ -89,7 +91,7 @@ impl Cache {
             budget: budget / n,
             reserved: AtomicUsize::new(0),
             clean_floor_256: AtomicUsize::new(128),
-            hits: AtomicU64::new(0),
+            hits: Tally::default(),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             ahead_hits: AtomicU64::new(0),
@@ -143,7 +145,7 @@ impl Cache {
 
     pub fn get(&self, pid: u64) -> Option<Image> {
         let n = self.lookup(pid)?;
-        self.hits.fetch_add(1, Ordering::Relaxed);
+        self.hits.add(1);
         Some(n)
     }
 

@@ -18,19 +18,21 @@ pub mod pager;
 pub mod pin;
 pub mod read;
 pub mod superblock;
+pub mod tally;
 pub mod trim;
 
 use alloc::Alloc;
 use cache::Cache;
+use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use dirty::Dirty;
 use extent::Extent;
 use page::Kind;
 use pager::Pager;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use pin::{Pin, Pins};
 use read::Frozen;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 /// What the state lock guards: the trees' in-memory descriptors (`T`, owned
@@ -101,21 +103,28 @@ impl<T: Clone> Epoch<T> {
 
 /// The state lock: a reader-writer lock over [`Epoch`] whose write side
 /// drops the shared frozen view (a write changes what it froze).
-pub struct StateLock<T>(RwLock<Epoch<T>>);
+///
+/// Every get takes it shared, so its read side must not make readers on
+/// different cores write one cache line: it is sharded (a reader locks the
+/// shard of its thread, a writer locks them all), and readers on two cores
+/// touch different lines. Writers take it once per commit group or
+/// checkpoint step, where locking every shard costs nothing measurable.
+/// A writer that panics leaves the Db poisoned (`Db::poison`), not the lock.
+pub struct StateLock<T>(ShardedLock<Epoch<T>>);
 
 impl<T> StateLock<T> {
     pub fn new(epoch: Epoch<T>) -> Self {
-        StateLock(RwLock::new(epoch))
+        StateLock(ShardedLock::new(epoch))
     }
 
     #[inline]
-    pub fn read(&self) -> parking_lot::RwLockReadGuard<'_, Epoch<T>> {
-        self.0.read()
+    pub fn read(&self) -> ShardedLockReadGuard<'_, Epoch<T>> {
+        self.0.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     #[inline]
-    pub fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Epoch<T>> {
-        let mut g = self.0.write();
+    pub fn write(&self) -> ShardedLockWriteGuard<'_, Epoch<T>> {
+        let mut g = self.0.write().unwrap_or_else(PoisonError::into_inner);
         g.view.take();
         g
     }

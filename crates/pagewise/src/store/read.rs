@@ -182,9 +182,7 @@ impl<T> Store<T> {
                     hits: std::cell::Cell::new(0),
                 };
                 let step = f(&view);
-                self.cache
-                    .hits
-                    .fetch_add(view.hits.get(), Ordering::Relaxed);
+                self.cache.hits.add(view.hits.get());
                 step
             };
             let pinned_at = at.is_some_and(|fz| fz.pinned());

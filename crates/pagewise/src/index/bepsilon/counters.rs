@@ -2,6 +2,7 @@
 //! reported by `Db::stats` as [`crate::stats::LevelReads`].
 
 use crate::stats::LevelReads;
+use crate::store::tally::Tally;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const LEVELS: usize = 8;
@@ -21,7 +22,8 @@ pub struct ReadCounters {
     shell_bytes: [AtomicU64; LEVELS],
     part_reads: [AtomicU64; LEVELS],
     part_bytes: [AtomicU64; LEVELS],
-    filter_skips: [AtomicU64; LEVELS],
+    /// Counted on every get that skips a buffer: striped ([`Tally`]).
+    filter_skips: [Tally; LEVELS],
     probes: [AtomicU64; LEVELS],
 }
 
@@ -45,7 +47,7 @@ impl ReadCounters {
     pub fn filter_skipped(&self, skips: &[u32; LEVELS]) {
         for (h, &n) in skips.iter().enumerate() {
             if n > 0 {
-                self.filter_skips[h].fetch_add(n as u64, Relaxed);
+                self.filter_skips[h].add(n as u64);
             }
         }
     }
@@ -60,7 +62,7 @@ impl ReadCounters {
                 shell_bytes: self.shell_bytes[h].load(Relaxed),
                 part_reads: self.part_reads[h].load(Relaxed),
                 part_bytes: self.part_bytes[h].load(Relaxed),
-                filter_skips: self.filter_skips[h].load(Relaxed),
+                filter_skips: self.filter_skips[h].load(),
                 probes: self.probes[h].load(Relaxed),
             };
             if l != (LevelReads {

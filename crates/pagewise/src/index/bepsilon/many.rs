@@ -165,7 +165,7 @@ fn round(
             }
         }
     }
-    ix.store.cache.hits.fetch_add(hits, Ordering::Relaxed);
+    ix.store.cache.hits.add(hits);
     (wants, done)
 }
 

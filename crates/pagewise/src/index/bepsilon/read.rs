@@ -219,10 +219,7 @@ pub fn read_keeping<R>(
                 resets,
             };
             let step = f(&view);
-            store
-                .cache
-                .hits
-                .fetch_add(view.hits.get(), Ordering::Relaxed);
+            store.cache.hits.add(view.hits.get());
             if let Step::Done(_) = step {
                 ix.counters.bepsilon_reads.filter_skipped(&view.skips.get());
             }

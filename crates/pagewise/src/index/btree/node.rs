@@ -89,13 +89,64 @@ impl Val<'_> {
     }
 }
 
+/// Where an entry's key and value lie in the node's `data`: 12 bytes (a
+/// node's memory charge counts them). A key or value is at most a page's
+/// payload (under 64 KiB), so its length fits 16 bits; `data` stays far
+/// below 2^31 bytes, so the key offset's top bit says the value is an
+/// overflow reference.
 #[derive(Clone, Copy, Debug)]
 struct Ent {
-    k: u32,
-    kl: u32,
+    k_ovf: u32,
     v: u32,
-    vl: u32,
-    ovf: bool,
+    kl: u16,
+    vl: u16,
+}
+
+/// [`Ent::k_ovf`]'s overflow bit.
+const ENT_OVF: u32 = 1 << 31;
+
+impl Ent {
+    fn new(k: u32, kl: usize, v: u32, vl: usize, ovf: bool) -> Ent {
+        assert!(k < ENT_OVF && v < ENT_OVF, "node data past 2 GiB");
+        let (kl, vl) = (u16::try_from(kl), u16::try_from(vl));
+        let (Ok(kl), Ok(vl)) = (kl, vl) else {
+            panic!("an entry's key or value longer than a page");
+        };
+        Ent {
+            k_ovf: k | if ovf { ENT_OVF } else { 0 },
+            v,
+            kl,
+            vl,
+        }
+    }
+    #[inline]
+    fn k(&self) -> usize {
+        (self.k_ovf & !ENT_OVF) as usize
+    }
+    #[inline]
+    fn kl(&self) -> usize {
+        self.kl as usize
+    }
+    #[inline]
+    fn v(&self) -> usize {
+        self.v as usize
+    }
+    #[inline]
+    fn vl(&self) -> usize {
+        self.vl as usize
+    }
+    #[inline]
+    fn ovf(&self) -> bool {
+        self.k_ovf & ENT_OVF != 0
+    }
+    #[inline]
+    fn key_range(&self) -> std::ops::Range<usize> {
+        self.k()..self.k() + self.kl()
+    }
+    #[inline]
+    fn val_range(&self) -> std::ops::Range<usize> {
+        self.v()..self.v() + self.vl()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -146,13 +197,7 @@ impl Node {
         n.leaf = false;
         n.names_bases = true;
         n.bases.push(base0);
-        n.ents.push(Ent {
-            k: 0,
-            kl: 0,
-            v: 0,
-            vl: 0,
-            ovf: false,
-        });
+        n.ents.push(Ent::new(0, 0, 0, 0, false));
         n.heads.push(0);
         n.kids.push(child0);
         n.bytes = BRANCH_BASE;
@@ -177,7 +222,7 @@ impl Node {
     pub fn mem_size(&self) -> usize {
         let changes = self.changes.as_ref().map_or(0, |c| c.charge_bytes());
         let kids = (self.kids.capacity() + self.bases.capacity() + self.heads.capacity()) * 8;
-        96 + self.data.capacity() + self.ents.capacity() * 20 + kids + changes
+        96 + self.data.capacity() + self.ents.capacity() * size_of::<Ent>() + kids + changes
     }
 
     /// The changes since the base page, if the node has a base.
@@ -298,13 +343,13 @@ impl Node {
 
     pub fn key(&self, i: usize) -> &[u8] {
         let e = &self.ents[i];
-        &self.data[e.k as usize..(e.k + e.kl) as usize]
+        &self.data[e.key_range()]
     }
 
     pub fn val(&self, i: usize) -> Val<'_> {
         let e = &self.ents[i];
-        let b = &self.data[e.v as usize..(e.v + e.vl) as usize];
-        if e.ovf {
+        let b = &self.data[e.val_range()];
+        if e.ovf() {
             // Validated when the page was decoded (see `decode`).
             Val::Overflow(Extent::decode(b, self.page_size as usize).expect("checked at decode"))
         } else {
@@ -316,9 +361,9 @@ impl Node {
     pub fn entry_bytes(&self, i: usize) -> usize {
         let e = &self.ents[i];
         if self.leaf {
-            LEAF_ENT + (e.kl + e.vl) as usize
+            LEAF_ENT + e.kl() + e.vl()
         } else {
-            self.branch_ent(e.kl as usize)
+            self.branch_ent(e.kl())
         }
     }
 
@@ -373,7 +418,7 @@ impl Node {
                 return h < head;
             }
             let e = self.ents[i];
-            let sep = &self.data[e.k as usize..(e.k + e.kl) as usize];
+            let sep = &self.data[e.key_range()];
             sep < key || (or_equal && sep == key)
         };
         let (mut lo, mut hi) = (1, self.ents.len());
@@ -433,20 +478,14 @@ impl Node {
     fn make_ent(&mut self, key: &[u8], val: Val<'_>) -> Ent {
         let k = self.push_bytes(key);
         let (v, vl, ovf) = match val {
-            Val::Inline(b) => (self.push_bytes(b), b.len() as u32, false),
+            Val::Inline(b) => (self.push_bytes(b), b.len(), false),
             Val::Overflow(ext) => {
                 let mut r = [0u8; OVF_REF];
                 ext.encode(&mut r);
-                (self.push_bytes(&r), OVF_REF as u32, true)
+                (self.push_bytes(&r), OVF_REF, true)
             }
         };
-        Ent {
-            k,
-            kl: key.len() as u32,
-            v,
-            vl,
-            ovf,
-        }
+        Ent::new(k, key.len(), v, vl, ovf)
     }
 
     /// Leaf: inserts a new entry at position `i`.
@@ -466,12 +505,10 @@ impl Node {
             self.log_put(&key, val);
         }
         let old = self.ents[i];
-        let mut e = self.make_ent(&[], val);
-        e.k = old.k;
-        e.kl = old.kl;
-        self.ents[i] = e;
-        self.garbage += old.vl as usize;
-        self.bytes = self.bytes + val.stored_len() - old.vl as usize;
+        let e = self.make_ent(&[], val);
+        self.ents[i] = Ent::new(old.k() as u32, old.kl(), e.v, e.vl(), e.ovf());
+        self.garbage += old.vl();
+        self.bytes = self.bytes + val.stored_len() - old.vl();
         self.maybe_compact();
     }
 
@@ -483,8 +520,8 @@ impl Node {
         }
         let old = self.ents.remove(i);
         self.heads.remove(i);
-        self.garbage += (old.kl + old.vl) as usize;
-        self.bytes -= LEAF_ENT + (old.kl + old.vl) as usize;
+        self.garbage += old.kl() + old.vl();
+        self.bytes -= LEAF_ENT + old.kl() + old.vl();
         self.maybe_compact();
     }
 
@@ -514,8 +551,8 @@ impl Node {
         self.heads.remove(idx);
         self.kids.remove(i);
         self.bases.remove(i);
-        self.garbage += old.kl as usize;
-        self.bytes -= self.branch_ent(old.kl as usize);
+        self.garbage += old.kl();
+        self.bytes -= self.branch_ent(old.kl());
         if i == 0 {
             self.log_child(0);
         }
@@ -730,8 +767,7 @@ impl Node {
             (self.kids[0], self.bases[0]) = kid.expect("checked above");
             return true;
         }
-        let pos = self.ents[1..]
-            .binary_search_by(|e| self.data[e.k as usize..(e.k + e.kl) as usize].cmp(key));
+        let pos = self.ents[1..].binary_search_by(|e| self.data[e.key_range()].cmp(key));
         let fits = self.branch_ent(key.len()) <= max_entry(self.page_size as usize);
         match (pos, kid) {
             (Ok(j), Some(kid)) => (self.kids[j + 1], self.bases[j + 1]) = kid,
@@ -748,14 +784,14 @@ impl Node {
         let mut at = HDR;
         if self.leaf {
             for (i, e) in self.ents.iter().enumerate() {
-                put_u16(page, at + entry::KEY_LEN.at, e.kl as u16);
-                let vl = e.vl | if e.ovf { OVF_BIT } else { 0 };
+                put_u16(page, at + entry::KEY_LEN.at, e.kl);
+                let vl = e.vl() as u32 | if e.ovf() { OVF_BIT } else { 0 };
                 put_u32(page, at + entry::VALUE_LEN.at, vl);
                 at += LEAF_ENT;
                 let k = self.key(i);
                 page[at..at + k.len()].copy_from_slice(k);
                 at += k.len();
-                let v = &self.data[e.v as usize..(e.v + e.vl) as usize];
+                let v = &self.data[e.val_range()];
                 page[at..at + v.len()].copy_from_slice(v);
                 at += v.len();
             }
@@ -890,8 +926,7 @@ impl Node {
         debug_assert!(self.leaf && (!ovf || val.len() == OVF_REF));
         let k = self.push_bytes(key);
         let v = self.push_bytes(val);
-        let (kl, vl) = (key.len() as u32, val.len() as u32);
-        self.ents.push(Ent { k, kl, v, vl, ovf });
+        self.ents.push(Ent::new(k, key.len(), v, val.len(), ovf));
         self.heads.push(key_head(key));
         self.bytes += LEAF_ENT + key.len() + val.len();
     }
@@ -927,9 +962,8 @@ impl Node {
             }
             let k = n.push_bytes(&payload[at..at + kl]);
             n.heads.push(key_head(&payload[at..at + kl]));
-            let (kl, v, vl, ovf) = (kl as u32, 0, 0, false);
-            n.ents.push(Ent { k, kl, v, vl, ovf });
-            at += kl as usize;
+            n.ents.push(Ent::new(k, kl, 0, 0, false));
+            at += kl;
             n.kids.push(get_u64(payload, at + branch::CHILD.at));
             n.bases.push(if named {
                 get_u64(payload, at + branch::BASE.at)
