@@ -4,8 +4,8 @@
 //! writes them), so eviction never does I/O and never blocks on it.
 
 use super::image::{Image, MAX_KEEP_PASSES};
+use super::read_mostly::ReadMostly;
 use super::tally::Tally;
-use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -63,7 +63,7 @@ struct Shard {
 
 /// Lookups take a shard's lock shared, so readers never block each other.
 pub struct Cache {
-    shards: Vec<RwLock<Shard>>,
+    shards: Vec<ReadMostly<Shard>>,
     budget: usize,
     /// Bytes the dirty set holds ([`Cache::reserve`]): clean images give
     /// them up, so clean and dirty together stay within the budget.
@@ -87,7 +87,7 @@ impl Cache {
     pub fn new(budget: usize, unit_bytes: usize) -> Self {
         let n = (budget / (8 * unit_bytes)).clamp(1, 16);
         Self {
-            shards: (0..n).map(|_| RwLock::new(Shard::default())).collect(),
+            shards: (0..n).map(|_| ReadMostly::new(Shard::default())).collect(),
             budget: budget / n,
             reserved: AtomicUsize::new(0),
             clean_floor_256: AtomicUsize::new(128),
@@ -137,7 +137,7 @@ impl Cache {
         evicted_total
     }
 
-    fn shard(&self, pid: u64) -> &RwLock<Shard> {
+    fn shard(&self, pid: u64) -> &ReadMostly<Shard> {
         // Fibonacci hashing spreads consecutive page ids over shards.
         let h = pid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
         &self.shards[(h as usize) % self.shards.len()]
@@ -152,6 +152,18 @@ impl Cache {
     /// A lookup the caller counts (readers add their hits once per operation
     /// instead of contending on the counter per page).
     pub fn lookup(&self, pid: u64) -> Option<Image> {
+        self.with(pid, Image::clone)
+    }
+
+    /// Runs `f` on the cached image of `pid` (a lookup the caller counts,
+    /// as [`Cache::lookup`]) without taking a reference to it: a descent
+    /// that only needs a child pointer or a value's bytes then writes no
+    /// reference count that readers on other cores share.
+    /// Requires: `f` is short and takes no cache lock (it runs under the
+    /// shard's read lock, which an insert or eviction of the shard waits
+    /// for).
+    #[inline]
+    pub fn with<R>(&self, pid: u64, f: impl FnOnce(&Image) -> R) -> Option<R> {
         let s = self.shard(pid).read();
         let i = *s.map.get(&pid)?;
         let slot = &s.slots[i];
@@ -161,7 +173,7 @@ impl Cache {
         if slot.ahead.load(Ordering::Relaxed) && slot.ahead.swap(false, Ordering::Relaxed) {
             self.ahead_hits.fetch_add(1, Ordering::Relaxed);
         }
-        slot.node.clone()
+        slot.node.as_ref().map(f)
     }
 
     /// Whether `pid` is cached, without counting it as a use.

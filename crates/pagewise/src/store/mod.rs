@@ -17,13 +17,14 @@ pub mod page;
 pub mod pager;
 pub mod pin;
 pub mod read;
+pub mod read_mostly;
 pub mod superblock;
 pub mod tally;
 pub mod trim;
 
 use alloc::Alloc;
 use cache::Cache;
-use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
+use crossbeam_utils::sync::{ShardedLockReadGuard, ShardedLockWriteGuard};
 use dirty::Dirty;
 use extent::Extent;
 use page::Kind;
@@ -31,8 +32,9 @@ use pager::Pager;
 use parking_lot::Mutex;
 use pin::{Pin, Pins};
 use read::Frozen;
+use read_mostly::ReadMostly;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What the state lock guards: the trees' in-memory descriptors (`T`, owned
@@ -102,29 +104,25 @@ impl<T: Clone> Epoch<T> {
 }
 
 /// The state lock: a reader-writer lock over [`Epoch`] whose write side
-/// drops the shared frozen view (a write changes what it froze).
-///
-/// Every get takes it shared, so its read side must not make readers on
-/// different cores write one cache line: it is sharded (a reader locks the
-/// shard of its thread, a writer locks them all), and readers on two cores
-/// touch different lines. Writers take it once per commit group or
-/// checkpoint step, where locking every shard costs nothing measurable.
-/// A writer that panics leaves the Db poisoned (`Db::poison`), not the lock.
-pub struct StateLock<T>(ShardedLock<Epoch<T>>);
+/// drops the shared frozen view (a write changes what it froze). Every get
+/// takes it shared, so it is a [`ReadMostly`] lock: readers on two cores
+/// write no common cache line; writers take it once per commit group or
+/// checkpoint step.
+pub struct StateLock<T>(ReadMostly<Epoch<T>>);
 
 impl<T> StateLock<T> {
     pub fn new(epoch: Epoch<T>) -> Self {
-        StateLock(ShardedLock::new(epoch))
+        StateLock(ReadMostly::new(epoch))
     }
 
     #[inline]
     pub fn read(&self) -> ShardedLockReadGuard<'_, Epoch<T>> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner)
+        self.0.read()
     }
 
     #[inline]
     pub fn write(&self) -> ShardedLockWriteGuard<'_, Epoch<T>> {
-        let mut g = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let mut g = self.0.write();
         g.view.take();
         g
     }

@@ -140,6 +140,23 @@ impl<T> View<'_, T> {
         n
     }
 
+    /// Runs `f` on the image of `pid` without taking a reference to it
+    /// (dirty, read by this traversal, or under the cache shard's read lock:
+    /// [`super::cache::Cache::with`], whose requirement `f` meets), or None
+    /// when it is not in memory.
+    #[inline]
+    pub fn with_node<R>(&self, pid: u64, f: impl FnOnce(&Image) -> R) -> Option<R> {
+        if let Some(n) = self.epoch.dirty.get(pid) {
+            return Some(f(n));
+        }
+        if let Some(n) = self.pinned.get(&pid) {
+            return Some(f(n));
+        }
+        let r = self.store.cache.with(pid, f);
+        self.hits.set(self.hits.get() + r.is_some() as u64);
+        r
+    }
+
     /// Whether `pid` is in memory (dirty, cached or read by this traversal),
     /// without counting a use.
     pub fn resident(&self, pid: u64) -> bool {

@@ -44,21 +44,42 @@ pub fn node<T>(v: &View<T>, pid: u64) -> Option<Arc<Node>> {
 /// image (a B+tree node: read it with [`node_ref`]).
 #[inline]
 pub fn find_leaf<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Image> {
+    find_leaf_with(v, tm, key, Image::clone)
+}
+
+/// [`find_leaf`], running `at_leaf` on the leaf's image where it lies
+/// instead of returning a reference to it: no level takes a reference
+/// count (`View::with_node`), so readers on two cores write no shared
+/// cache line. `at_leaf` must be short and take no cache lock.
+#[inline]
+pub fn find_leaf_with<T, R>(
+    v: &View<T>,
+    tm: &Meta,
+    key: &[u8],
+    at_leaf: impl FnOnce(&Image) -> R,
+) -> Step<R> {
     assert!(tm.root != 0 && tm.height >= 1);
+    let mut at_leaf = Some(at_leaf);
+    let mut leaf = |img: &Image| (at_leaf.take().expect("one leaf per descent"))(img);
     // The root descriptor names no base; every child comes with its entry's.
     let mut at = NodeRef::unnamed(tm.root);
     for _ in 1..tm.height {
-        let Some(img) = v.node(at.pid) else {
-            return Step::Miss(at);
-        };
-        let n = node_ref(&img);
-        if n.is_leaf() {
-            return Step::Done(img);
+        let next = v.with_node(at.pid, |img| {
+            let n = node_ref(img);
+            if n.is_leaf() {
+                Err(leaf(img))
+            } else {
+                Ok(n.child_ref(n.child_index(key)))
+            }
+        });
+        match next {
+            None => return Step::Miss(at),
+            Some(Err(r)) => return Step::Done(r),
+            Some(Ok(child)) => at = child,
         }
-        at = n.child_ref(n.child_index(key));
     }
-    match v.node(at.pid) {
-        Some(img) => Step::Done(img),
+    match v.with_node(at.pid, leaf) {
+        Some(r) => Step::Done(r),
         None => Step::Miss(at),
     }
 }
@@ -69,16 +90,13 @@ pub fn get_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<Option<Owned>> {
     if tm.root == 0 {
         return Step::Done(None);
     }
-    match find_leaf(v, tm, key) {
-        Step::Done(img) => {
-            let leaf = node_ref(&img);
-            if !leaf.is_leaf() {
-                return Step::Done(None);
-            }
-            Step::Done(leaf.search(key).ok().map(|i| Owned::from_val(leaf.val(i))))
+    find_leaf_with(v, tm, key, |img| {
+        let leaf = node_ref(img);
+        if !leaf.is_leaf() {
+            return None;
         }
-        Step::Miss(p) => Step::Miss(p),
-    }
+        leaf.search(key).ok().map(|i| Owned::from_val(leaf.val(i)))
+    })
 }
 
 /// Whether `key` is present.
@@ -87,13 +105,10 @@ pub fn contains_step<T>(v: &View<T>, tm: &Meta, key: &[u8]) -> Step<bool> {
     if tm.root == 0 {
         return Step::Done(false);
     }
-    match find_leaf(v, tm, key) {
-        Step::Done(img) => {
-            let leaf = node_ref(&img);
-            Step::Done(leaf.is_leaf() && leaf.search(key).is_ok())
-        }
-        Step::Miss(p) => Step::Miss(p),
-    }
+    find_leaf_with(v, tm, key, |img| {
+        let leaf = node_ref(img);
+        leaf.is_leaf() && leaf.search(key).is_ok()
+    })
 }
 
 /// The value of `key` in B+tree `tree`, overflow values read in full;
