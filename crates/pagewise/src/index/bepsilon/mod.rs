@@ -277,6 +277,11 @@ impl BEpsilonOptions {
             return Err(format!("B-epsilon parameters of {} bytes", b.len()));
         }
         let field = |f: crate::store::layout::Field| (b.len() >= f.end()).then(|| get_u32(b, f.at));
+        if b.len() == PARAMS_LEAF_BYTES && field(params::LEAF_BYTES) == Some(0) {
+            // `encode` writes the leaf field alone only for a leaf size:
+            // these bytes would read back as the 12-byte form.
+            return Err("B-epsilon parameters of 16 bytes with a leaf size of 0".into());
+        }
         let o = Self {
             node_bytes: get_u32(b, params::NODE_BYTES.at),
             leaf_bytes: field(params::LEAF_BYTES).filter(|&n| n != 0),
@@ -426,6 +431,21 @@ mod tests {
         assert!(BEpsilonOptions::decode(&o.leaf_bytes(100).encode()).is_err());
         assert!(BEpsilonOptions::decode(&o.leaf_bytes(16 << 10).encode()).is_err());
         assert!(BEpsilonOptions::decode(&b[..PARAMS_BYTES + 2]).is_err());
+    }
+
+    #[test]
+    fn a_leaf_field_of_zero_alone_is_refused() {
+        let o = BEpsilonOptions {
+            leaf_bytes: None,
+            ..BEpsilonOptions::default().value_extent_bytes(None)
+        };
+        let mut b = o.encode();
+        assert_eq!(b.len(), PARAMS_BYTES);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        assert!(BEpsilonOptions::decode(&b).is_err());
+        b[PARAMS_BYTES] = 1;
+        let back = BEpsilonOptions::decode(&b);
+        assert!(back.is_err() || back.unwrap().encode() == b);
     }
 
     #[test]

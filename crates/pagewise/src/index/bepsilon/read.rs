@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::index::{Index, Trees};
 use crate::store::cache::PidMap;
 use crate::store::extent::Extent;
-use crate::store::image::{downcast, Image};
+use crate::store::image::{downcast, downcast_ref, Image};
 use crate::store::page::Kind;
 use crate::store::read::MAX_RESTARTS;
 
@@ -109,6 +109,38 @@ impl View<'_> {
                 let n = self.ix.store.cache.lookup(ext.first_page);
                 self.hits.set(self.hits.get() + n.is_some() as u64);
                 n.and_then(downcast::<Node>).ok_or(Miss::Shell(ext))
+            }
+        }
+    }
+
+    /// Runs `f` on the node behind `c` where it lies (dirty, read by this
+    /// try, or under the cache shard's read lock: `Cache::with`, whose
+    /// requirement `f` meets), taking no reference to it. When `f` answers
+    /// None the node is returned (one reference, for the slower path that
+    /// needs it), and `Err(None)` when the node is not in memory.
+    #[inline]
+    pub fn with_node<R>(
+        &self,
+        c: Child,
+        f: impl FnOnce(&Node) -> Option<R>,
+    ) -> std::result::Result<R, Option<Arc<Node>>> {
+        let node = |img: &Image| downcast::<Node>(img.clone()).expect("a B-epsilon node");
+        match c {
+            Child::Dirty(id) => {
+                let img = self.epoch.dirty.get(id).expect("a dirty child is dirty");
+                let n = downcast_ref::<Node>(&**img).expect("a B-epsilon node");
+                f(n).ok_or_else(|| Some(node(img)))
+            }
+            Child::Clean(ext) => {
+                if let Some(n) = self.pinned.get(&ext.first_page) {
+                    return f(n).ok_or_else(|| Some(n.clone()));
+                }
+                let r = self.ix.store.cache.with(ext.first_page, |img| {
+                    let n = downcast_ref::<Node>(&**img).ok_or(None)?;
+                    f(n).ok_or_else(|| Some(node(img)))
+                });
+                self.hits.set(self.hits.get() + r.is_some() as u64);
+                r.unwrap_or(Err(None))
             }
         }
     }
@@ -472,41 +504,41 @@ pub fn get_step(
         },
     };
     for _ in 0..=super::MAX_HEIGHT {
-        let (n, i, p) = match visit(v, cur, key) {
-            Ok(Visit::Pass(child)) => {
-                cur = child;
-                continue;
-            }
-            Ok(Visit::Part(n, i, p)) => (n, i, p),
-            Err(miss) => {
-                let (skips, resets) = (v.skips.get(), v.resets);
-                *resume = Some(Resume {
-                    at: cur,
-                    path,
-                    skips,
-                    resets,
-                    form,
-                });
-                return Step::Miss(miss);
-            }
-        };
-        match &*p {
-            Part::Buf(b) => {
-                if let Some(pend) = b.get(key) {
-                    let decided = pend.base.is_some();
-                    path.push(pend);
-                    if decided {
-                        // A put or delete here is newer than every message
-                        // below it (messages only move down), so it decides
-                        // the value: the levels below are not read.
-                        let r = resolve_path(v, tree, form, key, None, &path);
-                        return Step::Done(r.map(|s| (s, form)));
-                    }
+        // The common step reads the node where it lies (no reference
+        // counts); a node or partition not in memory takes `visit`.
+        let seen = match v.with_node(cur, |n| look(v, n, key)) {
+            Ok(seen) => seen,
+            Err(node) => match visit(v, cur, node, key) {
+                Ok(Visit::Pass(child)) => Seen::Pass(child),
+                Ok(Visit::Part(n, i, p)) => seen_in(&n, i, &p, key),
+                Err(miss) => {
+                    let (skips, resets) = (v.skips.get(), v.resets);
+                    *resume = Some(Resume {
+                        at: cur,
+                        path,
+                        skips,
+                        resets,
+                        form,
+                    });
+                    return Step::Miss(miss);
                 }
-                cur = n.children[i];
+            },
+        };
+        match seen {
+            Seen::Pass(child) => cur = child,
+            Seen::Buffered(pend, child) => {
+                let decided = pend.base.is_some();
+                path.push(pend);
+                if decided {
+                    // A put or delete here is newer than every message
+                    // below it (messages only move down), so it decides
+                    // the value: the levels below are not read.
+                    let r = resolve_path(v, tree, form, key, None, &path);
+                    return Step::Done(r.map(|s| (s, form)));
+                }
+                cur = child;
             }
-            Part::Packed(b) => {
-                let val = b.get(key).map(<[u8]>::to_vec);
+            Seen::Leaf(val) => {
                 let r = resolve_path(v, tree, form, key, val, &path);
                 return Step::Done(r.map(|s| (s, form)));
             }
@@ -527,10 +559,58 @@ enum Visit {
     Part(Arc<Node>, usize, Arc<Part>),
 }
 
-/// The node behind `cur` and its partition that may hold `key`, the child
+/// What a get finds at one node.
+enum Seen {
+    /// Nothing for the key here: on to this child.
+    Pass(Child),
+    /// The key's messages in this node's buffer, then this child.
+    Buffered(Pending, Child),
+    /// A basement's stored value of the key, before the path's messages.
+    Leaf(Option<Vec<u8>>),
+}
+
+/// What node `n` says about `key` when the partition that may hold it is
+/// in memory (None otherwise: [`visit`] reads or probes it). A skip by a
+/// buffer filter and a use of a loaded partition are counted as `visit`
+/// counts them, so falling back to it counts nothing twice.
+#[inline]
+fn look(v: &View, n: &Node, key: &[u8]) -> Option<Seen> {
+    let i = n.find(key);
+    if v.filter_skips(n, i, key) {
+        return Some(Seen::Pass(n.children[i]));
+    }
+    let p = n.parts[i].as_ref()?;
+    if ruled_out(n, i, key) {
+        n.uses.mark(i);
+        return Some(Seen::Pass(n.children[i]));
+    }
+    n.uses.mark(i);
+    Some(seen_in(n, i, p, key))
+}
+
+/// What partition `i` of `n`, `p`, holds for `key`.
+fn seen_in(n: &Node, i: usize, p: &Part, key: &[u8]) -> Seen {
+    match p {
+        Part::Buf(b) => match b.get(key) {
+            Some(pend) => Seen::Buffered(pend, n.children[i]),
+            None => Seen::Pass(n.children[i]),
+        },
+        Part::Packed(b) => Seen::Leaf(b.get(key).map(<[u8]>::to_vec)),
+    }
+}
+
+/// The node behind `cur` (`node` if the caller has it) and its partition that may hold `key`, the child
 /// to go on to when a buffer filter rules the key out, or what to read.
-fn visit(v: &View, cur: Child, key: &[u8]) -> std::result::Result<Visit, Miss> {
-    let n = v.node(cur)?;
+fn visit(
+    v: &View,
+    cur: Child,
+    node: Option<Arc<Node>>,
+    key: &[u8],
+) -> std::result::Result<Visit, Miss> {
+    let n = match node {
+        Some(n) => n,
+        None => v.node(cur)?,
+    };
     let i = n.find(key);
     if v.filter_skips(&n, i, key) {
         return Ok(Visit::Pass(n.children[i]));
