@@ -846,6 +846,7 @@ impl Node {
         let mut n = Node::new_leaf(page_size);
         n.data.reserve(payload.len());
         n.ents.reserve_exact(count.min(payload.len() / LEAF_ENT));
+        n.heads.reserve_exact(n.ents.capacity());
         let mut at = 0;
         for i in 0..count {
             let e = leaf_entry(payload, at, page_size, i)?;
@@ -876,6 +877,7 @@ impl Node {
         n.data.reserve(payload.len() + changes.bytes());
         n.ents
             .reserve_exact(count.min(payload.len() / LEAF_ENT) + changes.count_keys());
+        n.heads.reserve_exact(n.ents.capacity());
         let mut records = changes.iter().peekable();
         let mut at = 0;
         for i in 0..count {
