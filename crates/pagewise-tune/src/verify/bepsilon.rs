@@ -144,7 +144,7 @@ pub fn clamp_node(advised: u64) -> u64 {
 /// cache measured 124-308 mix ops/s against 1,100-7,800 at 1 MiB:
 /// docs/benchmarks.md, "Tune's advice measured").
 pub fn largest_node_for(cache_bytes: u64) -> u64 {
-    let percent = pagewise::Options::default().dirty_percent as u64;
+    let percent = dirty_percent();
     let budget = cache_bytes.saturating_mul(percent) / 100;
     let out = if budget < MIN_NODE_BYTES {
         MIN_NODE_BYTES
@@ -155,11 +155,27 @@ pub fn largest_node_for(cache_bytes: u64) -> u64 {
     out
 }
 
+/// The percent of a node Db's cache its dirty set may take (the engine's
+/// default, which the verification's Dbs keep).
+fn dirty_percent() -> u64 {
+    let percent = pagewise::Options::default().dirty_percent as u64;
+    assert!((1..=100).contains(&percent));
+    percent
+}
+
+/// A cache of `cache_bytes` for `rows_of` rows scaled to `rows` rows,
+/// keeping the Db-to-cache ratio, and at least 1 MiB (the rule of
+/// [`BEPSILON_RULE`]; the kept costs rank at the same scale).
+pub fn scaled_cache(cache_bytes: u64, rows: u64, rows_of: u64) -> u64 {
+    let out = (cache_bytes as f64 * rows as f64 / rows_of.max(1) as f64) as u64;
+    out.max(1 << 20)
+}
+
 /// The smallest cache whose dirty budget holds a `node_bytes` node:
 /// `ceil(node x 100 / dirty_percent)`, so `largest_node_for` of it is at
 /// least `node_bytes`.
 pub fn cache_for_node(node_bytes: u64) -> u64 {
-    let percent = pagewise::Options::default().dirty_percent as u64;
+    let percent = dirty_percent();
     let out = (node_bytes.saturating_mul(100)).div_ceil(percent.max(1));
     assert!(out.saturating_mul(percent) / 100 >= node_bytes);
     out
@@ -184,7 +200,7 @@ pub(super) fn plan(budget: &Budget, advice: &Advice) -> Option<(Vec<BEpsilonShap
     let b = advice.bepsilon.as_ref()?;
     let d = &advice.dataset;
     let rows = d.rows.min((budget.rows / 8).max(1000));
-    let cache = ((d.cache_bytes as f64 * rows as f64 / d.rows as f64) as u64).max(1 << 20);
+    let cache = scaled_cache(d.cache_bytes, rows, d.rows);
     let shapes = (node_sizes(b.node_size, largest_node_for(cache)).into_iter())
         .map(|node| shape(b, node))
         .collect();
@@ -237,7 +253,7 @@ pub(super) fn build(
     // A load the time limit stopped early keeps the Db-to-cache ratio too:
     // node sizes load different row counts, and the same cache would
     // flatter the smaller trees' gets.
-    let cache = ((cache as f64 * done as f64 / rows as f64) as u64).max(1 << 20);
+    let cache = scaled_cache(cache, done, rows);
     // The plan kept the node within the planned cache's dirty budget; a
     // shorter load can take it out again: raise the cache to hold it.
     let cache = cache.max(cache_for_node(shape.node_bytes));
@@ -543,6 +559,17 @@ mod tests {
         // A cache's limit caps the sizes (and the advised one).
         assert_eq!(node_sizes(512 << 10, 512 << 10), vec![256 << 10, 512 << 10]);
         assert_eq!(node_sizes(2 << 20, 512 << 10), vec![256 << 10, 512 << 10]);
+    }
+
+    /// The cache keeps the Db-to-cache ratio at the verified rows, by hand:
+    /// 64 MiB for 5M rows at 250k rows is a twentieth (67,108,864 / 20,
+    /// rounded down); at 1,000 rows the 1 MiB floor; no described rows
+    /// count as one.
+    #[test]
+    fn the_cache_scales_with_the_rows() {
+        assert_eq!(scaled_cache(64 << 20, 250_000, 5_000_000), 3_355_443);
+        assert_eq!(scaled_cache(64 << 20, 1_000, 5_000_000), 1 << 20);
+        assert_eq!(scaled_cache(8 << 20, 3, 0), 24 << 20);
     }
 
     #[test]

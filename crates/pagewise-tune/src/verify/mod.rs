@@ -251,21 +251,9 @@ pub fn run(
 ) -> anyhow::Result<Option<Verification>> {
     let dev = crate::advise::device(model, advice.mix, None, &mut Vec::new())?;
     if args.level == Level::Off {
-        if let Some(c) = costs::load(dir, drive, notes) {
-            if let Some(k) = &c.bepsilon {
-                node_rank::rerank_nodes(dev, advice, k, notes);
-            }
-            let (lo, hi) = (c.page_sizes.iter().min(), c.page_sizes.iter().max());
-            let range = (lo.copied().unwrap_or(0), hi.copied().unwrap_or(u64::MAX));
-            rerank(
-                advice,
-                model,
-                range,
-                &c.calibrated,
-                notes,
-                "learned by an earlier verification",
-            );
-        }
+        let calibrated =
+            |c: &EngineCosts| Some((c.calibrated, "learned by an earlier verification"));
+        apply_kept(dir, drive, model, dev, advice, notes, calibrated);
         return Ok(None);
     }
     if advice.dataset.key_bytes < 8 {
@@ -275,7 +263,13 @@ pub fn run(
     let start = Instant::now();
     let budget = Budget::new(args);
     let device_only_best = advice.best;
-    learned(dir, drive, model, dev, advice, notes);
+    // The costs an earlier verification fitted on its verified sizes move
+    // the starting point now (the fresh calibration can still move it again).
+    let verified = |c: &EngineCosts| {
+        let whence = "fitted on the sizes an earlier run verified on this drive";
+        c.verified.map(|v| (v, whence))
+    };
+    apply_kept(dir, drive, model, dev, advice, notes, verified);
     let mut vnotes = Vec::new();
     let verify_pages = sizes(advice.best);
     let cal_pages = [verify_pages[0], verify_pages[verify_pages.len() - 1]];
@@ -404,18 +398,18 @@ fn checks_of(
     Ok((cal, ver, nodes))
 }
 
-/// Starts from what an earlier verification on this drive learned: the
-/// costs fitted on its verified sizes re-rank the advice before the sizes
-/// to verify are chosen, so a contradiction measured then moves the
-/// starting point now (the fresh calibration can still move it again);
-/// the kept B-epsilon costs likewise move the node size to verify around.
-fn learned(
+/// Applies what an earlier verification on this drive kept (`costs.rs`):
+/// the kept B-epsilon costs move the node size, and the page-size costs
+/// `pick` chooses (with where they come from) re-rank the page size within
+/// the sizes that verification measured. Nothing when nothing was kept.
+fn apply_kept(
     dir: &Path,
     drive: &str,
     model: &ModelReport,
     dev: pagewise_model::advise::Device,
     advice: &mut Advice,
     notes: &mut Vec<String>,
+    pick: impl FnOnce(&EngineCosts) -> Option<(Correction, &'static str)>,
 ) {
     let Some(c) = costs::load(dir, drive, notes) else {
         return;
@@ -423,13 +417,12 @@ fn learned(
     if let Some(k) = &c.bepsilon {
         node_rank::rerank_nodes(dev, advice, k, notes);
     }
-    let Some(v) = c.verified else {
+    let Some((correction, whence)) = pick(&c) else {
         return;
     };
     let lo = c.page_sizes.iter().min().copied().unwrap_or(0);
     let hi = c.page_sizes.iter().max().copied().unwrap_or(u64::MAX);
-    let whence = "fitted on the sizes an earlier run verified on this drive";
-    rerank(advice, model, (lo, hi), &v, notes, whence);
+    rerank(advice, model, (lo, hi), &correction, notes, whence);
 }
 
 /// The calibration: the engine costs fitted on the calibration Dbs.

@@ -3,7 +3,7 @@
 //! the next run verifies around the size the engine measured best rather
 //! than around the device-only S x W rule, which knows no CPU and no scans.
 
-use super::bepsilon::{clamp_node, largest_node_for, shape, MIN_NODE_BYTES};
+use super::bepsilon::{clamp_node, largest_node_for, scaled_cache, shape, MIN_NODE_BYTES};
 use super::costs::KeptNodes;
 use pagewise_model::advise::{bepsilon_at, predict_bepsilon_engine, Advice, Dataset, Device};
 use pagewise_model::units::{fmt_bytes, fmt_count};
@@ -17,10 +17,9 @@ const MOVE_GAIN: f64 = 1.03;
 /// ratio, at least 1 MiB, as the verification scales it).
 pub(super) fn ranked_dataset(d: &Dataset, kept: &KeptNodes) -> Dataset {
     let rows = kept.rows.clamp(1, d.rows.max(1));
-    let cache = (d.cache_bytes as f64 * rows as f64 / d.rows.max(1) as f64) as u64;
     Dataset {
         rows,
-        cache_bytes: cache.max(1 << 20),
+        cache_bytes: scaled_cache(d.cache_bytes, rows, d.rows),
         ..d.clone()
     }
 }
