@@ -1,5 +1,5 @@
 #!/bin/bash
-# run2.sh OUT ROUNDS BIN... : interleaved rounds: cached gets at 1 and 2 threads, then gets at a 5% cache
+# docs/bench/cached-gets/run.sh OUT ROUNDS BIN... : interleaved rounds: cached gets at 1 and 2 threads, then gets at a 5% cache
 out=$1; rounds=$2; shift 2
 for r in $(seq 1 $rounds); do
   for b in "$@"; do

@@ -1,5 +1,5 @@
 import json,sys,glob,os,collections,statistics as st
-d=sys.argv[1]
+d=sys.argv[1]  # python3 docs/bench/cached-gets/table.py docs/bench/cached-gets > table.md
 rows=collections.defaultdict(dict)
 for f in sorted(glob.glob(d+'/*.jsonl')):
     b=os.path.basename(f).rsplit('-r',1); binr=b[0].replace('pagewise-','').replace('-rocks',''); r=b[1].split('.')[0]
