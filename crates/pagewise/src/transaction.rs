@@ -453,7 +453,10 @@ fn validate(snap: &Snapshot, reads: &ReadSet, earlier: &[&Op]) -> Result<()> {
     }
     let db = snap.db();
     for (t, k) in &reads.keys {
-        let live = db.inner.ix.get(None, t, k)?;
+        let live = db
+            .inner
+            .ix
+            .get(None, t, k, &crate::index::KindHint::default())?;
         if snap.reads(t.clone()).get(k)? != live {
             return Err(conflict(format!("key {k:?} of tree {t:?}")));
         }

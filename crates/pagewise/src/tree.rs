@@ -4,7 +4,7 @@
 use crate::db::{check_tree_name, Db, Inner};
 use crate::error::{Error, Result};
 pub(crate) use crate::index::in_range;
-use crate::index::{Cursor, Frozen, TreeKind};
+use crate::index::{Cursor, Frozen, KindHint, TreeKind};
 use crate::log::Op;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -14,6 +14,8 @@ use std::sync::Arc;
 pub struct Tree {
     inner: Arc<Inner>,
     name: Arc<str>,
+    /// The tree's kind as this handle's reads last found it.
+    kind: KindHint,
 }
 
 impl Db {
@@ -31,6 +33,7 @@ impl Db {
     pub fn tree_with(&self, name: &str, kind: TreeKind) -> Result<Tree> {
         let t = self.tree(name)?;
         kind.validate()?;
+        t.kind.set_bepsilon(matches!(kind, TreeKind::BEpsilon(_)));
         let found = self.tree_kind(name);
         match found {
             Some(k) if k.code() == kind.code() => Ok(t),
@@ -66,7 +69,11 @@ impl std::fmt::Debug for Tree {
 
 impl Tree {
     pub(crate) fn new(inner: Arc<Inner>, name: Arc<str>) -> Self {
-        Self { inner, name }
+        Self {
+            inner,
+            name,
+            kind: KindHint::default(),
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -75,12 +82,16 @@ impl Tree {
 
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.inner.check_open()?;
-        self.inner.ix.get(None, &self.name, key.as_ref())
+        self.inner
+            .ix
+            .get(None, &self.name, key.as_ref(), &self.kind)
     }
 
     pub fn contains(&self, key: impl AsRef<[u8]>) -> Result<bool> {
         self.inner.check_open()?;
-        self.inner.ix.contains(None, &self.name, key.as_ref())
+        self.inner
+            .ix
+            .contains(None, &self.name, key.as_ref(), &self.kind)
     }
 
     /// The values of `keys`, in their order: for each key what
@@ -181,12 +192,17 @@ pub(crate) struct Reads {
 impl Reads {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.inner.check_open()?;
-        self.inner.ix.get(Some(&self.at), &self.name, key)
+        // A snapshot knows its trees' kinds: no hint to keep.
+        let hint = KindHint::default();
+        self.inner.ix.get(Some(&self.at), &self.name, key, &hint)
     }
 
     pub fn contains(&self, key: &[u8]) -> Result<bool> {
         self.inner.check_open()?;
-        self.inner.ix.contains(Some(&self.at), &self.name, key)
+        let hint = KindHint::default();
+        self.inner
+            .ix
+            .contains(Some(&self.at), &self.name, key, &hint)
     }
 
     pub fn get_many(&self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -288,5 +304,50 @@ impl Iterator for Iter {
 impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.step(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{BEpsilonOptions, Db, Options, TreeKind};
+
+    /// A handle's kind hint only orders the reads: a handle made before its
+    /// tree existed, and handles whose hint is wrong either way, get and
+    /// find what the tree holds, and the first read corrects the hint.
+    #[test]
+    fn a_wrong_kind_hint_costs_a_read_not_an_answer() {
+        let d = tempfile::tempdir().unwrap();
+        let db = Db::open_or_create(d.path().join("db.pw"), Options::default()).unwrap();
+        let early = db.tree("be").unwrap(); // hint: B+tree, no tree yet
+        assert_eq!(early.get(b"k").unwrap(), None);
+        let be = db
+            .tree_with("be", TreeKind::BEpsilon(BEpsilonOptions::default()))
+            .unwrap();
+        assert!(be.kind.bepsilon());
+        be.insert(b"k", b"v1").unwrap();
+        assert_eq!(early.get(b"k").unwrap().as_deref(), Some(&b"v1"[..]));
+        assert!(early.kind.bepsilon(), "corrected by the get");
+        let bt = db.tree("bt").unwrap();
+        bt.insert(b"k", b"v2").unwrap();
+        bt.kind.set_bepsilon(true); // wrong the other way
+        assert_eq!(bt.get(b"k").unwrap().as_deref(), Some(&b"v2"[..]));
+        assert!(!bt.kind.bepsilon(), "corrected by the get");
+        bt.kind.set_bepsilon(true);
+        assert!(bt.contains(b"k").unwrap() && !bt.contains(b"x").unwrap());
+        early.kind.set_bepsilon(false);
+        assert!(early.contains(b"k").unwrap() && !early.contains(b"x").unwrap());
+        let absent = db.tree("none").unwrap();
+        absent.kind.set_bepsilon(true);
+        assert_eq!(absent.get(b"k").unwrap(), None);
+        assert!(!absent.contains(b"k").unwrap());
+        let snap = db.snapshot().unwrap();
+        assert_eq!(
+            snap.tree("be").unwrap().get(b"k").unwrap().as_deref(),
+            Some(&b"v1"[..])
+        );
+        assert_eq!(
+            snap.tree("bt").unwrap().get(b"k").unwrap().as_deref(),
+            Some(&b"v2"[..])
+        );
     }
 }

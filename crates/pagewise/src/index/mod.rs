@@ -6,6 +6,7 @@
 pub mod bepsilon;
 pub mod btree;
 pub mod entry;
+pub mod head;
 
 use crate::error::{Error, Result};
 use crate::log::Op;
@@ -21,7 +22,7 @@ use crate::store::{Epoch, Store};
 pub use bepsilon::read::Frozen;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The kind of a named tree, fixed when it is created. The default, a
@@ -238,6 +239,30 @@ pub struct Counters {
     pub delta_apart: AtomicU64,
     /// B-epsilon reads by height: shells, partitions, filter skips.
     pub bepsilon_reads: bepsilon::counters::ReadCounters,
+}
+
+/// The kind a tree handle last found its tree to be (a hint, never
+/// trusted: a wrong one costs a second read): a live get of a B-epsilon
+/// tree then takes the state lock once, not once as a B+tree first.
+#[derive(Debug, Default)]
+pub struct KindHint(AtomicBool);
+
+impl KindHint {
+    pub fn bepsilon(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn set_bepsilon(&self, b: bool) {
+        if self.bepsilon() != b {
+            self.0.store(b, Ordering::Relaxed); // no shared write per get
+        }
+    }
+}
+
+impl Clone for KindHint {
+    fn clone(&self) -> Self {
+        KindHint(AtomicBool::new(self.bepsilon()))
+    }
 }
 
 /// The index layer's context: the store and what the kinds share.
@@ -606,11 +631,38 @@ impl Index {
         btree::prefetch::prefetch_group(self, keys)
     }
 
-    /// The value of `key` in `tree`, live (`at` None) or in a snapshot.
-    pub fn get(&self, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// The value of `key` in `tree`, live (`at` None) or in a snapshot. A
+    /// live get reads first as the kind `hint` last saw the tree to be (one
+    /// state lock for the common get of either kind) and corrects the hint
+    /// when the tree is of the other kind; a snapshot knows its trees.
+    pub fn get(
+        &self,
+        at: Option<&Frozen>,
+        tree: &str,
+        key: &[u8],
+        hint: &KindHint,
+    ) -> Result<Option<Vec<u8>>> {
+        if self.seems_bepsilon(at, tree, hint) {
+            if let Some(found) = bepsilon::read::get(self, at, tree, key)? {
+                return Ok(found);
+            }
+            hint.set_bepsilon(false); // not (or no longer) a B-epsilon tree
+        }
         match btree::read::get(self, at, tree, key)? {
             Ok(found) => Ok(found),
-            Err(btree::read::NotBTree) => bepsilon::read::get(self, at, tree, key),
+            Err(btree::read::NotBTree) => {
+                hint.set_bepsilon(true);
+                Ok(bepsilon::read::get(self, at, tree, key)?.flatten())
+            }
+        }
+    }
+
+    /// Whether to read `tree` as a B-epsilon tree first: a snapshot's kind,
+    /// or the live tree's kind as `hint` last saw it.
+    fn seems_bepsilon(&self, at: Option<&Frozen>, tree: &str, hint: &KindHint) -> bool {
+        match at {
+            Some(fz) => fz.epoch.trees.bepsilon(tree).is_some(),
+            None => hint.bepsilon(),
         }
     }
 
@@ -637,7 +689,7 @@ impl Index {
             }
             btree::prefetch::warm_gets(self, at, tree, chunk)?;
             for key in chunk {
-                out.push(self.get(at, tree, key)?);
+                out.push(self.get(at, tree, key, &KindHint::default())?);
             }
         }
         assert_eq!(out.len(), keys.len());
@@ -659,8 +711,22 @@ impl Index {
         self.store.state.read().snapshot(taken_ns, max_age)
     }
 
-    pub fn contains(&self, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<bool> {
+    /// Whether `key` is in `tree` (live, or in the snapshot `at`), the kind
+    /// chosen as by [`Index::get`].
+    pub fn contains(
+        &self,
+        at: Option<&Frozen>,
+        tree: &str,
+        key: &[u8],
+        hint: &KindHint,
+    ) -> Result<bool> {
         use crate::store::read::Step;
+        if self.seems_bepsilon(at, tree, hint) {
+            if let Some((stored, _)) = bepsilon::read::get_stored(self, at, tree, key)? {
+                return Ok(stored.is_some());
+            }
+            hint.set_bepsilon(false);
+        }
         // One read for a B+tree; a tree of another kind answers `None`.
         let found = self.store.read_at(at, |v| match v.trees().get(tree) {
             Some(Desc::BTree(tm)) => match btree::read::contains_step(v, tm, key) {
@@ -672,7 +738,11 @@ impl Index {
         })?;
         match found {
             Some(b) => Ok(b),
-            None => Ok(bepsilon::read::get_stored(self, at, tree, key)?.0.is_some()),
+            None => {
+                hint.set_bepsilon(true);
+                let found = bepsilon::read::get_stored(self, at, tree, key)?;
+                Ok(found.is_some_and(|(stored, _)| stored.is_some()))
+            }
         }
     }
 

@@ -15,8 +15,8 @@
 
 use super::heap::{self, alloc_bytes};
 use super::layout::message;
-use super::packed::head_of;
 use super::pending::{Base, Change, Pending, MSG_FIXED_BYTES};
+use crate::index::head::key_head;
 use crate::store::page::{get_u16, get_u32, get_u64};
 use std::ops::Range;
 
@@ -107,7 +107,7 @@ pub struct Buffer {
     arena: Vec<u8>,
     /// Offsets sorted by key, equal keys in arrival order.
     main: Vec<u32>,
-    /// `head_of` each key of `main`: searches compare these (a dense array)
+    /// `key_head` each key of `main`: searches compare these (a dense array)
     /// and read a key in the arena only where heads tie (packed.rs).
     heads: Vec<u64>,
     /// Offsets of messages newer than all of `main`'s, sorted likewise.
@@ -220,8 +220,11 @@ impl Buffer {
     /// The first position of `main` from `from` whose key is above `key`
     /// (`upper`), else not below it.
     fn main_bound(&self, from: usize, key: &[u8], upper: bool) -> usize {
-        let h = head_of(key);
-        let lo = from + gallop(&self.heads[from..], h);
+        let h = key_head(key);
+        let lo = match from {
+            0 => self.heads.partition_point(|&x| x < h), // a search from scratch
+            _ => from + gallop(&self.heads[from..], h),
+        };
         let hi = lo + self.heads[lo..].partition_point(|&x| x == h);
         let tied = &self.main[lo..hi];
         let at = if upper {
@@ -419,7 +422,7 @@ impl Buffer {
             }
             if t & DEAD == 0 {
                 out.push(t);
-                heads.push(head_of(self.key_at(t)));
+                heads.push(key_head(self.key_at(t)));
             }
             from = to;
         }
@@ -494,17 +497,26 @@ impl Buffer {
         Changes(self.live_range(lo, hi).peekable())
     }
 
-    /// The messages of `key`, collapsed. A buffer without them answers
-    /// from the first live key at or after `key`, collapsing nothing (a
-    /// get passes every buffer on its path, most of them without its key).
+    /// The live messages of `key`, collapsed (None: none here). A buffer
+    /// without them collapses nothing (a get passes every buffer on its
+    /// path, most of them without its key).
     pub fn get(&self, key: &[u8]) -> Option<Pending> {
-        let mut live = self.live_range(Some(key), None).peekable();
-        if live.peek()?.key != key {
-            return None;
+        // The key's entries in `main` (older) and then in the tail (newer
+        // than all of main's), each run found by one search.
+        let lo = self.main_bound(0, key, false);
+        let main = self.main[lo..]
+            .iter()
+            .take_while(|&&o| self.key_at(o) == key);
+        let tail = &self.tail[self.key_span(&self.tail, key)];
+        let mut found: Option<Pending> = None;
+        for &off in main.chain(tail) {
+            if off & DEAD == 0 {
+                found
+                    .get_or_insert_with(Pending::default)
+                    .push(&self.at(off));
+            }
         }
-        let (k, p) = Pendings(live).next()?;
-        debug_assert_eq!(k, key);
-        Some(p)
+        found
     }
 
     /// The distinct keys in order.
@@ -575,7 +587,7 @@ impl Buffer {
                 return Err("a put or delete after other messages of its key".into());
             }
             main.push(r as u32);
-            heads.push(head_of(m.key));
+            heads.push(key_head(m.key));
             ops += (m.kind == Kind::Upsert) as usize;
             max_seq = max_seq.max(m.seq);
             (prev, r) = (Some(m.key), end);
@@ -671,9 +683,12 @@ impl<'a> Iterator for Live<'a> {
     }
 }
 
-/// Each key of a run of messages with its messages collapsed.
+/// Each key of a run of messages with its messages collapsed (tests: the
+/// model a buffer's reads are checked against).
+#[cfg(test)]
 pub struct Pendings<'a>(std::iter::Peekable<Live<'a>>);
 
+#[cfg(test)]
 impl<'a> Iterator for Pendings<'a> {
     type Item = (&'a [u8], Pending);
     fn next(&mut self) -> Option<Self::Item> {
@@ -744,7 +759,7 @@ impl Buffer {
             ops += (m.kind == Kind::Upsert) as usize;
         }
         assert_eq!((count, bytes, ops), (self.count, self.live_bytes, self.ops));
-        let heads = self.main.iter().map(|&o| head_of(self.key_at(o)));
+        let heads = self.main.iter().map(|&o| key_head(self.key_at(o)));
         assert!(
             heads.eq(self.heads.iter().copied()),
             "a head per entry of main"

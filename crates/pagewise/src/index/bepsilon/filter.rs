@@ -69,12 +69,18 @@ impl Filter {
 
     /// False only if `key` was not among the keys the filter was built of.
     pub fn may_contain(&self, key: &[u8]) -> bool {
+        self.may_contain_hash(key_hash(key))
+    }
+
+    /// [`Self::may_contain`] of a key whose [`key_hash`] is `h` (a get
+    /// hashes its key once for every filter on its path).
+    #[inline]
+    pub fn may_contain_hash(&self, h: u64) -> bool {
         if self.bits.is_empty() {
             return false; // built over no key
         }
         let m = self.bits.len() as u64 * 8;
-        probe_bits(key_hash(key), m, self.probes)
-            .all(|x| self.bits[(x / 8) as usize] & (1 << (x % 8)) != 0)
+        probe_bits(h, m, self.probes).all(|x| self.bits[(x / 8) as usize] & (1 << (x % 8)) != 0)
     }
 
     pub fn bytes(&self) -> &[u8] {

@@ -197,7 +197,7 @@ fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
         (Bound::Unbounded, true) => 0,
         (Bound::Unbounded, false) => pivots.len(),
         (Bound::Included(k), _) | (Bound::Excluded(k), true) => pivots.find(k),
-        (Bound::Excluded(k), false) => pivots.partition_point(|p| p < k.as_slice()),
+        (Bound::Excluded(k), false) => pivots.below(k),
     }
 }
 

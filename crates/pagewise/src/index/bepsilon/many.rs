@@ -154,7 +154,8 @@ fn round(
         match step {
             Step::Done(r) => {
                 ix.counters.bepsilon_reads.filter_skipped(&skips);
-                s.found = Some(r);
+                // A tree not (or no longer) B-epsilon: nothing found.
+                s.found = Some(r.map(|f| f.unwrap_or((None, Form::Plain))));
                 done.push(k);
             }
             Step::Miss(m) => {
@@ -202,7 +203,7 @@ fn values_many(
     for ((k, _), r) in exts.into_iter().zip(read) {
         out[k] = match still {
             true => Some(r?),
-            false => read::get(ix, at, tree, keys[k])?,
+            false => read::get(ix, at, tree, keys[k])?.flatten(),
         };
     }
     Ok(out)

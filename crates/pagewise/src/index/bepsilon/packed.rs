@@ -6,6 +6,7 @@
 //! docs/design.md, basement entry.
 
 use crate::index::entry;
+use crate::index::head::key_head;
 use crate::store::page::{get_u16, get_u32};
 use std::ops::Bound;
 
@@ -13,21 +14,10 @@ use std::ops::Bound;
 pub struct Packed {
     data: Vec<u8>,
     offs: Vec<u32>,
-    /// `head_of` each entry's key: a search compares these (one array of
+    /// `key_head` each entry's key: a search compares these (one array of
     /// 8 bytes per entry, a few cache lines) and reads a key in `data` only
     /// where heads tie, instead of reading a key per step.
     heads: Vec<u64>,
-}
-
-/// The first 8 bytes of `key`, big-endian, zero-padded: `a < b` implies
-/// `head_of(a) <= head_of(b)`, so heads order entries as their keys do,
-/// and only equal heads need the keys compared.
-#[inline]
-pub fn head_of(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
 }
 
 impl Packed {
@@ -49,7 +39,7 @@ impl Packed {
             let (key, _, end) = checked_entry(&raw, r, prev, (lo, hi))?;
             prev = Some(key);
             offs.push(r as u32);
-            heads.push(head_of(key));
+            heads.push(key_head(key));
             r = end;
         }
         debug_assert_eq!(offs.len(), heads.len());
@@ -74,7 +64,7 @@ impl Packed {
         debug_assert!(self.last_key().is_none_or(|l| l < k));
         assert!(k.len() <= u16::MAX as usize && self.data.len() < u32::MAX as usize);
         self.offs.push(self.data.len() as u32);
-        self.heads.push(head_of(k));
+        self.heads.push(key_head(k));
         self.data.extend_from_slice(&(k.len() as u16).to_le_bytes());
         self.data.extend_from_slice(&(v.len() as u32).to_le_bytes());
         self.data.extend_from_slice(k);
@@ -221,7 +211,7 @@ impl Packed {
     /// search over the heads, reading keys only where heads tie.
     fn lower(&self, key: &[u8]) -> usize {
         assert_eq!(self.offs.len(), self.heads.len());
-        let h = head_of(key);
+        let h = key_head(key);
         let (mut lo, mut hi) = (0, self.heads.len());
         // A binary search: at most log2(len) + 1 steps.
         while lo < hi {

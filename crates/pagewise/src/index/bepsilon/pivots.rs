@@ -4,8 +4,11 @@
 //! reference count, and a binary search over them walks one allocation.
 //! A change (dirty nodes only: splits, joins, new separators) copies the
 //! arena first when it is shared (`Arc::make_mut`).
+//! A search compares the keys' heads (their first 8 bytes as integers,
+//! `index::head::key_head`, one array) and reads a key only where heads tie.
 
 use super::heap::{alloc_bytes, arc_bytes};
+use crate::index::head::key_head;
 use std::sync::Arc;
 
 /// P - 1 strictly increasing keys, key `i` being
@@ -15,6 +18,8 @@ struct Arena {
     keys: Vec<u8>,
     /// End offset of each key in `keys`; non-decreasing.
     ends: Vec<u32>,
+    /// `key_head` each key; non-decreasing, as the keys increase.
+    heads: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +36,7 @@ impl Pivots {
         for k in keys {
             a.keys.extend_from_slice(k);
             a.ends.push(end_of(a.keys.len()));
+            a.heads.push(key_head(k));
         }
         Self(Arc::new(a))
     }
@@ -60,28 +66,45 @@ impl Pivots {
     /// How many keys are at or below `key`: the partition holding `key`.
     #[inline]
     pub fn find(&self, key: &[u8]) -> usize {
-        let i = self.partition_point(|p| p <= key);
+        let i = self.count(key, true);
         debug_assert!(i == 0 || &self[i - 1] <= key);
         debug_assert!(i == self.len() || &self[i] > key);
         i
     }
 
-    /// The first key for which `pred` is false, `pred` being true for a
-    /// prefix of the keys (as `slice::partition_point`).
+    /// How many keys are below `key`.
+    pub fn below(&self, key: &[u8]) -> usize {
+        let i = self.count(key, false);
+        debug_assert!(i == 0 || &self[i - 1] < key);
+        debug_assert!(i == self.len() || &self[i] >= key);
+        i
+    }
+
+    /// How many keys are below `key`, or at or below it when `at`: two
+    /// binary searches over the heads (at most 2 x (log2(len) + 1) steps)
+    /// and one over the keys whose head ties with `key`'s.
     #[inline]
-    pub fn partition_point(&self, mut pred: impl FnMut(&[u8]) -> bool) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
-        // A binary search: at most log2(len) + 1 steps.
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if pred(&self[mid]) {
-                lo = mid + 1;
+    fn count(&self, key: &[u8], at: bool) -> usize {
+        let a = &*self.0;
+        debug_assert_eq!(a.heads.len(), a.ends.len());
+        let h = key_head(key);
+        let lo = a.heads.partition_point(|&x| x < h);
+        if a.heads.get(lo) != Some(&h) {
+            return lo; // key `lo` (if any) has a greater head: it is greater
+        }
+        let tied = a.heads[lo..].partition_point(|&x| x == h);
+        let (mut l, mut r) = (lo, lo + tied);
+        while l < r {
+            let mid = l + (r - l) / 2;
+            let k = &self[mid];
+            if k < key || (at && k == key) {
+                l = mid + 1;
             } else {
-                hi = mid;
+                r = mid;
             }
         }
-        assert!(lo <= self.len());
-        lo
+        assert!(l <= self.len());
+        l
     }
 
     /// Bytes of all keys together.
@@ -94,7 +117,10 @@ impl Pivots {
     /// them, as the cache holds one image per node.
     pub fn heap_bytes(&self) -> usize {
         let a = &*self.0;
-        arc_bytes::<Arena>() + alloc_bytes(a.keys.capacity()) + alloc_bytes(a.ends.capacity() * 4)
+        arc_bytes::<Arena>()
+            + alloc_bytes(a.keys.capacity())
+            + alloc_bytes(a.ends.capacity() * 4)
+            + alloc_bytes(a.heads.capacity() * 8)
     }
 
     /// Appends `key` after the last key.
@@ -109,6 +135,7 @@ impl Pivots {
         let at = if i == 0 { 0 } else { a.ends[i - 1] as usize };
         a.keys.splice(at..at, key.iter().copied());
         a.ends.insert(i, end_of(at + key.len()));
+        a.heads.insert(i, key_head(key));
         for e in &mut a.ends[i + 1..] {
             *e += key.len() as u32;
         }
@@ -124,6 +151,7 @@ impl Pivots {
         let a = Arc::make_mut(&mut self.0);
         let start = if i == 0 { 0 } else { a.ends[i - 1] as usize };
         let end = a.ends.remove(i) as usize;
+        a.heads.remove(i);
         let key: Vec<u8> = a.keys.drain(start..end).collect();
         for e in &mut a.ends[i..] {
             *e -= key.len() as u32;
@@ -140,6 +168,7 @@ impl Pivots {
         let cut = if at == 0 { 0 } else { a.ends[at - 1] as usize };
         a.keys.truncate(cut);
         a.ends.truncate(at);
+        a.heads.truncate(at);
         debug_assert_eq!(a.ends.last().map_or(0, |&e| e as usize), a.keys.len());
         right
     }
@@ -151,6 +180,7 @@ impl Pivots {
         a.keys.extend_from_slice(&other.0.keys);
         a.ends
             .extend(other.0.ends.iter().map(|&e| end_of(base + e as usize)));
+        a.heads.extend_from_slice(&other.0.heads);
         debug_assert_eq!(a.ends.last().map_or(0, |&e| e as usize), a.keys.len());
     }
 
@@ -235,21 +265,56 @@ mod tests {
             }
             assert_eq!(keys(&p), model, "step {step}");
             assert_eq!(p.len(), model.len());
+            let heads: Vec<u64> = model.iter().map(|k| key_head(k)).collect();
+            assert_eq!(p.0.heads, heads, "step {step}");
         }
     }
 
-    /// `find` is `partition_point` over the keys.
+    /// `find` and `below` are partition points over the keys, with keys
+    /// that share their 8-byte heads, are prefixes of one another, are
+    /// shorter than a head or empty, before and after changes that keep
+    /// the heads beside the keys.
     #[test]
-    fn find_is_the_partition_point() {
-        let model: Vec<Vec<u8>> = (1..40u8).map(|i| vec![i * 3, i]).collect();
-        let p: Pivots = model.iter().cloned().collect();
-        for a in 0..130u8 {
-            for b in [0u8, 5, 255] {
-                let key = [a, b];
-                let want = model.partition_point(|k| k.as_slice() <= &key[..]);
-                assert_eq!(p.find(&key), want, "{key:?}");
-            }
+    fn find_and_below_are_partition_points() {
+        let mut model: Vec<Vec<u8>> = vec![vec![]];
+        for i in 1..40u8 {
+            model.push(vec![i * 3, i]);
+            model.push(vec![i * 3, i, 0]);
+            let mut long = b"headhead".to_vec();
+            long.extend([i; 3]);
+            model.push(long);
         }
+        model.push(b"headhead".to_vec());
+        model.sort();
+        model.dedup();
+        let mut probes = model.clone();
+        probes.extend((0..130u8).flat_map(|a| [vec![a], vec![a, 5], vec![a, 255, 1]]));
+        probes.extend((0..45u8).map(|i| [b"headhead".as_slice(), &[i, i]].concat()));
+        let check = |p: &Pivots, model: &[Vec<u8>]| {
+            for key in &probes {
+                let le = model.partition_point(|k| k.as_slice() <= key.as_slice());
+                let lt = model.partition_point(|k| k.as_slice() < key.as_slice());
+                assert_eq!(p.find(key), le, "find {key:?}");
+                assert_eq!(p.below(key), lt, "below {key:?}");
+            }
+        };
+        let mut p: Pivots = model.iter().cloned().collect();
+        check(&p, &model);
+        // Remove every third key, split and join again.
+        let mut i = 0;
+        while i < model.len() {
+            assert_eq!(p.remove(i), model.remove(i));
+            i += 2;
+        }
+        check(&p, &model);
+        let right = p.split_off(model.len() / 2);
+        check(&right, &model[model.len() / 2..]);
+        p.extend(&right);
+        check(&p, &model);
+        p.insert(0, b"");
+        model.insert(0, vec![]);
+        check(&p, &model);
         assert_eq!(Pivots::new().find(b"x"), 0);
+        assert_eq!(Pivots::new().below(b""), 0);
     }
 }

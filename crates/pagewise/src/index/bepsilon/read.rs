@@ -145,10 +145,11 @@ impl View<'_> {
         }
     }
 
-    /// Whether the get of `key` can pass buffer `i` of internal node `n`
-    /// without it: not in memory, and its filter rules `key` out (counted).
-    pub fn filter_skips(&self, n: &Node, i: usize, key: &[u8]) -> bool {
-        if n.parts[i].is_some() || !ruled_out(n, i, key) {
+    /// Whether the get of a key hashing to `h` (`filter::key_hash`) can
+    /// pass buffer `i` of internal node `n` without it: not in memory, and
+    /// its filter rules the key out (counted).
+    pub fn filter_skips(&self, n: &Node, i: usize, h: u64) -> bool {
+        if n.parts[i].is_some() || !ruled_out(n, i, h) {
             return false;
         }
         let mut s = self.skips.get();
@@ -187,16 +188,16 @@ impl View<'_> {
     }
 }
 
-/// Whether the stored key filter of buffer `i` of `n` rules `key` out (only
-/// a clean internal node has filters).
-/// A clean buffer never changes, so its filter holds every key it has
-/// messages for, loaded or not.
-fn ruled_out(n: &Node, i: usize, key: &[u8]) -> bool {
+/// Whether the stored key filter of buffer `i` of `n` rules out the key
+/// hashing to `h` (`filter::key_hash`; only a clean internal node has
+/// filters). A clean buffer never changes, so its filter holds every key
+/// it has messages for, loaded or not.
+fn ruled_out(n: &Node, i: usize, h: u64) -> bool {
     if n.is_leaf() {
         return false;
     }
     let f = n.dir.get(i).and_then(|d| d.filter.as_ref());
-    f.is_some_and(|f| !f.may_contain(key))
+    f.is_some_and(|f| !f.may_contain_hash(h))
 }
 
 /// Runs `f` against consistent views of the live state (`at` None) or of a
@@ -479,16 +480,21 @@ pub struct Resume {
     form: Form,
 }
 
+/// A key's stored value (`value.rs`; None: absent) and how its tree
+/// stores values.
+pub type Stored = (Option<Vec<u8>>, Form);
+
 /// One descent toward `key`: the pending messages on the path (root first)
-/// and the leaf's value, or a miss (saved in `resume` for the next try).
-/// The descent stops at the first buffer holding a put or delete of `key`:
-/// nothing below it is newer.
+/// and the leaf's value, or a miss (saved in `resume` for the next try);
+/// `Done(Ok(None))` when `tree` is not a B-epsilon tree (absent, or of
+/// another kind). The descent stops at the first buffer holding a put or
+/// delete of `key`: nothing below it is newer.
 pub fn get_step(
     v: &View,
     tree: &str,
     key: &[u8],
     resume: &mut Option<Resume>,
-) -> Step<Result<(Option<Vec<u8>>, Form)>> {
+) -> Step<Result<Option<Stored>>> {
     let (mut cur, mut path, form) = match resume.take() {
         Some(r) if r.resets == v.resets => {
             v.skips.set(r.skips);
@@ -500,17 +506,18 @@ pub fn get_step(
                 opts,
                 ..
             }) => (*root, Vec::new(), opts.form()),
-            _ => return Step::Done(Ok((None, Form::Plain))),
+            Some(_) => return Step::Done(Ok(Some((None, Form::Plain)))),
+            None => return Step::Done(Ok(None)),
         },
     };
+    let h = super::filter::key_hash(key);
     for _ in 0..=super::MAX_HEIGHT {
         // The common step reads the node where it lies (no reference
         // counts); a node or partition not in memory takes `visit`.
-        let seen = match v.with_node(cur, |n| look(v, n, key)) {
+        let seen = match v.with_node(cur, |n| look(v, n, key, h)) {
             Ok(seen) => seen,
-            Err(node) => match visit(v, cur, node, key) {
-                Ok(Visit::Pass(child)) => Seen::Pass(child),
-                Ok(Visit::Part(n, i, p)) => seen_in(&n, i, &p, key),
+            Err(node) => match visit(v, cur, node, key, h) {
+                Ok(seen) => seen,
                 Err(miss) => {
                     let (skips, resets) = (v.skips.get(), v.resets);
                     *resume = Some(Resume {
@@ -534,13 +541,13 @@ pub fn get_step(
                     // below it (messages only move down), so it decides
                     // the value: the levels below are not read.
                     let r = resolve_path(v, tree, form, key, None, &path);
-                    return Step::Done(r.map(|s| (s, form)));
+                    return Step::Done(r.map(|s| Some((s, form))));
                 }
                 cur = child;
             }
             Seen::Leaf(val) => {
                 let r = resolve_path(v, tree, form, key, val, &path);
-                return Step::Done(r.map(|s| (s, form)));
+                return Step::Done(r.map(|s| Some((s, form))));
             }
         }
     }
@@ -549,14 +556,6 @@ pub fn get_step(
         root,
         format!("B-epsilon tree {tree:?} deeper than {}", super::MAX_HEIGHT),
     )))
-}
-
-/// What a get does at one node.
-enum Visit {
-    /// The key's buffer cannot hold it: on to this child.
-    Pass(Child),
-    /// Partition `.1` of node `.0`, which may hold the key.
-    Part(Arc<Node>, usize, Arc<Part>),
 }
 
 /// What a get finds at one node.
@@ -569,22 +568,23 @@ enum Seen {
     Leaf(Option<Vec<u8>>),
 }
 
-/// What node `n` says about `key` when the partition that may hold it is
-/// in memory (None otherwise: [`visit`] reads or probes it). A skip by a
-/// buffer filter and a use of a loaded partition are counted as `visit`
-/// counts them, so falling back to it counts nothing twice.
+/// What node `n` says about `key` (hashing to `h`) when the partition
+/// that may hold it is in memory, or None: [`visit`] reads or probes it.
+/// A declined look counts nothing; a skip by a buffer filter and a use of
+/// a loaded partition are counted once.
 #[inline]
-fn look(v: &View, n: &Node, key: &[u8]) -> Option<Seen> {
+fn look(v: &View, n: &Node, key: &[u8], h: u64) -> Option<Seen> {
     let i = n.find(key);
-    if v.filter_skips(n, i, key) {
+    if v.filter_skips(n, i, h) {
         return Some(Seen::Pass(n.children[i]));
     }
     let p = n.parts[i].as_ref()?;
-    if ruled_out(n, i, key) {
-        n.uses.mark(i);
+    // A loaded buffer the filter rules out is passed without its map
+    // lookup, marked used as a lookup would be (the cache keeps it).
+    n.uses.mark(i);
+    if ruled_out(n, i, h) {
         return Some(Seen::Pass(n.children[i]));
     }
-    n.uses.mark(i);
     Some(seen_in(n, i, p, key))
 }
 
@@ -599,30 +599,26 @@ fn seen_in(n: &Node, i: usize, p: &Part, key: &[u8]) -> Seen {
     }
 }
 
-/// The node behind `cur` (`node` if the caller has it) and its partition that may hold `key`, the child
-/// to go on to when a buffer filter rules the key out, or what to read.
+/// What the node behind `cur` (`node` if the caller has it) says about
+/// `key` (hashing to `h`) as [`look`] does, reading the partition that may
+/// hold it from a probe of this read, or what to read.
 fn visit(
     v: &View,
     cur: Child,
     node: Option<Arc<Node>>,
     key: &[u8],
-) -> std::result::Result<Visit, Miss> {
+    h: u64,
+) -> std::result::Result<Seen, Miss> {
     let n = match node {
         Some(n) => n,
         None => v.node(cur)?,
     };
+    if let Some(seen) = look(v, &n, key, h) {
+        return Ok(seen);
+    }
     let i = n.find(key);
-    if v.filter_skips(&n, i, key) {
-        return Ok(Visit::Pass(n.children[i]));
-    }
-    if n.parts[i].is_some() && ruled_out(&n, i, key) {
-        // A loaded buffer the filter rules out: passed without its map
-        // lookup, marked used as a lookup would (the cache keeps it).
-        n.uses.mark(i);
-        return Ok(Visit::Pass(n.children[i]));
-    }
     match v.part(cur, &n, i) {
-        Ok(p) => Ok(Visit::Part(n, i, p)),
+        Ok(p) => Ok(seen_in(&n, i, &p, key)),
         Err(Miss::Part(ext, i, n)) if probes_instead(v, &ext, &n, i) => {
             Err(Miss::Probe(ext, i, n, key.to_vec()))
         }
@@ -666,13 +662,14 @@ pub fn plain_value(ix: &Index, form: Form, tree: &str, b: &[u8]) -> Result<Vec<u
     })
 }
 
-/// The stored value of `key` (`value.rs`) and how `tree` stores values.
+/// The stored value of `key` (`value.rs`) and how `tree` stores values;
+/// None when `tree` is not a B-epsilon tree.
 pub fn get_stored(
     ix: &Index,
     at: Option<&Frozen>,
     tree: &str,
     key: &[u8],
-) -> Result<(Option<Vec<u8>>, Form)> {
+) -> Result<Option<Stored>> {
     let mut resume = None;
     read_at(ix, at, |v| get_step(v, tree, key, &mut resume))?
 }
@@ -709,18 +706,26 @@ pub fn value_of(ix: &Index, tree: &str, stored: Option<Vec<u8>>, form: Form) -> 
 }
 
 /// The value of `key`: its stored value, and a value extent read with no
-/// lock held (looked up again if its pages were reused meanwhile).
-pub fn get(ix: &Index, at: Option<&Frozen>, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+/// lock held (looked up again if its pages were reused meanwhile); None
+/// when `tree` is not a B-epsilon tree.
+pub fn get(
+    ix: &Index,
+    at: Option<&Frozen>,
+    tree: &str,
+    key: &[u8],
+) -> Result<Option<Option<Vec<u8>>>> {
     for _ in 0..MAX_RESTARTS {
         let gen = ix.store.reuse_gen.load(Ordering::Acquire);
-        let (stored, form) = get_stored(ix, at, tree, key)?;
+        let Some((stored, form)) = get_stored(ix, at, tree, key)? else {
+            return Ok(None);
+        };
         let ext = match value_of(ix, tree, stored, form)? {
-            Value::Ready(v) => return Ok(v),
+            Value::Ready(v) => return Ok(Some(v)),
             Value::Extent(ext) => ext,
         };
         let gen = (!at.is_some_and(|fz| fz.pinned())).then_some(gen);
         if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {
-            return Ok(Some(v));
+            return Ok(Some(Some(v)));
         }
         // The extent was reused since the message was read: look again.
     }

@@ -3,6 +3,7 @@
 
 use super::delta::{Change, ChangeRef, Changes};
 use crate::index::entry;
+use crate::index::head::key_head;
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::image::{DeltaPages, Image, NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
@@ -987,18 +988,6 @@ impl Node {
         }
         Ok(())
     }
-}
-
-/// The first 8 bytes of `key` as a big-endian integer, zero-padded. If
-/// `key_head(a) < key_head(b)` then `a < b`: at the first byte where the
-/// padded heads differ, either both keys have real bytes (which order them)
-/// or the shorter key ends there and is a prefix of the other. Equal heads
-/// say nothing.
-pub fn key_head(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
 }
 
 impl NodeImage for Node {
