@@ -842,11 +842,23 @@ impl Pager {
         assert_eq!(ext.len_bytes, payload.len() as u64, "extent length");
         let n = self.extent_pages(payload.len()) as usize;
         assert!(ext.count_pages >= n as u64, "extent {ext:?} too small");
-        let cap = self.extent_cap();
         let mut buf = self.buf(n * self.ps);
+        self.seal_extent(&mut buf, ext.first_page, kind, payload, gen);
+        self.off(ext.end_page() - 1);
+        self.io(kind).write_at(&buf, self.off(ext.first_page))?;
+        debug_assert_eq!(buf.len(), n * self.ps);
+        Ok(())
+    }
+
+    /// Seals `payload` into the first pages of `pages` as the pages of an
+    /// extent from `first_page`: page k holds bytes `k * extent_cap()..` of
+    /// it (its `aux`), generation `gen`.
+    fn seal_extent(&self, pages: &mut [u8], first_page: u64, kind: Kind, payload: &[u8], gen: u64) {
+        let (cap, n) = (self.extent_cap(), self.extent_pages(payload.len()) as usize);
+        assert!(pages.len() >= n * self.ps, "room for {n} pages");
         for k in 0..n {
             let chunk = &payload[(k * cap).min(payload.len())..((k + 1) * cap).min(payload.len())];
-            let page = &mut buf[k * self.ps..(k + 1) * self.ps];
+            let page = &mut pages[k * self.ps..(k + 1) * self.ps];
             page[HDR..HDR + chunk.len()].copy_from_slice(chunk);
             let header = Header {
                 kind,
@@ -855,12 +867,8 @@ impl Pager {
                 used: chunk.len() as u32,
                 aux: k as u32,
             };
-            page::seal(page, ext.first_page + k as u64, header);
+            page::seal(page, first_page + k as u64, header);
         }
-        self.off(ext.end_page() - 1);
-        self.io(kind).write_at(&buf, self.off(ext.first_page))?;
-        debug_assert_eq!(buf.len(), n * self.ps);
-        Ok(())
     }
 
     /// Writes each of `payloads` to its extent of `exts` (same order, as
@@ -873,7 +881,6 @@ impl Pager {
             exts.windows(2).all(|w| w[0].end_page() == w[1].first_page),
             "back to back"
         );
-        let cap = self.extent_cap();
         let mut start = 0;
         for _ in 0..exts.len() {
             if start == exts.len() {
@@ -892,21 +899,8 @@ impl Pager {
             for (ext, payload) in exts[start..end].iter().zip(&payloads[start..end]) {
                 assert_eq!(ext.len_bytes, payload.len() as u64, "extent length");
                 assert_eq!(ext.count_pages, self.extent_pages(payload.len()));
-                for k in 0..ext.count_pages as usize {
-                    let lo = (k * cap).min(payload.len());
-                    let chunk = &payload[lo..((k + 1) * cap).min(payload.len())];
-                    let at = (ext.first_page - first) as usize + k;
-                    let page = &mut buf[at * self.ps..(at + 1) * self.ps];
-                    page[HDR..HDR + chunk.len()].copy_from_slice(chunk);
-                    let header = Header {
-                        kind,
-                        count: 0,
-                        gen: 0,
-                        used: chunk.len() as u32,
-                        aux: k as u32,
-                    };
-                    page::seal(page, ext.first_page + k as u64, header);
-                }
+                let at = (ext.first_page - first) as usize * self.ps;
+                self.seal_extent(&mut buf[at..], ext.first_page, kind, payload, 0);
             }
             self.off(first + n as u64 - 1);
             self.io(kind).write_at(&buf, self.off(first))?;
