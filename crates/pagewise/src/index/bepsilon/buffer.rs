@@ -16,7 +16,7 @@
 use super::heap::{self, alloc_bytes};
 use super::layout::message;
 use super::pending::{Base, Change, Pending, MSG_FIXED_BYTES};
-use crate::index::head::key_head;
+use crate::index::head::{self, key_head};
 use crate::store::page::{get_u16, get_u32, get_u64};
 use std::ops::Range;
 
@@ -213,8 +213,14 @@ impl Buffer {
     /// then a scan of the key's entries (few: a put or delete ends them).
     fn key_span(&self, run: &[u32], key: &[u8]) -> Range<usize> {
         let lo = run.partition_point(|&o| self.key_at(o) < key);
+        lo..self.run_end(run, lo, key)
+    }
+
+    /// The end of the entries of `key` in `run` that start at `lo` (few: a
+    /// put or delete ends them).
+    fn run_end(&self, run: &[u32], lo: usize, key: &[u8]) -> usize {
         let same = run[lo..].iter().take_while(|&&o| self.key_at(o) == key);
-        lo..lo + same.count()
+        lo + same.count()
     }
 
     /// The first position of `main` from `from` whose key is above `key`
@@ -225,15 +231,11 @@ impl Buffer {
             0 => self.heads.partition_point(|&x| x < h), // a search from scratch
             _ => from + gallop(&self.heads[from..], h),
         };
-        let hi = lo + self.heads[lo..].partition_point(|&x| x == h);
-        let tied = &self.main[lo..hi];
-        let at = if upper {
-            tied.partition_point(|&o| self.key_at(o) <= key)
-        } else {
-            tied.partition_point(|&o| self.key_at(o) < key)
-        };
-        debug_assert!(lo + at >= from && lo + at <= self.main.len());
-        lo + at
+        let at = head::break_tie(&self.heads, lo, h, key, upper, |i| {
+            self.key_at(self.main[i])
+        });
+        debug_assert!(at >= from && at <= self.main.len());
+        at
     }
 
     /// Adds `m` after what its key holds.
@@ -246,7 +248,7 @@ impl Buffer {
         let in_tail = self.key_span(&self.tail, m.key);
         if m.kind.is_base() {
             let lo = self.main_bound(0, m.key, false);
-            let in_main = lo..self.main_bound(lo, m.key, true);
+            let in_main = lo..self.run_end(&self.main, lo, m.key);
             self.kill(false, in_main);
             self.kill(true, in_tail.clone());
         }
@@ -281,10 +283,7 @@ impl Buffer {
         for m in batch {
             assert!(m.key.len() <= u16::MAX as usize && m.val.len() <= u32::MAX as usize);
             let lo = self.main_bound(from, m.key, false);
-            let same = self.main[lo..]
-                .iter()
-                .take_while(|&&o| self.key_at(o) == m.key);
-            let hi = lo + same.count();
+            let hi = self.run_end(&self.main, lo, m.key);
             places.push(hi);
             if m.kind.is_base() {
                 self.kill(false, lo..hi);
@@ -504,12 +503,10 @@ impl Buffer {
         // The key's entries in `main` (older) and then in the tail (newer
         // than all of main's), each run found by one search.
         let lo = self.main_bound(0, key, false);
-        let main = self.main[lo..]
-            .iter()
-            .take_while(|&&o| self.key_at(o) == key);
+        let main = &self.main[lo..self.run_end(&self.main, lo, key)];
         let tail = &self.tail[self.key_span(&self.tail, key)];
         let mut found: Option<Pending> = None;
-        for &off in main.chain(tail) {
+        for &off in main.iter().chain(tail) {
             if off & DEAD == 0 {
                 found
                     .get_or_insert_with(Pending::default)

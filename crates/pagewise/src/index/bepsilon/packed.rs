@@ -6,7 +6,7 @@
 //! docs/design.md, basement entry.
 
 use crate::index::entry;
-use crate::index::head::key_head;
+use crate::index::head::{self, key_head};
 use crate::store::page::{get_u16, get_u32};
 use std::ops::Bound;
 
@@ -207,27 +207,11 @@ impl Packed {
         &self.data[r + entry::KEY_AT..r + entry::KEY_AT + k]
     }
 
-    /// Index of the first entry whose key is not below `key`: a binary
-    /// search over the heads, reading keys only where heads tie.
+    /// Index of the first entry whose key is not below `key`
+    /// ([`head::count_below`]).
     fn lower(&self, key: &[u8]) -> usize {
         assert_eq!(self.offs.len(), self.heads.len());
-        let h = key_head(key);
-        let (mut lo, mut hi) = (0, self.heads.len());
-        // A binary search: at most log2(len) + 1 steps.
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let m = self.heads[mid];
-            let below = if m != h {
-                m < h
-            } else {
-                self.key_at(mid) < key
-            };
-            if below {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
+        let lo = head::count_below(&self.heads, key, false, |i| self.key_at(i));
         debug_assert!(lo == 0 || self.key_at(lo - 1) < key);
         lo
     }

@@ -8,7 +8,7 @@
 //! `index::head::key_head`, one array) and reads a key only where heads tie.
 
 use super::heap::{alloc_bytes, arc_bytes};
-use crate::index::head::key_head;
+use crate::index::head::{self, key_head};
 use std::sync::Arc;
 
 /// P - 1 strictly increasing keys, key `i` being
@@ -80,31 +80,15 @@ impl Pivots {
         i
     }
 
-    /// How many keys are below `key`, or at or below it when `at`: two
-    /// binary searches over the heads (at most 2 x (log2(len) + 1) steps)
-    /// and one over the keys whose head ties with `key`'s.
+    /// How many keys are below `key`, or at or below it when `at`
+    /// ([`head::count_below`]).
     #[inline]
     fn count(&self, key: &[u8], at: bool) -> usize {
         let a = &*self.0;
         debug_assert_eq!(a.heads.len(), a.ends.len());
-        let h = key_head(key);
-        let lo = a.heads.partition_point(|&x| x < h);
-        if a.heads.get(lo) != Some(&h) {
-            return lo; // key `lo` (if any) has a greater head: it is greater
-        }
-        let tied = a.heads[lo..].partition_point(|&x| x == h);
-        let (mut l, mut r) = (lo, lo + tied);
-        while l < r {
-            let mid = l + (r - l) / 2;
-            let k = &self[mid];
-            if k < key || (at && k == key) {
-                l = mid + 1;
-            } else {
-                r = mid;
-            }
-        }
-        assert!(l <= self.len());
-        l
+        let i = head::count_below(&a.heads, key, at, |i| &self[i]);
+        assert!(i <= self.len());
+        i
     }
 
     /// Bytes of all keys together.

@@ -3,7 +3,7 @@
 
 use super::delta::{Change, ChangeRef, Changes};
 use crate::index::entry;
-use crate::index::head::key_head;
+use crate::index::head::{self, key_head};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::image::{DeltaPages, Image, NodeImage, PageFill};
 use crate::store::page::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Kind, HDR};
@@ -412,30 +412,11 @@ impl Node {
     /// heads order as the keys do).
     fn count_below(&self, key: &[u8], or_equal: bool) -> usize {
         debug_assert!(!self.leaf && self.heads.len() == self.ents.len());
-        let head = key_head(key);
-        let below = |i: usize| {
-            let h = self.heads[i];
-            if h != head {
-                return h < head;
-            }
-            let e = self.ents[i];
-            let sep = &self.data[e.key_range()];
-            sep < key || (or_equal && sep == key)
-        };
-        let (mut lo, mut hi) = (1, self.ents.len());
-        for _ in 0..usize::BITS {
-            if lo >= hi {
-                break;
-            }
-            let mid = lo + (hi - lo) / 2;
-            if below(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        debug_assert!(lo >= 1 && lo == hi);
-        lo - 1
+        // Separator 0 is the leftmost child's (no key): search from 1.
+        let sep = |i: usize| &self.data[self.ents[i + 1].key_range()];
+        let n = head::count_below(&self.heads[1..], key, or_equal, sep);
+        assert!(n < self.ents.len());
+        n
     }
 
     /// Every head is its key's (tests of the upkeep).
