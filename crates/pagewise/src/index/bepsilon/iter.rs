@@ -42,21 +42,27 @@ pub struct Cursor {
     bnext: Option<Bound<Vec<u8>>>,
     front: VecDeque<Entry>,
     back: VecDeque<Entry>,
-    /// Entries a forward step resolves at most from one basement: grows
-    /// from [`FIRST_UNIT`] as the cursor moves on, so a short scan does not
-    /// resolve the rest of the basement it starts in.
+    /// Entries a forward step resolves at most from one basement: starts
+    /// at [`FIRST_UNIT`] and doubles after each step the limit cut short,
+    /// so a short scan does not resolve the rest of the basement it starts
+    /// in, and the entries resolved stay within about twice those taken (a
+    /// step that ends with its basement leaves it: doubling there too had a
+    /// 100-row scan resolve 350 entries, each a key and a value copied).
     limit: usize,
     /// Buffer segments read for this cursor's steps (`slice.rs`).
     slices: Slices,
 }
 
-/// Entries the first forward step resolves at most (then 2x each step).
+/// Entries the first forward step resolves at most (then 2x after each
+/// step the limit cut short).
 const FIRST_UNIT: usize = 16;
 
 /// Where the cursor goes next in its direction after one basement's
 /// entries (or the first `limit` of them, moving forward); None: the end.
 struct Unit {
     next: Option<Bound<Vec<u8>>>,
+    /// The step stopped at its limit, not at its basement's end.
+    cut: bool,
 }
 
 /// What one step resolves: the position, the direction, the cursor's
@@ -136,7 +142,9 @@ impl Cursor {
                     Ok(Err(e)) | Err(e) => return Some(Err(e)),
                 };
             if forward {
-                self.limit = self.limit.saturating_mul(2);
+                if unit.cut {
+                    self.limit = self.limit.saturating_mul(2);
+                }
                 self.fnext = unit.next;
                 self.front = out.into();
             } else {
@@ -209,7 +217,10 @@ fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
 /// through one queue (`Miss::Batch`), not one round trip each.
 fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Vec<Entry>) -> Step<Result<Unit>> {
     out.clear();
-    let empty = Unit { next: None };
+    let empty = Unit {
+        next: None,
+        cut: false,
+    };
     let Some(mut cur) = v.meta(tree).and_then(|m| m.root) else {
         return Step::Done(Ok(empty));
     };
@@ -256,7 +267,7 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Vec<Entry>) -> Step<Re
                 (true, false) => uhi.map(Bound::Included),
                 (false, _) => ulo.map(Bound::Excluded),
             };
-            Unit { next }
+            Unit { next, cut }
         }));
     }
     Step::Done(Ok(empty))
