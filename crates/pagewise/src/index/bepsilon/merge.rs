@@ -7,6 +7,7 @@
 use super::buffer::Changes;
 use super::pending::{Change, Pending};
 use crate::error::Result;
+use crate::index::head::key_head;
 use std::borrow::Cow;
 use std::iter::Peekable;
 
@@ -43,15 +44,21 @@ impl<'a, I: Iterator<Item = (&'a [u8], &'a [u8])>> Merge<'a, I> {
         &mut self,
         resolve: &mut Resolver<'_>,
     ) -> Option<Result<(&'a [u8], Option<Cow<'a, [u8]>>)>> {
-        let mut min = self.entries.peek().map(|e| e.0);
+        // Keys compare by their heads first (`key_head`: a memcmp only
+        // where two streams' keys share their first 8 bytes).
+        let mut min = self.entries.peek().map(|e| (key_head(e.0), e.0));
         for s in self.streams.iter_mut() {
             if let Some(k) = s.peek().map(|e| e.0) {
-                min = Some(min.map_or(k, |m| m.min(k)));
+                let h = key_head(k);
+                min = match min {
+                    Some((mh, mk)) if mh < h || (mh == h && mk <= k) => Some((mh, mk)),
+                    _ => Some((h, k)),
+                };
             }
         }
-        let k = min?;
+        let (kh, k) = min?;
         // The stream `k` came from holds it at the same address: no compare.
-        let at_k = |h: &[u8]| std::ptr::eq(h, k) || h == k;
+        let at_k = |h: &[u8]| std::ptr::eq(h, k) || (key_head(h) == kh && h == k);
         let mut val = match self.entries.peek() {
             Some(e) if at_k(e.0) => self.entries.next().map(|e| Cow::Borrowed(e.1)),
             _ => None,
@@ -73,5 +80,76 @@ impl<'a, I: Iterator<Item = (&'a [u8], &'a [u8])>> Merge<'a, I> {
             };
         }
         Some(Ok((k, val)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::bepsilon::buffer::{Buffer, Kind, Message};
+    use crate::index::bepsilon::packed::Packed;
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    /// Keys that share their 8-byte heads (prefixes, keys shorter than a
+    /// head, zero bytes) merged from a basement and two buffers against a
+    /// map that applies the basement, then the older buffer, then the newer.
+    #[test]
+    fn keys_sharing_heads_merge_in_key_order() {
+        let mut keys: Vec<Vec<u8>> = vec![b"".to_vec(), b"a".to_vec(), b"a\0".to_vec()];
+        for i in 0..40u8 {
+            keys.push([b"prefix00".as_slice(), &[i % 7, i]].concat());
+            keys.push(vec![b'p', i % 3]);
+        }
+        keys.sort();
+        keys.dedup();
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut base = Packed::with_capacity(4096, keys.len());
+        for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+            base.push(k, &[i as u8]);
+            model.insert(k.clone(), vec![i as u8]);
+        }
+        let mut bufs = [Buffer::new(), Buffer::new()];
+        let mut seq = 0;
+        for (b, buf) in bufs.iter_mut().enumerate() {
+            for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % (3 + b) != 1) {
+                seq += 1;
+                let (kind, val) = match (i + b) % 4 {
+                    0 => (Kind::Delete, vec![]),
+                    _ => (Kind::Put, vec![100 + b as u8, i as u8]),
+                };
+                buf.add(Message {
+                    kind,
+                    seq,
+                    key: k,
+                    val: &val,
+                });
+                match kind {
+                    Kind::Delete => model.remove(k),
+                    _ => model.insert(k.clone(), val),
+                };
+            }
+        }
+        let streams = bufs.iter().map(Buffer::changes).collect();
+        let mut merge = Merge::new(
+            base.range(Bound::Unbounded, Bound::Unbounded),
+            streams,
+            None,
+        );
+        let mut no_merge = |_: &[u8], _: Option<Vec<u8>>, _: &Pending| -> Result<Option<Vec<u8>>> {
+            unreachable!("no upserts")
+        };
+        let mut got = Vec::new();
+        for _ in 0..10 * keys.len() {
+            let Some(next) = merge.next(&mut no_merge) else {
+                break;
+            };
+            let (k, v) = next.unwrap();
+            if let Some(v) = v {
+                got.push((k.to_vec(), v.into_owned()));
+            }
+        }
+        let want: Vec<_> = model.into_iter().collect();
+        assert_eq!(got, want);
     }
 }
