@@ -9,6 +9,7 @@ use super::pending::{resolve, Pending, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
 use super::read::{probes_instead, read_keeping, Frozen, Miss, Step, View};
+use super::resolved::{Resolved, Value};
 use super::segment;
 use super::slice::{self, segment_at, Slices};
 use super::value::{Form, TAG_INLINE};
@@ -17,15 +18,10 @@ use crate::error::Result;
 use crate::index::{in_range, Index};
 use crate::store::extent::Extent;
 use crate::store::page::Kind;
-use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
 type Kv = (Vec<u8>, Vec<u8>);
-/// A resolved entry: key, value, and the extent its value is still to be
-/// read from (the value then empty): a cursor over a pinned snapshot reads
-/// value extents as entries are returned, [`VALUE_READS`] per queue.
-type Entry = (Vec<u8>, Vec<u8>, Option<Extent>);
 
 /// Value extents a cursor reads through one queue: a 100-entry scan over
 /// values in extents waits about four times, not once per value, and reads
@@ -40,8 +36,11 @@ pub struct Cursor {
     /// Where the next unit is fetched from, per direction (None: the end).
     fnext: Option<Bound<Vec<u8>>>,
     bnext: Option<Bound<Vec<u8>>>,
-    front: VecDeque<Entry>,
-    back: VecDeque<Entry>,
+    /// Entries resolved and not returned, per direction (a cursor over a
+    /// pinned snapshot reads value extents as entries are returned,
+    /// [`VALUE_READS`] per queue).
+    front: Resolved,
+    back: Resolved,
     /// Entries a forward step resolves at most from one basement: starts
     /// at [`FIRST_UNIT`] and doubles after each step the limit cut short,
     /// so a short scan does not resolve the rest of the basement it starts
@@ -84,8 +83,8 @@ impl Cursor {
             bnext: Some(hi.clone()),
             lo,
             hi,
-            front: VecDeque::new(),
-            back: VecDeque::new(),
+            front: Resolved::default(),
+            back: Resolved::default(),
             limit: FIRST_UNIT,
             slices: Slices::default(),
         }
@@ -94,23 +93,24 @@ impl Cursor {
     pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Option<Result<Kv>> {
         for _ in 0..u32::MAX {
             let got = if forward {
-                self.front.pop_front()
+                self.front.take(true)
             } else {
-                self.back.pop_back()
+                self.back.take(false)
             };
-            if let Some((k, mut v, ext)) = got {
+            if let Some((k, v)) = got {
                 if !in_range(&k, &self.lo, &self.hi) {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
-                    (self.front, self.back) = (VecDeque::new(), VecDeque::new());
+                    (self.front, self.back) = (Resolved::default(), Resolved::default());
                     return None;
                 }
-                if let Some(e) = ext {
-                    match self.read_values(ix, e, forward) {
-                        Ok(first) => v = first,
+                let v = match v {
+                    Ok(v) => v,
+                    Err(e) => match self.read_values(ix, e, forward) {
+                        Ok(first) => first,
                         Err(e) => return Some(Err(e)),
-                    }
-                }
+                    },
+                };
                 set_excluded(if forward { &mut self.lo } else { &mut self.hi }, &k);
                 return Some(Ok((k, v)));
             }
@@ -128,13 +128,13 @@ impl Cursor {
                 lazy: at.is_some_and(|fz| fz.pinned()),
                 limit: if forward { self.limit } else { usize::MAX },
             };
-            // The drained queue's allocation holds the next unit's entries.
+            // The drained queue's arena holds the next unit's entries.
             let queue = if forward {
                 &mut self.front
             } else {
                 &mut self.back
             };
-            let mut out = Vec::from(std::mem::take(queue));
+            let mut out = std::mem::take(queue);
             let kept = &mut self.slices;
             let unit =
                 match read_keeping(ix, at, kept, |v| unit_step(v, &self.tree, &want, &mut out)) {
@@ -146,10 +146,10 @@ impl Cursor {
                     self.limit = self.limit.saturating_mul(2);
                 }
                 self.fnext = unit.next;
-                self.front = out.into();
+                self.front = out;
             } else {
                 self.bnext = unit.next;
-                self.back = out.into();
+                self.back = out;
             }
         }
         None
@@ -164,25 +164,19 @@ impl Cursor {
         } else {
             &mut self.back
         };
-        let n = queue.len();
-        let next: Vec<usize> = (0..n)
-            .map(|i| if forward { i } else { n - 1 - i })
-            .filter(|&i| queue[i].2.is_some())
-            .take(VALUE_READS - 1)
-            .collect();
+        let next = queue.extents_next(forward, VALUE_READS - 1);
         let mut exts = vec![first];
-        exts.extend(next.iter().map(|&i| queue[i].2.expect("filtered")));
+        exts.extend(next.iter().map(|&(_, e)| e));
         let mut read = ix
             .store
             .pager
             .read_extents(&exts, Kind::Overflow)?
             .into_iter();
         let value = read.next().expect("the first extent")?;
-        for (i, r) in next.into_iter().zip(read) {
+        for ((i, _), r) in next.into_iter().zip(read) {
             // A failed read stays pending: it fails again, with its entry.
             if let Ok(v) = r {
-                queue[i].1 = v;
-                queue[i].2 = None;
+                queue.set(i, Value::Owned(v));
             }
         }
         Ok(value)
@@ -215,7 +209,7 @@ fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
 /// its node's shell already tells) the descent goes on to the child, so
 /// the buffers, the leaf's shell and the basement of one step are read
 /// through one queue (`Miss::Batch`), not one round trip each.
-fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Vec<Entry>) -> Step<Result<Unit>> {
+fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Result<Unit>> {
     out.clear();
     let empty = Unit {
         next: None,
@@ -263,7 +257,7 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Vec<Entry>) -> Step<Re
         );
         return Step::Done(r.map(|cut| {
             let next = match (want.forward, cut) {
-                (true, true) => Some(Bound::Excluded(out.last().expect("cut").0.clone())),
+                (true, true) => Some(Bound::Excluded(out.last_key().expect("cut").to_vec())),
                 (true, false) => uhi.map(Bound::Included),
                 (false, _) => ulo.map(Bound::Excluded),
             };
@@ -355,7 +349,7 @@ fn resolve_unit(
     bufs: &[Arc<Part>],
     unit: (Option<&[u8]>, Option<&[u8]>),
     want: &Want,
-    out: &mut Vec<Entry>,
+    out: &mut Resolved,
 ) -> Result<bool> {
     let Part::Packed(packed) = base else {
         unreachable!("a leaf partition")
@@ -394,7 +388,6 @@ fn resolve_unit(
     let mut resolver = |k: &[u8], old: Option<Vec<u8>>, p: &Pending| {
         resolve(v.ix_merge(), tree, k, old, p, &mut values)
     };
-    out.reserve(want.limit.min(packed.len() + 16));
     let mut cut = false;
     // Entries whose stored value is not an inline one (`plain_values`).
     let mut rest: Vec<usize> = Vec::new();
@@ -410,15 +403,15 @@ fn resolve_unit(
         }
         let Some(val) = val else { continue };
         debug_assert!(in_range(k, want.bounds.0, want.bounds.1));
-        let value = match (form, val.split_first()) {
-            (Form::Plain, _) => val.into_owned(),
-            (_, Some((&TAG_INLINE, plain))) => plain.to_vec(),
+        let value: &[u8] = match (form, val.split_first()) {
+            (Form::Plain, _) => &val,
+            (_, Some((&TAG_INLINE, plain))) => plain,
             _ => {
                 rest.push(out.len());
-                val.into_owned()
+                &val
             }
         };
-        out.push((k.to_vec(), value, None));
+        out.push(k, value);
         if out.len() >= want.limit {
             cut = true;
             break;
@@ -440,19 +433,18 @@ fn plain_values(
     v: &View,
     form: Form,
     tree: &str,
-    entries: &mut [Entry],
+    entries: &mut Resolved,
     rest: &[usize],
     lazy: bool,
 ) -> Result<()> {
     let pager = &v.ix.store.pager;
     let at: Vec<(usize, Extent)> = rest
         .iter()
-        .filter_map(|&i| Some((i, form.extent_of(&entries[i].1, pager.ps)?)))
+        .filter_map(|&i| Some((i, form.extent_of(entries.pushed(i), pager.ps)?)))
         .collect();
     if lazy {
         for &(i, e) in &at {
-            entries[i].1 = Vec::new();
-            entries[i].2 = Some(e);
+            entries.set(i, Value::Extent(e));
         }
     }
     let exts: Vec<Extent> = if lazy {
@@ -462,12 +454,12 @@ fn plain_values(
     };
     let mut read = pager.read_extents(&exts, Kind::Overflow)?.into_iter();
     for &i in rest {
-        let (_, s, pending) = &mut entries[i];
-        if pending.is_some() {
+        if matches!(entries.value(i), Value::Extent(_)) {
             continue;
         }
         let mut got = |_: &Extent| read.next().expect("one read per extent");
-        *s = form.plain(s, pager, tree, &mut got)?;
+        let plain = form.plain(entries.pushed(i), pager, tree, &mut got)?;
+        entries.set(i, Value::Owned(plain));
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ pub mod pending;
 pub mod pivots;
 pub mod place;
 pub mod read;
+pub mod resolved;
 pub mod segment;
 pub mod slice;
 pub mod value;
