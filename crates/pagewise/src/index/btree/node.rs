@@ -370,7 +370,10 @@ impl Node {
 
     /// Leaf: position of `key`, or where it would be inserted: one binary
     /// search on the heads, reading an entry's key only where its head ties
-    /// with `key`'s (the one read of a found key's bytes).
+    /// with `key`'s (the one read of a found key's bytes). Its own search,
+    /// not `head::count_below` and an equality check: that reads a found
+    /// key twice, 2,039 instructions per cached get against 1,906
+    /// (callgrind, `fill_get get`, 1M keys).
     pub fn search(&self, key: &[u8]) -> Result<usize, usize> {
         debug_assert!(self.leaf && self.heads.len() == self.ents.len());
         let head = key_head(key);
