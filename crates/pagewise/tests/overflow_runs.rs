@@ -87,7 +87,7 @@ fn a_group_of_large_values_written_in_runs_reads_back_after_replay() {
     let pages = check_clean(&db);
     let want: u64 = model.values().map(|v| v.len().div_ceil(4064) as u64).sum();
     assert_eq!(pages, want, "one extent per live value, nothing more");
-    drop(db);
+    drop((t, db));
     let db = Db::open(&p, opts()).unwrap();
     verify(&db.tree("t").unwrap(), &model);
 }
