@@ -15,6 +15,11 @@ use std::sync::Arc;
 /// Buffered mode writes the log tail once this much is pending.
 const BUFFERED_FLUSH_BYTES: usize = 1 << 20;
 
+/// A commit group with this many bytes of out-of-line values writes them
+/// on a second thread while it logs (`log_and_apply`): below it they take
+/// one write, not worth a thread.
+const OVERLAP_VALUE_BYTES: usize = 1 << 20;
+
 /// How a batch queued behind another thread's group commit failed.
 #[derive(Clone)]
 enum Failure {
@@ -231,8 +236,46 @@ impl Inner {
         r
     }
 
+    /// Writes the group's out-of-line values to fresh extents and its log
+    /// records, then applies its batches. Past [`OVERLAP_VALUE_BYTES`] of
+    /// such values a second thread writes the extents while this one
+    /// encodes and writes the records: the log carries the values, so the
+    /// two orders are equally safe (fresh pages are never referenced by the
+    /// durable checkpoint). Either failing fails the group (the Db is then
+    /// poisoned); a group that failed may have reached the log, like one
+    /// whose sync failed, and is replayed on reopen.
     fn log_and_apply(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
-        let placed = self.place_values(group.iter().map(|p| &p.ops[..]))?;
+        let batches = || group.iter().map(|p| &p.ops[..]);
+        let (out, values) = self.out_of_line_values(batches());
+        let value_bytes: usize = values.iter().map(|v| v.len()).sum();
+        let exts = if value_bytes < OVERLAP_VALUE_BYTES {
+            let exts = self.ix.store.write_value_extents(&values)?;
+            self.log_group(cs, group)?;
+            exts
+        } else {
+            let (exts, logged) = std::thread::scope(|s| {
+                let writer = s.spawn(|| self.ix.store.write_value_extents(&values));
+                let logged = self.log_group(cs, group);
+                (
+                    writer.join().expect("the value extent writer panicked"),
+                    logged,
+                )
+            });
+            logged?;
+            exts?
+        };
+        for (p, ovf) in group.iter().zip(place(&out, exts)) {
+            self.apply_placed(&p.ops, ovf)?;
+        }
+        let c = &self.counters;
+        c.commits.fetch_add(group.len() as u64, Ordering::Relaxed);
+        c.groups.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Appends one record per batch of `group` and flushes (and syncs) the
+    /// log as the durability mode asks.
+    fn log_group(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
         let mut payload = Vec::new();
         for p in group {
             payload.clear();
@@ -248,30 +291,20 @@ impl Inner {
             Durability::Buffered if cs.wal.unflushed() >= BUFFERED_FLUSH_BYTES => cs.wal.flush()?,
             Durability::Buffered => {}
         }
-        for (p, ovf) in group.iter().zip(placed) {
-            self.apply_placed(&p.ops, ovf)?;
-        }
-        let c = &self.counters;
-        c.commits.fetch_add(group.len() as u64, Ordering::Relaxed);
-        c.groups.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Writes the values their trees keep out of line
-    /// ([`crate::index::Index::out_of_line`]) in the batches `batches` to
-    /// fresh extents, back to back, in one run (never referenced by the
-    /// durable checkpoint, so writing them early is safe). Per batch, one
-    /// entry per op.
-    fn place_values<'a>(
+    /// Which ops of each of `batches` put a value its tree keeps out of
+    /// line ([`crate::index::Index::out_of_line`]), and those values in order.
+    fn out_of_line_values<'a>(
         &self,
         batches: impl Iterator<Item = &'a [Op]> + Clone,
-    ) -> Result<Vec<Vec<Option<Extent>>>> {
+    ) -> (Vec<Vec<bool>>, Vec<&'a [u8]>) {
         let out: Vec<Vec<bool>> = batches
             .clone()
             .map(|ops| self.ix.out_of_line(ops))
             .collect();
         let values: Vec<&[u8]> = batches
-            .clone()
             .zip(&out)
             .flat_map(|(ops, o)| ops.iter().zip(o))
             .filter_map(|(op, &o)| match op {
@@ -279,17 +312,7 @@ impl Inner {
                 _ => None,
             })
             .collect();
-        let mut exts = self.ix.store.write_value_extents(&values)?.into_iter();
-        let placed: Vec<Vec<Option<Extent>>> = out
-            .iter()
-            .map(|o| {
-                o.iter()
-                    .map(|&x| if x { exts.next() } else { None })
-                    .collect()
-            })
-            .collect();
-        assert!(exts.next().is_none(), "every extent placed");
-        Ok(placed)
+        (out, values)
     }
 
     /// Applies one batch under the state write lock and the allocator
@@ -310,10 +333,27 @@ impl Inner {
 
     /// Places and applies a replayed batch.
     pub(super) fn apply_ops(&self, ops: &[Op]) -> Result<()> {
-        let placed = self.place_values(std::iter::once(ops))?;
-        let placed = placed.into_iter().next().expect("one batch");
+        let (out, values) = self.out_of_line_values(std::iter::once(ops));
+        let exts = self.ix.store.write_value_extents(&values)?;
+        let placed = place(&out, exts).into_iter().next().expect("one batch");
         self.apply_placed(ops, placed)
     }
+}
+
+/// Per batch, per op of `out` (which ops put an out-of-line value), the
+/// extent of `exts` written for it, in order.
+fn place(out: &[Vec<bool>], exts: Vec<Extent>) -> Vec<Vec<Option<Extent>>> {
+    let mut exts = exts.into_iter();
+    let placed: Vec<Vec<Option<Extent>>> = out
+        .iter()
+        .map(|o| {
+            o.iter()
+                .map(|&x| if x { exts.next() } else { None })
+                .collect()
+        })
+        .collect();
+    assert!(exts.next().is_none(), "every extent placed");
+    placed
 }
 
 /// Runs the transactions' checks of `group` in queue order, each against

@@ -144,16 +144,14 @@ impl Wal {
             return Ok(());
         }
         let end = self.buf_len.next_multiple_of(self.align);
-        debug_assert!(
-            self.buf[self.buf_len..end].iter().all(|&b| b == 0),
-            "padding is zero"
-        );
+        // Past the records the reused buffer holds flushed ones: only the
+        // padding is zeroed, not every byte a large group wrote.
+        self.buf[self.buf_len..end].fill(0);
         self.file.write_at(&self.buf[..end], self.tail_off)?;
         self.wrote = true;
         if self.sparse {
             // The next flush starts in a fresh block: nothing is rewritten.
             self.bytes += (end - self.buf_len) as u64;
-            self.buf[..end].fill(0);
             self.tail_off += end as u64;
             self.buf_len = 0;
             self.flushed_len = 0;
@@ -162,10 +160,8 @@ impl Wal {
         let full = self.buf_len / self.align * self.align;
         if full > 0 {
             self.buf.copy_within(full..self.buf_len, 0);
-            let keep = self.buf_len - full;
-            self.buf[keep..end].fill(0);
             self.tail_off += full as u64;
-            self.buf_len = keep;
+            self.buf_len -= full;
         }
         self.flushed_len = self.buf_len;
         Ok(())

@@ -852,7 +852,8 @@ impl Pager {
 
     /// Seals `payload` into the first pages of `pages` as the pages of an
     /// extent from `first_page`: page k holds bytes `k * extent_cap()..` of
-    /// it (its `aux`), generation `gen`.
+    /// it (its `aux`), generation `gen`. Every byte of those pages is
+    /// written (a last page's tail zeroed), so `pages` may hold old bytes.
     fn seal_extent(&self, pages: &mut [u8], first_page: u64, kind: Kind, payload: &[u8], gen: u64) {
         let (cap, n) = (self.extent_cap(), self.extent_pages(payload.len()) as usize);
         assert!(pages.len() >= n * self.ps, "room for {n} pages");
@@ -860,6 +861,7 @@ impl Pager {
             let chunk = &payload[(k * cap).min(payload.len())..((k + 1) * cap).min(payload.len())];
             let page = &mut pages[k * self.ps..(k + 1) * self.ps];
             page[HDR..HDR + chunk.len()].copy_from_slice(chunk);
+            page[HDR + chunk.len()..].fill(0);
             let header = Header {
                 kind,
                 count: 0,
@@ -874,13 +876,71 @@ impl Pager {
     /// Writes each of `payloads` to its extent of `exts` (same order, as
     /// [`Pager::write_extent`] would one by one), where the extents lie
     /// back to back from `exts[0]`'s first page: one I/O per
-    /// [`MAX_RUN_BYTES`] of pages instead of one per extent.
+    /// [`MAX_RUN_BYTES`] of pages instead of one per extent. With a ring the
+    /// runs are queued, each sealed while earlier ones are in flight, in
+    /// buffers that completed runs hand back (not zeroed: sealing writes
+    /// every byte of a run).
     pub fn write_extent_run(&self, exts: &[Extent], kind: Kind, payloads: &[&[u8]]) -> Result<()> {
         assert_eq!(exts.len(), payloads.len());
         assert!(
             exts.windows(2).all(|w| w[0].end_page() == w[1].first_page),
             "back to back"
         );
+        let runs = self.extent_runs(exts);
+        let seal = |&(start, end): &(usize, usize), buf: &mut [u8]| {
+            let first = exts[start].first_page;
+            for (ext, payload) in exts[start..end].iter().zip(&payloads[start..end]) {
+                assert_eq!(ext.len_bytes, payload.len() as u64, "extent length");
+                assert_eq!(ext.count_pages, self.extent_pages(payload.len()));
+                let at = (ext.first_page - first) as usize * self.ps;
+                self.seal_extent(&mut buf[at..], ext.first_page, kind, payload, 0);
+            }
+        };
+        let run_bytes = |&(start, end): &(usize, usize)| {
+            (exts[end - 1].end_page() - exts[start].first_page) as usize * self.ps
+        };
+        if self.has_ring() && runs.len() > 1 && kind != Kind::Blob {
+            return self.pump(
+                runs.len(),
+                |i, spare| {
+                    let len = run_bytes(&runs[i]);
+                    let mut buf = match spare.pop() {
+                        Some(mut b) if b.capacity() >= len => {
+                            b.set_len(len);
+                            b
+                        }
+                        _ => self.buf(len),
+                    };
+                    seal(&runs[i], &mut buf);
+                    let first = exts[runs[i].0].first_page;
+                    self.off(first + (len / self.ps) as u64 - 1);
+                    IoOp {
+                        kind: OpKind::Write,
+                        offset: self.off(first),
+                        buf,
+                        tag: i as u64,
+                    }
+                },
+                |c, spare| {
+                    spare.push(c.op.buf);
+                    Ok(c.result?)
+                },
+            );
+        }
+        for run in &runs {
+            let mut buf = self.buf(run_bytes(run));
+            seal(run, &mut buf);
+            let first = exts[run.0].first_page;
+            self.off(first + (buf.len() / self.ps) as u64 - 1);
+            self.io(kind).write_at(&buf, self.off(first))?;
+        }
+        Ok(())
+    }
+
+    /// Splits back-to-back `exts` into runs `(start, end)` of whole extents
+    /// of at most [`MAX_RUN_BYTES`] each (an extent longer than that alone).
+    fn extent_runs(&self, exts: &[Extent]) -> Vec<(usize, usize)> {
+        let mut runs = Vec::new();
         let mut start = 0;
         for _ in 0..exts.len() {
             if start == exts.len() {
@@ -893,21 +953,11 @@ impl Pager {
             {
                 end += 1;
             }
-            let first = exts[start].first_page;
-            let n = (exts[end - 1].end_page() - first) as usize;
-            let mut buf = self.buf(n * self.ps);
-            for (ext, payload) in exts[start..end].iter().zip(&payloads[start..end]) {
-                assert_eq!(ext.len_bytes, payload.len() as u64, "extent length");
-                assert_eq!(ext.count_pages, self.extent_pages(payload.len()));
-                let at = (ext.first_page - first) as usize * self.ps;
-                self.seal_extent(&mut buf[at..], ext.first_page, kind, payload, 0);
-            }
-            self.off(first + n as u64 - 1);
-            self.io(kind).write_at(&buf, self.off(first))?;
+            runs.push((start, end));
             start = end;
         }
-        assert_eq!(start, exts.len(), "every extent written");
-        Ok(())
+        assert_eq!(start, exts.len(), "every extent in a run");
+        runs
     }
 
     /// Reads each of `exts` whole (as [`Pager::read_extent`] would) through
