@@ -89,6 +89,7 @@ impl Inner {
         crate::store::trim::release_free_heap(self.dirty_limit_bytes);
         // Variable-size nodes first: they leave the dirty set for extents.
         self.ix.place_extents(gen)?;
+        self.ix.place_value_tables(gen)?;
         let (nodes, trees) = {
             let st = store.state.read();
             (st.dirty.sorted(), st.trees.to_catalog())

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::index::{self, TreeKind, Trees};
 use crate::log::{self, Op};
 use crate::options::Durability;
-use crate::store::extent::Extent;
+use crate::index::placed::{Out, Placed};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -265,37 +265,19 @@ impl Inner {
     fn place_values<'a>(
         &self,
         batches: impl Iterator<Item = &'a [Op]> + Clone,
-    ) -> Result<Vec<Vec<Option<Extent>>>> {
-        let out: Vec<Vec<bool>> = batches
-            .clone()
-            .map(|ops| self.ix.out_of_line(ops))
-            .collect();
-        let values: Vec<&[u8]> = batches
-            .clone()
-            .zip(&out)
-            .flat_map(|(ops, o)| ops.iter().zip(o))
-            .filter_map(|(op, &o)| match op {
-                Op::Put { value, .. } if o => Some(&value[..]),
-                _ => None,
-            })
-            .collect();
-        let mut exts = self.ix.store.write_value_extents(&values)?.into_iter();
-        let placed: Vec<Vec<Option<Extent>>> = out
-            .iter()
-            .map(|o| {
-                o.iter()
-                    .map(|&x| if x { exts.next() } else { None })
-                    .collect()
-            })
-            .collect();
-        assert!(exts.next().is_none(), "every extent placed");
-        Ok(placed)
+    ) -> Result<Vec<Vec<Option<Placed>>>> {
+        let batches: Vec<&[Op]> = batches.collect();
+        let outs: Vec<Vec<Out>> = batches.iter().map(|ops| self.ix.out_of_line(ops)).collect();
+        if outs.iter().flatten().all(|o| *o == Out::Inline) {
+            return Ok(batches.iter().map(|ops| vec![None; ops.len()]).collect());
+        }
+        crate::index::placed::place(&self.ix.store, &batches, &outs)
     }
 
     /// Applies one batch under the state write lock and the allocator
     /// ([`crate::index::Index::apply_batch`]); then the cache gives clean
     /// images up for what the dirty set holds.
-    fn apply_placed(&self, ops: &[Op], placed: Vec<Option<Extent>>) -> Result<()> {
+    fn apply_placed(&self, ops: &[Op], placed: Vec<Option<Placed>>) -> Result<()> {
         assert_eq!(ops.len(), placed.len());
         let mut st = self.ix.store.state.write();
         let mut al = self.ix.store.alloc.lock();

@@ -56,7 +56,7 @@ pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
 /// parameters, tagged values: "B-epsilon value extents"). Older files
 /// are read and upgraded by their first read-write open (docs/design.md,
 /// "Format versions").
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 /// Oldest format this build opens.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Payload bytes after the page header (offsets 32..96).

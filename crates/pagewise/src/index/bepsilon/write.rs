@@ -8,6 +8,7 @@ use super::buffer::{Kind as MsgKind, Message};
 use super::node::{no_dir, Buffer, Node, Part};
 use super::pending::{resolve, Change, Pending, Values};
 use super::pivots::Pivots;
+use super::value::Stored;
 use super::{format, provisional_id, BEpsilonOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::events::{self, Event, EventListener};
@@ -66,14 +67,31 @@ impl Writer<'_> {
     }
 
     /// Frees the value extents named by the stored values that left the
-    /// tree (`dropped`), as pages the durable checkpoint may reference:
-    /// reusable after the next checkpoint, and once no snapshot may read
-    /// them (docs/design.md, "B-epsilon value extents").
-    fn free_dropped(&mut self, m: &Meta) {
-        let form = m.opts.form();
+    /// tree (`dropped`), and the run pages whose last packed value left
+    /// (the value table's counts, runs.rs), as pages the durable checkpoint
+    /// may reference: reusable after the next checkpoint, and once no
+    /// snapshot may read them (docs/design.md, "B-epsilon value extents",
+    /// "B-epsilon packed values").
+    fn free_dropped(&mut self, m: &mut Meta) {
+        let (form, ps) = (m.opts.form(), self.pager.ps);
+        if form == super::value::Form::Plain {
+            self.dropped.clear();
+            return;
+        }
         for b in std::mem::take(&mut self.dropped) {
-            if let Some(e) = form.extent_of(&b, self.pager.ps) {
-                self.alloc.free_later(e.first_page, e.count_pages);
+            if !super::value::may_name_extent(&b) {
+                continue;
+            }
+            match form.parse(&b, ps) {
+                Some(Stored::Extent(e)) => self.alloc.free_later(e.first_page, e.count_pages),
+                Some(Stored::Packed(p)) => {
+                    m.values.changed = true;
+                    let runs = Arc::make_mut(&mut m.values.runs);
+                    for page in runs.release(&p, ps) {
+                        self.alloc.free_later(page, 1);
+                    }
+                }
+                _ => {}
             }
         }
         assert!(self.dropped.is_empty());
@@ -333,7 +351,7 @@ impl Writer<'_> {
         // page can be reused meanwhile (rare: upserts over large values).
         let mut plain = |b: &[u8]| {
             form.plain(b, pager, tree, &mut |e| {
-                pager.read_extent(e, Kind::Overflow)
+                super::value::read_value(pager, e)
             })
         };
         let mut values = Values {
