@@ -285,6 +285,11 @@ pub struct Index {
     /// B-epsilon partitions probed lately: a second miss on one loads it
     /// into a full cache instead of probing it again.
     pub bepsilon_probed: bepsilon::read::Probed,
+    /// `Options::value_collect_pages`: most value run pages a checkpoint
+    /// collects.
+    pub value_collect_pages: usize,
+    /// `Options::value_collect_live_pct`.
+    pub value_collect_live_pct: u8,
 }
 
 /// How the store decodes node pages of every kind.
@@ -360,6 +365,8 @@ impl Index {
             merge: opts.merge_operator.clone(),
             events: opts.event_listener.clone(),
             bepsilon_probed: bepsilon::read::Probed::new(opts.cache_bytes),
+            value_collect_pages: opts.value_collect_pages,
+            value_collect_live_pct: opts.value_collect_live_pct,
         }
     }
 

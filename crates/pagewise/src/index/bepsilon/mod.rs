@@ -6,8 +6,10 @@
 
 pub mod buffer;
 pub mod check;
+pub mod collect;
 pub mod counters;
 pub mod directory;
+pub mod drain;
 pub mod fetch;
 pub mod filter;
 pub mod format;
