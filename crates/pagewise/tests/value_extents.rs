@@ -6,7 +6,7 @@
 
 mod common;
 use common::Append;
-use pagewise::{Batch, BEpsilonOptions, Db, Durability, Options, Tree, TreeKind};
+use pagewise::{BEpsilonOptions, Batch, Db, Durability, Options, Tree, TreeKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -217,7 +217,19 @@ fn put_batches(db: &Db, t: &Tree, items: &[(u64, Vec<u8>)], per: usize) {
 fn packed_values_across_sizes_updates_and_removes() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("db");
-    let sizes = [0usize, 63, 64, 199, 200, 1000, 4049, 4050, 4051, 9000, 2 << 20];
+    let sizes = [
+        0usize,
+        63,
+        64,
+        199,
+        200,
+        1000,
+        4049,
+        4050,
+        4051,
+        9000,
+        2 << 20,
+    ];
     let mut model = BTreeMap::new();
     {
         let db = Db::create(&p, opts()).unwrap();
@@ -225,7 +237,12 @@ fn packed_values_across_sizes_updates_and_removes() {
         for round in 0..3u64 {
             let items: Vec<(u64, Vec<u8>)> = (0..400u64)
                 .filter(|k| round == 0 || k % (round + 1) == 0)
-                .map(|k| (k, value(k, round, sizes[(k + round) as usize % sizes.len()])))
+                .map(|k| {
+                    (
+                        k,
+                        value(k, round, sizes[(k + round) as usize % sizes.len()]),
+                    )
+                })
                 .collect();
             put_batches(&db, &t, &items, 37);
             model.extend(items);
@@ -274,7 +291,6 @@ fn space_of_packed_values_comes_back() {
     verify(&t, &model);
     let live: u64 = model.values().map(|v| v.len() as u64 + 8).sum();
     let ratio = space_over_live(&db, live);
-    let s = db.stats();
     check_clean(&db);
     assert!(ratio < 1.5, "file holds {ratio:.2}x the live data");
 }

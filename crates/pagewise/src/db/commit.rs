@@ -4,10 +4,10 @@
 
 use super::{check_tree_name, CommitState, Inner, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
+use crate::index::placed::{Out, Placed};
 use crate::index::{self, TreeKind, Trees};
 use crate::log::{self, Op};
 use crate::options::Durability;
-use crate::index::placed::{Out, Placed};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

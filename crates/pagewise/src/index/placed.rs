@@ -62,7 +62,9 @@ pub fn place<T>(
         for (i, (op, out)) in ops.iter().zip(o).enumerate() {
             match (op, out) {
                 (Op::Put { value, .. }, Out::Extent) => own.push(value),
-                (Op::Put { tree, .. }, Out::Packed) => by_tree.entry(tree).or_default().push((b, i)),
+                (Op::Put { tree, .. }, Out::Packed) => {
+                    by_tree.entry(tree).or_default().push((b, i))
+                }
                 _ => {}
             }
         }
@@ -83,7 +85,9 @@ pub fn place<T>(
     let mut own_exts = exts[..own.len()].iter();
     for (b, o) in outs.iter().enumerate() {
         for (i, _) in o.iter().enumerate().filter(|x| *x.1 == Out::Extent) {
-            placed[b][i] = Some(Placed::Extent(*own_exts.next().expect("an extent per value")));
+            placed[b][i] = Some(Placed::Extent(
+                *own_exts.next().expect("an extent per value"),
+            ));
         }
     }
     let mut targets = by_tree.values().flatten();
@@ -141,7 +145,7 @@ pub fn stored_values(
             }
             _ => {}
         }
-        spans.push((arena.len() > at).then(|| at..arena.len()));
+        spans.push((arena.len() > at).then_some(at..arena.len()));
     }
     assert_eq!(spans.len(), ops.len());
     (arena, spans)

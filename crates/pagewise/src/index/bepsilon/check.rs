@@ -159,9 +159,7 @@ fn check_packed(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, p:
         *w.packed_refs.entry(p.first_page + k).or_default() += 1;
     }
     match read_value(&ix.store.pager, &p.value_ref(ps)) {
-        Ok(v) if v.len() == p.len as usize => {
-            w.value_pages_checked += p.pages(ps).count() as u64
-        }
+        Ok(v) if v.len() == p.len as usize => w.value_pages_checked += p.pages(ps).count() as u64,
         Ok(_) => claims.problem(p.first_page, "packed value of the wrong length".into()),
         Err(e) => claims.problem(p.first_page, format!("packed value: {e}")),
     }

@@ -80,7 +80,11 @@ impl Index {
                 count_pages: k + n,
                 len_bytes: (k + n) * cap,
             };
-            let Ok(b) = self.store.pager.read_range(&ext, Kind::Overflow, k * cap, n * cap) else {
+            let Ok(b) = self
+                .store
+                .pager
+                .read_range(&ext, Kind::Overflow, k * cap, n * cap)
+            else {
                 continue;
             };
             for (at, key, voff, vlen) in entries_from(&b, start as usize) {

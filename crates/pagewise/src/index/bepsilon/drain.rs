@@ -71,8 +71,7 @@ impl Writer<'_> {
     fn drain_node(&mut self, m: &mut Meta, node: &mut Node, depth: u32) -> Result<()> {
         assert!(!node.is_leaf() && depth <= MAX_HEIGHT);
         let bound = 64 * (m.opts.fanout as usize + 8);
-        let mut c = 0;
-        for _ in 0..bound {
+        for c in 0..bound {
             if c >= node.children.len() {
                 break;
             }
@@ -90,7 +89,6 @@ impl Writer<'_> {
                 // A child grown past its size splits, the pieces beside it.
                 self.put_split(m, node, c, cid, child);
             }
-            c += 1;
         }
         assert!(node.part_bytes.len() == node.children.len());
         Ok(())

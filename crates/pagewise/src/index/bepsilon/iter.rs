@@ -12,11 +12,11 @@ use super::read::{probes_instead, read_keeping, Frozen, Miss, Step, View};
 use super::resolved::{Resolved, Value};
 use super::segment;
 use super::slice::{self, segment_at, Slices};
+use super::value::{read_values, ValueRef};
 use super::value::{Form, TAG_INLINE};
 use super::Child;
 use crate::error::Result;
 use crate::index::{in_range, Index};
-use super::value::{read_values, ValueRef};
 use std::ops::Bound;
 use std::sync::Arc;
 

@@ -365,7 +365,10 @@ impl Meta {
     /// Requires: the root and the value table are placed (a checkpoint
     /// placed them before the catalog is encoded).
     pub fn encode(&self) -> Vec<u8> {
-        assert!(!self.values.changed, "value table encoded before it was placed");
+        assert!(
+            !self.values.changed,
+            "value table encoded before it was placed"
+        );
         let mut b = vec![0u8; DESC_BYTES];
         match self.root {
             None => {}

@@ -13,9 +13,7 @@ use crate::store::layout::Field;
 use crate::store::page::{get_u16, get_u32, get_u64};
 use std::collections::BTreeMap;
 
-/// Most pages of one run (a commit group's values fill several runs when
-/// they need more): page counts and offsets stay within their fields.
-pub const MAX_RUN_PAGES: u64 = 4096;
+pub use super::value::MAX_RUN_PAGES;
 /// The value table's magic, `PWVT`.
 pub const TABLE_MAGIC: u32 = u32::from_le_bytes(*b"PWVT");
 /// A page's first entry start when no entry starts in it.
@@ -52,9 +50,16 @@ pub fn pack(entries: &[(&[u8], &[u8])], page_size: usize) -> Vec<(Vec<u8>, RunLa
     let mut buf: Vec<u8> = Vec::new();
     let mut values: Vec<(u32, Packed)> = Vec::new();
     for (k, v) in entries {
-        assert!(fits(k.len(), v.len(), page_size), "a packed entry fits a page");
+        assert!(
+            fits(k.len(), v.len(), page_size),
+            "a packed entry fits a page"
+        );
         if buf.len() + entry_bytes(k.len(), v.len()) > max_bytes {
-            out.push(seal(std::mem::take(&mut buf), std::mem::take(&mut values), cap));
+            out.push(seal(
+                std::mem::take(&mut buf),
+                std::mem::take(&mut values),
+                cap,
+            ));
         }
         let start = buf.len() as u32;
         buf.extend_from_slice(&(k.len() as u16).to_le_bytes());
@@ -72,7 +77,10 @@ pub fn pack(entries: &[(&[u8], &[u8])], page_size: usize) -> Vec<(Vec<u8>, RunLa
     if !values.is_empty() {
         out.push(seal(buf, values, cap));
     }
-    assert_eq!(out.iter().map(|r| r.1.values.len()).sum::<usize>(), entries.len());
+    assert_eq!(
+        out.iter().map(|r| r.1.values.len()).sum::<usize>(),
+        entries.len()
+    );
     out
 }
 
@@ -154,7 +162,10 @@ impl Runs {
                 pages[k as usize].live += 1;
             }
         }
-        assert!(pages.iter().all(|p| p.live > 0), "every run page holds value bytes");
+        assert!(
+            pages.iter().all(|p| p.live > 0),
+            "every run page holds value bytes"
+        );
         let old = self.runs.insert(run.first_page, pages);
         assert!(old.is_none(), "run {} registered twice", run.first_page);
     }
@@ -168,9 +179,7 @@ impl Runs {
             return Vec::new();
         };
         let span = r.pages(page_size);
-        if *span.end() >= pages.len() as u64
-            || span.clone().any(|k| pages[k as usize].live == 0)
-        {
+        if *span.end() >= pages.len() as u64 || span.clone().any(|k| pages[k as usize].live == 0) {
             return Vec::new();
         }
         let mut freed = Vec::new();

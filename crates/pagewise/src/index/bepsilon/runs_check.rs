@@ -19,7 +19,10 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<u6
         if claims.claim(ext.first_page, ext.count_pages, Owner::Used, "value table") {
             claims.map_pages(ext.first_page, ext.count_pages, "B-epsilon value table");
             let read = ix.store.pager.read_extent(&ext, Kind::Overflow);
-            match read.map_err(|e| e.to_string()).and_then(|b| Runs::decode(&b)) {
+            match read
+                .map_err(|e| e.to_string())
+                .and_then(|b| Runs::decode(&b))
+            {
                 Ok(d) if t.changed || d == *t.runs => {}
                 Ok(_) => claims.problem(ext.first_page, "value table differs on disk".into()),
                 Err(e) => claims.problem(ext.first_page, format!("value table: {e}")),
@@ -46,7 +49,10 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<u6
     }
     let stray = refs.keys().filter(|pid| !counted(&t.runs, **pid)).count();
     if stray > 0 {
-        claims.problem(0, format!("{stray} pages hold packed values the value table does not count"));
+        claims.problem(
+            0,
+            format!("{stray} pages hold packed values the value table does not count"),
+        );
     }
     assert!(live_pages <= t.runs.live_pages());
 }

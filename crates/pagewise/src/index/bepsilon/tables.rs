@@ -45,7 +45,10 @@ impl Index {
                 }
             };
             if let Some(o) = old {
-                self.store.alloc.lock().free_later(o.first_page, o.count_pages);
+                self.store
+                    .alloc
+                    .lock()
+                    .free_later(o.first_page, o.count_pages);
             }
             placed.push((name, ext));
         }

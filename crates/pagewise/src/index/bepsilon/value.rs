@@ -10,7 +10,6 @@
 //! merged). Trees created without value extents store values untagged.
 
 use super::layout::{packed_ref, stored};
-use super::runs::MAX_RUN_PAGES;
 use crate::error::Result;
 use crate::store::extent::{page_payload_bytes, Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u32, get_u64, Kind};
@@ -23,6 +22,9 @@ pub const TAG_EXTENT: u8 = 1;
 /// A stored value that names its bytes in a value run (format 10;
 /// docs/design.md, "B-epsilon packed values").
 pub const TAG_PACKED: u8 = 2;
+/// Most pages of one value run (a commit group's values fill several runs
+/// when they need more): page counts and offsets stay within their fields.
+pub const MAX_RUN_PAGES: u64 = 4096;
 /// Bytes of a stored extent reference: the tag and the reference.
 pub const STORED_REF_BYTES: usize = stored::TAG.end() + EXTENT_REF_BYTES;
 const _: () = assert!(packed_ref::LEN.end() == STORED_REF_BYTES);
@@ -318,11 +320,15 @@ mod tests {
         assert_eq!(q.pages(4096), 1..=1);
         assert_eq!(q.value_ref(4096).ext.count_pages, 2);
         // Damaged: a superblock page, an empty value, no room for a header.
-        let bad = |x: Packed| f.parse(&x.encode(), 4096);
-        assert_eq!(bad(Packed { first_page: 1, ..p }), None);
-        assert_eq!(bad(Packed { len: 0, ..p }), None);
-        assert_eq!(bad(Packed { offset: 5, ..p }), None);
-        assert_eq!(bad(Packed { offset: u32::MAX, len: u32::MAX, ..p }), None);
+        let bad = |x: Packed| f.parse(&x.encode(), 4096).is_none();
+        assert!(bad(Packed { first_page: 1, ..p }));
+        assert!(bad(Packed { len: 0, ..p }));
+        assert!(bad(Packed { offset: 5, ..p }));
+        assert!(bad(Packed {
+            offset: u32::MAX,
+            len: u32::MAX,
+            ..p
+        }));
         assert_eq!(f.parse(&b[..16], 4096), None);
     }
 }

@@ -363,11 +363,8 @@ impl Writer<'_> {
         let form = m.opts.form();
         // A merge over a value extent reads it under the state lock: no
         // page can be reused meanwhile (rare: upserts over large values).
-        let mut plain = |b: &[u8]| {
-            form.plain(b, pager, tree, &mut |e| {
-                super::value::read_value(pager, e)
-            })
-        };
+        let mut plain =
+            |b: &[u8]| form.plain(b, pager, tree, &mut |e| super::value::read_value(pager, e));
         let mut values = Values {
             form,
             plain: &mut plain,
