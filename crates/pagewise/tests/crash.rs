@@ -349,7 +349,7 @@ fn workload(
         // A drain: buffers to the leaves, value runs collected (values put
         // again without a log record), a checkpoint; the power may fail
         // anywhere in it.
-        if rng.gen_bool(0.02) {
+        if rng.gen_bool(0.01) {
             if db.drain().is_err() {
                 break;
             }
