@@ -14,7 +14,9 @@
 //! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
 //! Tree t0 is a B+tree; t1 is a B-epsilon tree with tiny nodes (so flushes,
 //! splits and merges happen) in three cases of four, taking upserts too, so
-//! batches span both kinds; where its cache is small its dirty leaves are
+//! batches span both kinds, its values packed into value runs where value
+//! extents are on, and `Db::drain` (with the value collector's unlogged
+//! re-puts) run now and then, so the power also fails inside those; where its cache is small its dirty leaves are
 //! written back between checkpoints (about a quarter of those rounds).
 
 mod common;
@@ -87,6 +89,9 @@ fn random_batch(rng: &mut SmallRng, id: usize, ps: usize, bepsilon: bool) -> Wri
             } else {
                 let len = if rng.gen_bool(0.05) {
                     rng.gen_range(ps..4 * ps)
+                } else if rng.gen_bool(0.05) {
+                    // Packed where value runs are on, across page bounds.
+                    rng.gen_range(ps / 4..ps - 48)
                 } else {
                     rng.gen_range(0..90)
                 };
@@ -337,6 +342,15 @@ fn workload(
         }
         if durability == Durability::Buffered && rng.gen_bool(0.1) {
             if db.sync().is_err() {
+                break;
+            }
+            durable = states.len() - 1;
+        }
+        // A drain: buffers to the leaves, value runs collected (values put
+        // again without a log record), a checkpoint; the power may fail
+        // anywhere in it.
+        if rng.gen_bool(0.01) {
+            if db.drain().is_err() {
                 break;
             }
             durable = states.len() - 1;
