@@ -99,9 +99,10 @@ pub struct Options {
     /// the pages freed once the tree no longer names them. 0: never
     /// collect. Not stored in the file.
     pub value_collect_pages: usize,
-    /// A value run page is collected when at most this share (percent) of
-    /// the values on it are still named by its tree: higher keeps the file
-    /// closer to the live data, at more bytes rewritten per page freed.
+    /// A value run page is collected when the values its tree still names
+    /// fill at most this share (percent) of its payload: higher keeps the
+    /// file closer to the live data, at more bytes rewritten per page
+    /// freed.
     /// Not stored in the file.
     pub value_collect_live_pct: u8,
 }
@@ -111,7 +112,7 @@ pub struct Options {
 pub const VALUE_COLLECT_PAGES_DEFAULT: usize = 1024;
 
 /// The default [`Options::value_collect_live_pct`]: pages at most 70%
-/// live are collected, so the pages kept hold at least 70% live values
+/// full of live values are collected, so the pages kept hold at least 70% live values
 /// (about 1.4x the live bytes at worst), for at most 2.3 bytes rewritten
 /// per byte freed.
 pub const VALUE_COLLECT_LIVE_PCT_DEFAULT: u8 = 70;

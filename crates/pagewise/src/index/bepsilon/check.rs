@@ -19,8 +19,10 @@ pub struct Walk {
     pub pages_checked: u64,
     /// Pages of value extents read and verified.
     pub value_pages_checked: u64,
-    /// Per run page, the packed references whose value lies on it.
-    pub packed_refs: BTreeMap<u64, u64>,
+    /// Per run page (run's first page, index in the run), the packed
+    /// references whose value lies on it: by run, since a freed page of a
+    /// run still in the table may be reused by a later run.
+    pub packed_refs: BTreeMap<(u64, u64), u64>,
 }
 
 pub fn walk(ix: &Index, claims: &mut Claims, m: &Meta) -> Walk {
@@ -156,7 +158,7 @@ fn check_packed(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, p:
         return claims.problem(p.first_page, what);
     }
     for k in p.pages(ps) {
-        *w.packed_refs.entry(p.first_page + k).or_default() += 1;
+        *w.packed_refs.entry((p.first_page, k)).or_default() += 1;
     }
     match read_value(&ix.store.pager, &p.value_ref(ps)) {
         Ok(v) if v.len() == p.len as usize => w.value_pages_checked += p.pages(ps).count() as u64,

@@ -28,6 +28,7 @@ impl Index {
     /// freed meanwhile). Returns the values put again.
     pub fn collect_values(&self) -> Result<u64> {
         let mut budget = self.value_collect_pages;
+        let cap = page_payload_bytes(self.store.page_size()) as u64;
         if budget == 0 {
             return Ok(0);
         }
@@ -43,7 +44,7 @@ impl Index {
         };
         let mut moved = 0u64;
         for (tree, runs) in trees {
-            let pages = sparse_pages(&runs, budget, self.value_collect_live_pct);
+            let pages = sparse_pages(&runs, budget, self.value_collect_live_pct, cap);
             budget -= pages.len();
             let live = self.live_entries(&tree, &runs, &pages)?;
             moved += live.len() as u64;
@@ -130,24 +131,25 @@ impl Index {
     }
 }
 
-/// The run pages at most `live_pct` percent live, sparsest first, at most
-/// `most`; none unless their live values would fill at least one page
-/// fewer.
-fn sparse_pages(runs: &Runs, most: usize, live_pct: u8) -> Vec<RunPage> {
-    let pct = live_pct.clamp(1, 99) as u32;
+/// The run pages whose live values fill at most `live_pct` percent of
+/// their payload (`cap` bytes), emptiest first, at most `most`; none
+/// unless their live values would fill at least one page fewer. Pages
+/// left sparse by drops and pages a small commit group half filled are
+/// alike to it.
+fn sparse_pages(runs: &Runs, most: usize, live_pct: u8, cap: u64) -> Vec<RunPage> {
+    let pct = live_pct.clamp(1, 99) as u64;
     let mut c: Vec<(u64, RunPage)> = Vec::new();
     for (&first, pages) in &runs.runs {
         for (k, p) in pages.iter().enumerate() {
-            if p.live > 0 && 100 * p.live as u32 <= pct * p.entries as u32 {
-                c.push(((p.live as u64 * 1024) / p.entries as u64, (first, k as u64)));
+            let bytes = p.live_bytes as u64;
+            if p.live > 0 && 100 * bytes <= pct * cap {
+                c.push((bytes, (first, k as u64)));
             }
         }
     }
     c.sort_unstable();
     c.truncate(most);
-    // Each page's live share of its payload, estimated by counts.
-    let live_share: u64 = c.iter().map(|x| x.0).sum();
-    let pages_after = live_share.div_ceil(1024);
+    let pages_after = c.iter().map(|x| x.0).sum::<u64>().div_ceil(cap);
     if pages_after + 1 > c.len() as u64 {
         return Vec::new();
     }

@@ -227,6 +227,7 @@ pub mod value_table {
     pub const PAGE_ENTRIES: Field = Field::new(0, 2);
     pub const PAGE_LIVE: Field = Field::new(2, 2);
     pub const PAGE_FIRST_START: Field = Field::new(4, 2);
+    pub const PAGE_LIVE_BYTES: Field = Field::new(6, 2);
 }
 
 #[cfg(test)]
@@ -279,5 +280,6 @@ pub const VALUE_TABLE_PAGE: Table = Table {
         ("entries", value_table::PAGE_ENTRIES),
         ("live", value_table::PAGE_LIVE),
         ("first entry start", value_table::PAGE_FIRST_START),
+        ("live bytes", value_table::PAGE_LIVE_BYTES),
     ],
 };

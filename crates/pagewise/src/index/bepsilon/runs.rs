@@ -124,12 +124,22 @@ pub fn entries_from(b: &[u8], from: usize) -> Vec<(usize, &[u8], usize, usize)> 
 }
 
 /// One page of a run: values whose bytes lie on it, those still named by
-/// the tree (0: freed), and where the first entry starting on it starts.
+/// the tree (0: freed), where the first entry starting on it starts, and
+/// the bytes of the live values on it (what collection judges by).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageCount {
     pub entries: u16,
     pub live: u16,
     pub first_start: u16,
+    pub live_bytes: u16,
+}
+
+/// The bytes of value `r` on page `k` of its run (payload `cap` a page).
+fn bytes_on(r: &Packed, k: u64, cap: u64) -> u16 {
+    let lo = (r.offset as u64).max(k * cap);
+    let hi = r.end().min((k + 1) * cap);
+    assert!(lo < hi && hi - lo <= cap);
+    (hi - lo) as u16
 }
 
 /// A tree's value table: per run (by first page) its pages' counts.
@@ -152,6 +162,7 @@ impl Runs {
             entries: 0,
             live: 0,
             first_start: NO_START,
+            live_bytes: 0,
         };
         let mut pages = vec![blank; run.count_pages as usize];
         for (start, r) in &run.values {
@@ -160,6 +171,7 @@ impl Runs {
             for k in r.pages(page_size) {
                 pages[k as usize].entries += 1;
                 pages[k as usize].live += 1;
+                pages[k as usize].live_bytes += bytes_on(r, k, cap as u64);
             }
         }
         assert!(
@@ -182,8 +194,11 @@ impl Runs {
         if *span.end() >= pages.len() as u64 || span.clone().any(|k| pages[k as usize].live == 0) {
             return Vec::new();
         }
+        let cap = page_payload_bytes(page_size) as u64;
         let mut freed = Vec::new();
         for k in span {
+            let p = &mut pages[k as usize];
+            p.live_bytes = p.live_bytes.saturating_sub(bytes_on(r, k, cap));
             pages[k as usize].live -= 1;
             if pages[k as usize].live == 0 {
                 freed.push(r.first_page + k);
@@ -216,6 +231,7 @@ impl Runs {
                 b.extend_from_slice(&p.entries.to_le_bytes());
                 b.extend_from_slice(&p.live.to_le_bytes());
                 b.extend_from_slice(&p.first_start.to_le_bytes());
+                b.extend_from_slice(&p.live_bytes.to_le_bytes());
             }
         }
         b
@@ -230,7 +246,7 @@ impl Runs {
         }
         let count = head(value_table::RUNS).ok_or("value table: no run count")? as usize;
         let run_bytes = value_table::RUN_PAGES.end();
-        let page_bytes = value_table::PAGE_FIRST_START.end();
+        let page_bytes = value_table::PAGE_LIVE_BYTES.end();
         let mut at = value_table::RUNS.end();
         let mut runs = BTreeMap::new();
         for _ in 0..count.min(b.len() / run_bytes + 1) {
@@ -248,6 +264,7 @@ impl Runs {
                         entries: get_u16(b, p + value_table::PAGE_ENTRIES.at),
                         live: get_u16(b, p + value_table::PAGE_LIVE.at),
                         first_start: get_u16(b, p + value_table::PAGE_FIRST_START.at),
+                        live_bytes: get_u16(b, p + value_table::PAGE_LIVE_BYTES.at),
                     }
                 })
                 .collect();
@@ -300,12 +317,17 @@ mod tests {
         let p = &t.runs[&20];
         assert_eq!((p[0].entries, p[0].live, p[0].first_start), (2, 2, 0));
         assert_eq!((p[1].entries, p[1].live, p[1].first_start), (2, 2, 136));
+        // Page 0: value 1 whole (300) and 480 - 316 = 164 of value 2;
+        // page 1: the other 136 of value 2 and value 3 whole (300).
+        assert_eq!((p[0].live_bytes, p[1].live_bytes), (464, 436));
         assert_eq!(Runs::decode(&t.encode()).unwrap(), t);
         let r = |i: usize| Packed {
             first_page: 20,
             ..layout.values[i].1
         };
         assert_eq!(t.release(&r(1), 512), Vec::<u64>::new());
+        assert_eq!(t.runs[&20][0].live_bytes, 300);
+        assert_eq!(t.runs[&20][1].live_bytes, 300);
         assert_eq!(t.release(&r(0), 512), vec![20]);
         assert_eq!(t.release(&r(0), 512), Vec::<u64>::new(), "already freed");
         assert_eq!(t.release(&r(2), 512), vec![21]);

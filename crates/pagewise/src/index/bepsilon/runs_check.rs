@@ -11,9 +11,9 @@ use crate::store::claims::{Claims, Owner};
 use crate::store::page::Kind;
 use std::collections::BTreeMap;
 
-/// Checks `m`'s value table against `refs` (per page, the packed
+/// Checks `m`'s value table against `refs` (per run page, the packed
 /// references the walk counted on it).
-pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<u64, u64>) {
+pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<(u64, u64), u64>) {
     let t = &m.values;
     if let Some(ext) = t.ext {
         if claims.claim(ext.first_page, ext.count_pages, Owner::Used, "value table") {
@@ -33,7 +33,7 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<u6
     for (&first, pages) in &t.runs.runs {
         for (k, p) in pages.iter().enumerate() {
             let pid = first + k as u64;
-            let found = refs.get(&pid).copied().unwrap_or(0);
+            let found = refs.get(&(first, k as u64)).copied().unwrap_or(0);
             if p.live as u64 != found {
                 let what = format!(
                     "value run page counts {} live values, the tree names {found} (a leak or a lost count)",
@@ -47,7 +47,7 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<u6
             }
         }
     }
-    let stray = refs.keys().filter(|pid| !counted(&t.runs, **pid)).count();
+    let stray = refs.keys().filter(|r| !counted(&t.runs, **r)).count();
     if stray > 0 {
         claims.problem(
             0,
@@ -57,10 +57,9 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<u6
     assert!(live_pages <= t.runs.live_pages());
 }
 
-/// Whether page `pid` lies in a run of `runs`.
-fn counted(runs: &Runs, pid: u64) -> bool {
+/// Whether page `k` of the run at `first` is in `runs`.
+fn counted(runs: &Runs, (first, k): (u64, u64)) -> bool {
     runs.runs
-        .range(..=pid)
-        .next_back()
-        .is_some_and(|(first, pages)| pid < first + pages.len() as u64)
+        .get(&first)
+        .is_some_and(|pages| k < pages.len() as u64)
 }
