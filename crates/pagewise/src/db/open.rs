@@ -333,11 +333,9 @@ fn start(
         closed: AtomicBool::new(false),
         lock: Mutex::new(Some(files.lock)),
     };
-    let db = Db {
+    Ok(Db {
         inner: Arc::new(inner),
-    };
-    db.inner.ix.load_value_tables()?;
-    Ok(db)
+    })
 }
 
 impl Inner {
