@@ -199,6 +199,14 @@ impl Db {
         py.allow_threads(|| db.sync()).map_err(to_py)
     }
 
+    /// Moves every message buffered in the B-epsilon trees down to their
+    /// leaves and collects value runs, then checkpoints: replaced and
+    /// removed values' space comes back at once.
+    fn drain(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.shared.db()?;
+        py.allow_threads(|| db.drain()).map_err(to_py)
+    }
+
     /// Writes every changed page and a new superblock; empties the log.
     fn checkpoint(&self, py: Python<'_>) -> PyResult<()> {
         let db = self.shared.db()?;

@@ -11,7 +11,7 @@ use pyo3::types::{PyBool, PyDict};
 use std::time::Duration;
 
 /// The keyword arguments `Db` accepts, in the stub's order.
-pub const DB_OPTIONS: [&str; 13] = [
+pub const DB_OPTIONS: [&str; 15] = [
     "page_size",
     "cache_bytes",
     "dirty_percent",
@@ -25,6 +25,8 @@ pub const DB_OPTIONS: [&str; 13] = [
     "read_only",
     "merge_operator",
     "snapshot_max_age",
+    "value_collect_pages",
+    "value_collect_live_pct",
 ];
 
 const BEPSILON_OPTIONS: [&str; 7] = [
@@ -175,6 +177,8 @@ pub fn db_options(kw: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "read_only" => o.read_only(boolean(&name, &v)?),
             "merge_operator" => merge_operator(o, &v)?,
             "snapshot_max_age" => o.snapshot_max_age(seconds(&name, &v)?),
+            "value_collect_pages" => o.value_collect_pages(uint(&name, &v)?),
+            "value_collect_live_pct" => o.value_collect_live_pct(uint(&name, &v)?),
             _ => unreachable!("names were checked against DB_OPTIONS"),
         };
     }

@@ -93,7 +93,29 @@ pub struct Options {
     /// it held (docs/design.md, "Snapshots"). None (the default): no bound.
     /// Not stored in the file.
     pub snapshot_max_age: Option<std::time::Duration>,
+    /// Most pages of B-epsilon value runs one checkpoint reads to collect
+    /// (docs/design.md, "B-epsilon packed values", collection): pages at
+    /// most half live are read, their live values written again packed and
+    /// the pages freed once the tree no longer names them. 0: never
+    /// collect. Not stored in the file.
+    pub value_collect_pages: usize,
+    /// A value run page is collected when the values its tree still names
+    /// fill at most this share (percent) of its payload: higher keeps the
+    /// file closer to the live data, at more bytes rewritten per page
+    /// freed.
+    /// Not stored in the file.
+    pub value_collect_live_pct: u8,
 }
+
+/// The default [`Options::value_collect_pages`]: 4 MiB of 4 KiB pages read
+/// per checkpoint at most, beside the megabytes a checkpoint writes.
+pub const VALUE_COLLECT_PAGES_DEFAULT: usize = 1024;
+
+/// The default [`Options::value_collect_live_pct`]: pages at most 70%
+/// full of live values are collected, so the pages kept hold at least 70% live values
+/// (about 1.4x the live bytes at worst), for at most 2.3 bytes rewritten
+/// per byte freed.
+pub const VALUE_COLLECT_LIVE_PCT_DEFAULT: u8 = 70;
 
 /// Combines upsert operands with a key's value, like RocksDB's merge
 /// operator without partial merges.
@@ -134,6 +156,8 @@ impl Default for Options {
             merge_operator: None,
             event_listener: None,
             snapshot_max_age: None,
+            value_collect_pages: VALUE_COLLECT_PAGES_DEFAULT,
+            value_collect_live_pct: VALUE_COLLECT_LIVE_PCT_DEFAULT,
         }
     }
 }
@@ -283,6 +307,19 @@ impl Options {
         self
     }
 
+    /// Most value run pages a checkpoint collects (0: none).
+    pub fn value_collect_pages(mut self, pages: usize) -> Self {
+        self.value_collect_pages = pages;
+        self
+    }
+
+    /// The live share (percent, 1 to 99) at or under which a value run
+    /// page is collected.
+    pub fn value_collect_live_pct(mut self, pct: u8) -> Self {
+        self.value_collect_live_pct = pct;
+        self
+    }
+
     /// Checks the settings that need no file or device: dirty percent,
     /// append fill and log limit, each with a message naming its range.
     /// `Db::create` and `Db::open` call it; they check the page size and
@@ -295,6 +332,12 @@ impl Options {
                 "wal limit {} bytes must be at least {} KiB (the log bytes that start a checkpoint)",
                 self.wal_limit,
                 WAL_LIMIT_MIN_BYTES >> 10
+            )));
+        }
+        if !(1..=99).contains(&self.value_collect_live_pct) {
+            return Err(Error::Options(format!(
+                "value collect live percent {} must be between 1 and 99",
+                self.value_collect_live_pct
             )));
         }
         if self.snapshot_max_age.is_some_and(|a| a.is_zero()) {

@@ -59,7 +59,7 @@ fn newer_format_version() {
             e,
             Error::NewerVersion {
                 found: 99,
-                supported: 9,
+                supported: 10,
                 ..
             }
         ),

@@ -14,7 +14,9 @@
 //! seed; PAGEWISE_CRASH_SEED=<seed> PAGEWISE_CRASH_ITERS=2 reruns it.
 //! Tree t0 is a B+tree; t1 is a B-epsilon tree with tiny nodes (so flushes,
 //! splits and merges happen) in three cases of four, taking upserts too, so
-//! batches span both kinds; where its cache is small its dirty leaves are
+//! batches span both kinds, its values packed into value runs where value
+//! extents are on, and `Db::drain` (with the value collector's unlogged
+//! re-puts) run now and then, so the power also fails inside those; where its cache is small its dirty leaves are
 //! written back between checkpoints (about a quarter of those rounds).
 
 mod common;
@@ -48,7 +50,7 @@ fn base_seed() -> u64 {
 /// internal nodes; one in four with 2 KiB basements, which are stored as
 /// segments: docs/design.md, "Segments"). Values of at least 64 bytes go
 /// to value extents in one case in three, none in another, and those of at
-/// least the default (about 2 KB, the large values) in the third.
+/// least 2,032 bytes (the large values, the default before 512) in the third.
 fn bepsilon(seed: u64) -> Option<TreeKind> {
     (seed / 2 % 4 != 3).then(|| {
         let shapes = [(512, 128), (1024, 128), (2048, 128), (4096, 2048)];
@@ -56,7 +58,7 @@ fn bepsilon(seed: u64) -> Option<TreeKind> {
         let extents = [
             Some(64),
             None,
-            BEpsilonOptions::default().value_extent_bytes,
+            Some(2032), // the large values only (the default before 512)
         ];
         let o = BEpsilonOptions::default()
             .node_bytes(node)
@@ -87,6 +89,9 @@ fn random_batch(rng: &mut SmallRng, id: usize, ps: usize, bepsilon: bool) -> Wri
             } else {
                 let len = if rng.gen_bool(0.05) {
                     rng.gen_range(ps..4 * ps)
+                } else if rng.gen_bool(0.05) {
+                    // Packed where value runs are on, across page bounds.
+                    rng.gen_range(ps / 4..ps - 48)
                 } else {
                     rng.gen_range(0..90)
                 };
@@ -337,6 +342,17 @@ fn workload(
         }
         if durability == Durability::Buffered && rng.gen_bool(0.1) {
             if db.sync().is_err() {
+                break;
+            }
+            durable = states.len() - 1;
+        }
+        // A drain: buffers to the leaves, value runs collected (values put
+        // again without a log record), a checkpoint; the power may fail
+        // anywhere in it.
+        // In one case of three (the others keep their dirty leaves for the
+        // write-back crashes).
+        if seed.is_multiple_of(3) && rng.gen_bool(0.02) {
+            if db.drain().is_err() {
                 break;
             }
             durable = states.len() - 1;

@@ -221,7 +221,7 @@ fn deltas_read_and_consolidate_without_the_option() {
 
 #[test]
 fn version_2_file_opens_and_is_upgraded() {
-    assert_eq!(FORMAT_VERSION, 9);
+    assert_eq!(FORMAT_VERSION, 10);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     let db = Db::create(&path, opts(false)).unwrap();

@@ -5,6 +5,8 @@
 //! replay of the log and a reopen, and `check` finds every overflow page
 //! sealed and owned once.
 
+mod common;
+use common::check_clean;
 use pagewise::{Batch, Db, Durability, Options, Tree};
 use std::collections::BTreeMap;
 
@@ -52,12 +54,6 @@ fn verify(t: &Tree, model: &BTreeMap<u64, Vec<u8>>) {
     }
     let got: Vec<Vec<u8>> = t.iter().map(|r| r.unwrap().1).collect();
     assert!(got.iter().eq(model.values()), "iteration differs");
-}
-
-fn check_clean(db: &Db) -> u64 {
-    let r = db.check().unwrap();
-    assert!(r.problems.is_empty(), "check: {:?}", r.problems);
-    r.overflow_pages_checked
 }
 
 #[test]

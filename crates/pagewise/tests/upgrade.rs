@@ -106,7 +106,7 @@ fn on_disk(name: &str, data: &[u8], wal: &[u8]) -> (tempfile::TempDir, std::path
 #[test]
 fn fixture_is_version_1() {
     assert_both_slots(DATA, 1);
-    assert_eq!(FORMAT_VERSION, 9);
+    assert_eq!(FORMAT_VERSION, 10);
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! no leaked or doubly owned page); a snapshot keeps the values it reads.
 
 mod common;
-use common::Append;
-use pagewise::{BEpsilonOptions, Db, Durability, Options, Tree, TreeKind};
+use common::{check_clean, Append};
+use pagewise::{BEpsilonOptions, Batch, Db, Durability, Options, Tree, TreeKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -58,12 +58,6 @@ fn verify(t: &Tree, model: &BTreeMap<u64, Vec<u8>>) {
     assert!(back.iter().rev().eq(want.iter().map(|w| &w.1)), "reverse");
 }
 
-fn check_clean(db: &Db) -> u64 {
-    let r = db.check().unwrap();
-    assert!(r.problems.is_empty(), "check: {:?}", r.problems);
-    r.overflow_pages_checked
-}
-
 #[test]
 fn values_of_every_size_read_back_and_reopen() {
     let d = tempfile::tempdir().unwrap();
@@ -76,6 +70,9 @@ fn values_of_every_size_read_back_and_reopen() {
         2031,
         2032,
         2033,
+        4049,
+        4050, // the largest packed value under an 8-byte key: 6 + 8 + 4050 = 4064
+        4051,
         4064,
         4065,
         9000,
@@ -94,7 +91,8 @@ fn values_of_every_size_read_back_and_reopen() {
         verify(&t, &model);
         db.checkpoint().unwrap();
         verify(&t, &model);
-        // Values of at least 2032 bytes are in extents: 7 of the 12.
+        // Values of at least 512 bytes (the default) leave the tree: the
+        // value pages read are at least the 7 of 2,032 bytes and more.
         assert!(check_clean(&db) >= 7);
     }
     let db = Db::open(&p, opts()).unwrap();
@@ -185,5 +183,152 @@ fn a_snapshot_keeps_the_values_it_reads() {
     drop((st, snap));
     db.checkpoint().unwrap();
     assert_eq!(db.stats().snapshot_held_pages, 0);
+    check_clean(&db);
+}
+
+/// Small nodes and a low threshold: values from 200 bytes are packed.
+fn packed_kind() -> TreeKind {
+    TreeKind::BEpsilon(
+        BEpsilonOptions::default()
+            .node_bytes(16 << 10)
+            .basement_bytes(2 << 10)
+            .fanout(4)
+            .value_extent_bytes(Some(200)),
+    )
+}
+
+/// Puts `(key, value)` of `items` in batches of `per` keys.
+fn put_batches(db: &Db, t: &Tree, items: &[(u64, Vec<u8>)], per: usize) {
+    for chunk in items.chunks(per) {
+        let mut b = Batch::new();
+        for (k, v) in chunk {
+            b.insert(t, key(*k), v);
+        }
+        db.apply(b).unwrap();
+    }
+}
+
+#[test]
+fn packed_values_across_sizes_updates_and_removes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let sizes = [
+        0usize,
+        63,
+        64,
+        199,
+        200,
+        1000,
+        4049,
+        4050,
+        4051,
+        9000,
+        2 << 20,
+    ];
+    let mut model = BTreeMap::new();
+    {
+        let db = Db::create(&p, opts()).unwrap();
+        let t = db.tree_with("t", packed_kind()).unwrap();
+        for round in 0..3u64 {
+            let items: Vec<(u64, Vec<u8>)> = (0..400u64)
+                .filter(|k| round == 0 || k % (round + 1) == 0)
+                .map(|k| {
+                    (
+                        k,
+                        value(k, round, sizes[(k + round) as usize % sizes.len()]),
+                    )
+                })
+                .collect();
+            put_batches(&db, &t, &items, 37);
+            model.extend(items);
+            for k in (round..400).step_by(7) {
+                t.remove(key(k)).unwrap();
+                model.remove(&k);
+            }
+            verify(&t, &model);
+            db.checkpoint().unwrap();
+            check_clean(&db);
+        }
+    }
+    let db = Db::open(&p, opts()).unwrap();
+    let t = db.tree("t").unwrap();
+    verify(&t, &model);
+    check_clean(&db);
+}
+
+#[test]
+fn space_of_packed_values_comes_back() {
+    let d = tempfile::tempdir().unwrap();
+    let db = Db::create(d.path().join("db"), opts()).unwrap();
+    let t = db.tree_with("t", packed_kind()).unwrap();
+    let n = 6000u64;
+    let mut model = BTreeMap::new();
+    for round in 0..2u64 {
+        let items: Vec<(u64, Vec<u8>)> = (0..n)
+            .map(|i| (i * 7919 % n, value(i * 7919 % n, round, 1000)))
+            .collect();
+        put_batches(&db, &t, &items, 100);
+        model.extend(items);
+        db.checkpoint().unwrap();
+    }
+    let mut b = Batch::new();
+    for i in (0..n).step_by(2) {
+        b.remove(&t, key(i));
+        model.remove(&i);
+    }
+    db.apply(b).unwrap();
+    // The removes and the second round's references reach the leaves; the
+    // checkpoints collect the runs they left sparse.
+    db.drain().unwrap();
+    for _ in 0..3 {
+        db.checkpoint().unwrap();
+    }
+    verify(&t, &model);
+    let live: u64 = model.values().map(|v| v.len() as u64 + 8).sum();
+    let ratio = space_over_live(&db, live);
+    check_clean(&db);
+    assert!(ratio < 1.5, "file holds {ratio:.2}x the live data");
+}
+
+/// A run whose first page's values all died while a later page's live on:
+/// every packed reference names its run by that first page, so the page
+/// must stay allocated until the run's last page is freed. Were it freed,
+/// a later run could start there and the two runs' references (and their
+/// counts) would mix: `check` finds the lost count.
+#[test]
+fn a_run_keeps_its_first_page_while_any_page_lives() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("db");
+    let db = Db::create(&p, opts()).unwrap();
+    let t = db.tree_with("t", packed_kind()).unwrap();
+    // Entry of 2 + 4 + 8 + len bytes: the first value fills page 0's
+    // payload exactly, the second lies on page 1 alone.
+    let payload = PS - 32;
+    let first = value(1, 0, payload - 14);
+    let second = value(2, 0, 1000);
+    let mut model = BTreeMap::new();
+    put_batches(&db, &t, &[(1, first.clone()), (2, second.clone())], 2);
+    model.insert(2u64, second);
+    t.remove(key(1)).unwrap(); // page 0 of the run dies, page 1 lives
+    db.drain().unwrap();
+    db.checkpoint().unwrap(); // pages freed before it may be reused now
+    check_clean(&db);
+    // Single-value groups take fresh runs, each one page, many of them
+    // where freed pages were.
+    for k in 100..164u64 {
+        let v = value(k, 1, 900);
+        put_batches(&db, &t, &[(k, v.clone())], 1);
+        model.insert(k, v);
+        if k % 8 == 0 {
+            db.checkpoint().unwrap();
+            check_clean(&db);
+        }
+    }
+    verify(&t, &model);
+    check_clean(&db);
+    drop((t, db));
+    let db = Db::open(&p, opts()).unwrap();
+    let t = db.tree("t").unwrap();
+    verify(&t, &model);
     check_clean(&db);
 }

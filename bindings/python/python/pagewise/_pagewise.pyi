@@ -61,7 +61,10 @@ class Db:
     ``delta_flush`` (True, False/None or ``{"threshold_bytes", "block_bytes"}``),
     ``append_fill`` (0.5..1.0), ``read_only``, ``merge_operator`` (a name in
     ``MERGE_OPERATORS``), ``snapshot_max_age`` (seconds, or None: no bound;
-    older snapshots and transactions raise SnapshotTooOldError).
+    older snapshots and transactions raise SnapshotTooOldError),
+    ``value_collect_pages`` (value run pages a checkpoint collects at most;
+    0: none), ``value_collect_live_pct`` (1..99: a run page is collected at
+    or under this live share).
     """
 
     def __init__(
@@ -81,6 +84,8 @@ class Db:
         read_only: bool = ...,
         merge_operator: Optional[str] = ...,
         snapshot_max_age: Optional[float] = ...,
+        value_collect_pages: int = ...,
+        value_collect_live_pct: int = ...,
     ) -> None:
         """Opens the database at ``path``, creating it if it does not exist."""
     @classmethod
@@ -130,6 +135,8 @@ class Db:
         """Applies every write of ``batch`` atomically and empties it."""
     def sync(self) -> None:
         """Makes every acknowledged write durable (durability="buffered")."""
+    def drain(self) -> None:
+        """Moves every buffered B-epsilon message to the leaves, collects value runs, checkpoints."""
     def checkpoint(self) -> None:
         """Writes every changed page and a new superblock; empties the log."""
     def stats(self) -> Dict[str, Any]:

@@ -9,6 +9,9 @@ use crate::store::page::Kind;
 use crate::store::superblock::{Superblock, FORMAT_VERSION};
 use std::sync::atomic::Ordering;
 
+/// Most collection rounds of one `Db::drain`.
+const DRAIN_COLLECT_ROUNDS: usize = 16;
+
 impl Inner {
     pub fn sync(&self) -> Result<()> {
         self.check_open()?;
@@ -27,6 +30,35 @@ impl Inner {
     pub fn checkpoint(&self) -> Result<()> {
         let mut cs = self.commit.lock();
         self.checkpoint_locked(&mut cs)
+    }
+
+    /// `Db::drain`: under the commit lock, every B-epsilon tree's buffers
+    /// move to its leaves, sparse value runs are collected and the
+    /// collection's messages drained as well, then a checkpoint.
+    pub fn drain(&self) -> Result<()> {
+        let mut cs = self.commit.lock();
+        self.check_writable()?;
+        self.check_poison()?;
+        let r = self.drain_and_collect();
+        if let Err(e) = r {
+            self.poison(format!("drain failed: {e}"));
+            return Err(e);
+        }
+        self.checkpoint_locked(&mut cs)
+    }
+
+    /// Drains, then collects and drains again while collection moves
+    /// values, at most [`DRAIN_COLLECT_ROUNDS`] times (each round collects
+    /// at most `Options::value_collect_pages`). Requires: the commit lock.
+    fn drain_and_collect(&self) -> Result<()> {
+        self.ix.drain_trees()?;
+        for _ in 0..DRAIN_COLLECT_ROUNDS {
+            if self.ix.collect_values()? == 0 {
+                break;
+            }
+            self.ix.drain_trees()?;
+        }
+        Ok(())
     }
 
     pub(super) fn checkpoint_locked(&self, cs: &mut CommitState) -> Result<()> {
@@ -87,8 +119,11 @@ impl Inner {
         self.tell_checkpoint_begin(cs, gen);
         // Glibc's free pages go back before the placement's buffers come.
         crate::store::trim::release_free_heap(self.dirty_limit_bytes);
+        // Sparse value runs: their live values are put again, packed.
+        self.ix.collect_values()?;
         // Variable-size nodes first: they leave the dirty set for extents.
         self.ix.place_extents(gen)?;
+        self.ix.place_value_tables(gen)?;
         let (nodes, trees) = {
             let st = store.state.read();
             (st.dirty.sorted(), st.trees.to_catalog())

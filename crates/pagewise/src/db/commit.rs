@@ -4,10 +4,10 @@
 
 use super::{check_tree_name, CommitState, Inner, MAX_VALUE_LEN};
 use crate::error::{Error, Result};
+use crate::index::placed::{Out, Placed};
 use crate::index::{self, TreeKind, Trees};
 use crate::log::{self, Op};
 use crate::options::Durability;
-use crate::store::extent::Extent;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -236,35 +236,32 @@ impl Inner {
         r
     }
 
-    /// Writes the group's out-of-line values to fresh extents and its log
+    /// Writes the group's out-of-line values to fresh pages and its log
     /// records, then applies its batches. Past [`OVERLAP_VALUE_BYTES`] of
-    /// such values a second thread writes the extents while this one
-    /// encodes and writes the records: the log carries the values, so the
-    /// two orders are equally safe (fresh pages are never referenced by the
-    /// durable checkpoint). Either failing fails the group (the Db is then
+    /// such values a second thread writes them while this one encodes and
+    /// writes the records: the log carries the values, so the two orders
+    /// are equally safe (fresh pages are never referenced by the durable
+    /// checkpoint). Either failing fails the group (the Db is then
     /// poisoned); a group that failed may have reached the log, like one
     /// whose sync failed, and is replayed on reopen.
     fn log_and_apply(&self, cs: &mut CommitState, group: &[Pending]) -> Result<()> {
-        let batches = || group.iter().map(|p| &p.ops[..]);
-        let (out, values) = self.out_of_line_values(batches());
-        let value_bytes: usize = values.iter().map(|v| v.len()).sum();
-        let exts = if value_bytes < OVERLAP_VALUE_BYTES {
-            let exts = self.ix.store.write_value_extents(&values)?;
+        let batches: Vec<&[Op]> = group.iter().map(|p| &p.ops[..]).collect();
+        let outs = self.out_of_line(&batches);
+        let placed = if out_of_line_bytes(&batches, &outs) < OVERLAP_VALUE_BYTES {
+            let placed = self.place_values(&batches, &outs)?;
             self.log_group(cs, group)?;
-            exts
+            placed
         } else {
-            let (exts, logged) = std::thread::scope(|s| {
-                let writer = s.spawn(|| self.ix.store.write_value_extents(&values));
+            let (placed, logged) = std::thread::scope(|s| {
+                let writer = s.spawn(|| self.place_values(&batches, &outs));
                 let logged = self.log_group(cs, group);
-                (
-                    writer.join().expect("the value extent writer panicked"),
-                    logged,
-                )
+                let placed = writer.join().expect("the value writer panicked");
+                (placed, logged)
             });
             logged?;
-            exts?
+            placed?
         };
-        for (p, ovf) in group.iter().zip(place(&out, exts)) {
+        for (p, ovf) in group.iter().zip(placed) {
             self.apply_placed(&p.ops, ovf)?;
         }
         let c = &self.counters;
@@ -294,31 +291,30 @@ impl Inner {
         Ok(())
     }
 
-    /// Which ops of each of `batches` put a value its tree keeps out of
-    /// line ([`crate::index::Index::out_of_line`]), and those values in order.
-    fn out_of_line_values<'a>(
+    /// Per batch, per op, where its value goes
+    /// ([`crate::index::Index::out_of_line`]).
+    fn out_of_line(&self, batches: &[&[Op]]) -> Vec<Vec<Out>> {
+        batches.iter().map(|ops| self.ix.out_of_line(ops)).collect()
+    }
+
+    /// Writes the values `outs` sends out of line in `batches` to fresh
+    /// pages (never referenced by the durable checkpoint, so writing them
+    /// early is safe): per batch, per op, where its value went.
+    fn place_values(
         &self,
-        batches: impl Iterator<Item = &'a [Op]> + Clone,
-    ) -> (Vec<Vec<bool>>, Vec<&'a [u8]>) {
-        let out: Vec<Vec<bool>> = batches
-            .clone()
-            .map(|ops| self.ix.out_of_line(ops))
-            .collect();
-        let values: Vec<&[u8]> = batches
-            .zip(&out)
-            .flat_map(|(ops, o)| ops.iter().zip(o))
-            .filter_map(|(op, &o)| match op {
-                Op::Put { value, .. } if o => Some(&value[..]),
-                _ => None,
-            })
-            .collect();
-        (out, values)
+        batches: &[&[Op]],
+        outs: &[Vec<Out>],
+    ) -> Result<Vec<Vec<Option<Placed>>>> {
+        if outs.iter().flatten().all(|o| *o == Out::Inline) {
+            return Ok(batches.iter().map(|ops| vec![None; ops.len()]).collect());
+        }
+        crate::index::placed::place(&self.ix.store, batches, outs)
     }
 
     /// Applies one batch under the state write lock and the allocator
     /// ([`crate::index::Index::apply_batch`]); then the cache gives clean
     /// images up for what the dirty set holds.
-    fn apply_placed(&self, ops: &[Op], placed: Vec<Option<Extent>>) -> Result<()> {
+    fn apply_placed(&self, ops: &[Op], placed: Vec<Option<Placed>>) -> Result<()> {
         assert_eq!(ops.len(), placed.len());
         let mut st = self.ix.store.state.write();
         let mut al = self.ix.store.alloc.lock();
@@ -333,27 +329,12 @@ impl Inner {
 
     /// Places and applies a replayed batch.
     pub(super) fn apply_ops(&self, ops: &[Op]) -> Result<()> {
-        let (out, values) = self.out_of_line_values(std::iter::once(ops));
-        let exts = self.ix.store.write_value_extents(&values)?;
-        let placed = place(&out, exts).into_iter().next().expect("one batch");
+        let batches = [ops];
+        let outs = self.out_of_line(&batches);
+        let placed = self.place_values(&batches, &outs)?;
+        let placed = placed.into_iter().next().expect("one batch");
         self.apply_placed(ops, placed)
     }
-}
-
-/// Per batch, per op of `out` (which ops put an out-of-line value), the
-/// extent of `exts` written for it, in order.
-fn place(out: &[Vec<bool>], exts: Vec<Extent>) -> Vec<Vec<Option<Extent>>> {
-    let mut exts = exts.into_iter();
-    let placed: Vec<Vec<Option<Extent>>> = out
-        .iter()
-        .map(|o| {
-            o.iter()
-                .map(|&x| if x { exts.next() } else { None })
-                .collect()
-        })
-        .collect();
-    assert!(exts.next().is_none(), "every extent placed");
-    placed
 }
 
 /// Runs the transactions' checks of `group` in queue order, each against
@@ -434,3 +415,14 @@ fn validate(op: &Op, kind: TreeKind, page_size: usize) -> Result<()> {
 /// hold after a leaf write-back without a checkpoint following. Chosen by
 /// measurement (docs/benchmarks.md, "B-epsilon tree", leaf write-back).
 pub(super) const WRITE_BACK_KEEP_PCT: u64 = 90;
+
+/// Bytes of the values `outs` sends out of line in `batches`.
+fn out_of_line_bytes(batches: &[&[Op]], outs: &[Vec<Out>]) -> usize {
+    let ops = batches.iter().flat_map(|b| b.iter());
+    ops.zip(outs.iter().flatten())
+        .map(|(op, o)| match (op, o) {
+            (Op::Put { value, .. }, Out::Extent | Out::Packed) => value.len(),
+            _ => 0,
+        })
+        .sum()
+}

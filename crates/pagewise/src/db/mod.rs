@@ -143,6 +143,16 @@ impl Db {
         self.inner.sync()
     }
 
+    /// Moves every message buffered in the B-epsilon trees down to their
+    /// leaves, then checkpoints. A replaced or removed value's space comes
+    /// back only once the newer message reaches the level holding the old
+    /// one (docs/design.md, "B-epsilon packed values"); a drain brings it
+    /// all back at once, at the cost of rewriting every node that buffered
+    /// something.
+    pub fn drain(&self) -> Result<()> {
+        self.inner.drain()
+    }
+
     /// Writes all dirty pages and a new superblock; empties the log.
     pub fn checkpoint(&self) -> Result<()> {
         self.inner.check_open()?;

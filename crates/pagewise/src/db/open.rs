@@ -333,9 +333,11 @@ fn start(
         closed: AtomicBool::new(false),
         lock: Mutex::new(Some(files.lock)),
     };
-    Ok(Db {
+    let db = Db {
         inner: Arc::new(inner),
-    })
+    };
+    db.inner.ix.load_value_tables()?;
+    Ok(db)
 }
 
 impl Inner {

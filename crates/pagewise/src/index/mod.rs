@@ -7,6 +7,9 @@ pub mod bepsilon;
 pub mod btree;
 pub mod entry;
 pub mod head;
+pub mod placed;
+
+use placed::{Out, Placed};
 
 use crate::error::{Error, Result};
 use crate::log::Op;
@@ -282,6 +285,11 @@ pub struct Index {
     /// B-epsilon partitions probed lately: a second miss on one loads it
     /// into a full cache instead of probing it again.
     pub bepsilon_probed: bepsilon::read::Probed,
+    /// `Options::value_collect_pages`: most value run pages a checkpoint
+    /// collects.
+    pub value_collect_pages: usize,
+    /// `Options::value_collect_live_pct`.
+    pub value_collect_live_pct: u8,
 }
 
 /// How the store decodes node pages of every kind.
@@ -331,58 +339,6 @@ fn fits_inline(kind: TreeKind, page_size: usize, key_bytes: usize, value_bytes: 
     }
 }
 
-/// The stored bytes of the puts of `ops` on a tree of form `form`, in one
-/// arena: tagged, or the reference to the extent its value was written to
-/// (`bepsilon/value.rs`); per op its span of the arena (None: a plain
-/// tree's put, stored as given, or an op with no value).
-fn stored_values(
-    form: bepsilon::value::Form,
-    ops: &[(&Op, Option<Extent>)],
-) -> (Vec<u8>, Vec<Option<std::ops::Range<usize>>>) {
-    let mut arena: Vec<u8> = Vec::new();
-    let mut spans: Vec<Option<std::ops::Range<usize>>> = Vec::with_capacity(ops.len());
-    if let bepsilon::value::Form::Tagged(_) = form {
-        let need: usize = ops
-            .iter()
-            .map(|(op, ext)| match ext {
-                Some(_) => bepsilon::value::STORED_REF_BYTES,
-                None => op_value_bytes(op) + 1,
-            })
-            .sum();
-        arena.reserve_exact(need);
-    }
-    for (op, ext) in ops {
-        let span = match (op, ext, form) {
-            (Op::Put { .. }, Some(e), bepsilon::value::Form::Tagged(_)) => {
-                let at = arena.len();
-                arena.extend_from_slice(&bepsilon::value::reference(e));
-                Some(at..arena.len())
-            }
-            (Op::Put { value, .. }, None, bepsilon::value::Form::Tagged(_)) => {
-                let at = arena.len();
-                arena.push(bepsilon::value::TAG_INLINE);
-                arena.extend_from_slice(value);
-                Some(at..arena.len())
-            }
-            (Op::Put { .. }, Some(_), bepsilon::value::Form::Plain) => {
-                unreachable!("a plain tree's value placed in an extent")
-            }
-            _ => None,
-        };
-        spans.push(span);
-    }
-    assert_eq!(spans.len(), ops.len());
-    (arena, spans)
-}
-
-/// The value bytes a put carries (0 for other ops).
-fn op_value_bytes(op: &Op) -> usize {
-    match op {
-        Op::Put { value, .. } => value.len(),
-        _ => 0,
-    }
-}
-
 /// Ops of one batch between two reservations of the dirty set's memory in
 /// the cache (eviction does no I/O): a batch of 1,000 random inserts on 16
 /// KiB pages dirties about 26 MB, which without them sat beside a full
@@ -409,30 +365,41 @@ impl Index {
             merge: opts.merge_operator.clone(),
             events: opts.event_listener.clone(),
             bepsilon_probed: bepsilon::read::Probed::new(opts.cache_bytes),
+            value_collect_pages: opts.value_collect_pages,
+            value_collect_live_pct: opts.value_collect_live_pct,
         }
     }
 
-    /// Which puts of `ops` store their value in an extent of its own: on
-    /// a B+tree, one whose entry would not fit a page; on a B-epsilon tree,
-    /// one whose value reaches the tree's `value_extent_bytes`.
-    pub fn out_of_line(&self, ops: &[Op]) -> Vec<bool> {
+    /// Where the puts of `ops` store their value: on a B+tree, in an
+    /// extent of its own when its entry would not fit a page; on a
+    /// B-epsilon tree, out of the tree when it reaches the tree's
+    /// `value_extent_bytes`, packed when its run entry fits a page's
+    /// payload, else in an extent of its own.
+    pub fn out_of_line(&self, ops: &[Op]) -> Vec<Out> {
         let least = bepsilon::MIN_VALUE_EXTENT_BYTES as usize;
         let could = |op: &Op| matches!(op, Op::Put { value, .. } if value.len() >= least);
         // The common case, small values: no lookup of trees.
         if !ops.iter().any(could) {
-            return vec![false; ops.len()];
+            return vec![Out::Inline; ops.len()];
         }
         let ps = self.store.page_size();
         let forms = self.value_forms(ops);
-        let out: Vec<bool> = ops
+        let out: Vec<Out> = ops
             .iter()
             .zip(forms)
             .map(|(op, form)| match (op, form) {
-                (Op::Put { value, .. }, Some(f)) => f.out_of_line(value.len()),
-                (Op::Put { key, value, .. }, None) => {
-                    !fits_inline(TreeKind::BTree, ps, key.len(), value.len())
+                (Op::Put { key, value, .. }, Some(f)) if f.out_of_line(value.len()) => {
+                    match bepsilon::runs::fits(key.len(), value.len(), ps) {
+                        true => Out::Packed,
+                        false => Out::Extent,
+                    }
                 }
-                _ => false,
+                (Op::Put { key, value, .. }, None)
+                    if !fits_inline(TreeKind::BTree, ps, key.len(), value.len()) =>
+                {
+                    Out::Extent
+                }
+                _ => Out::Inline,
             })
             .collect();
         assert_eq!(out.len(), ops.len());
@@ -486,16 +453,16 @@ impl Index {
         epoch: &mut Epoch<Trees>,
         alloc: &mut Alloc,
         ops: &[Op],
-        placed: Vec<Option<Extent>>,
+        placed: Vec<Option<Placed>>,
     ) -> Result<()> {
         assert_eq!(ops.len(), placed.len());
-        let mut runs: Vec<(&Op, Option<Extent>)> = Vec::new();
+        let mut runs: Vec<(&Op, Option<Placed>)> = Vec::new();
         for (k, (op, ext)) in ops.iter().zip(placed).enumerate() {
             if self.is_bepsilon_keyed(&epoch.trees, op) {
                 runs.push((op, ext));
                 continue;
             }
-            self.apply(epoch, alloc, op, ext)?;
+            self.apply(epoch, alloc, op, ext.and_then(|p| p.extent()))?;
             if k % RESERVE_EVERY_OPS == RESERVE_EVERY_OPS - 1 {
                 epoch.dirty.recharge();
                 self.store.cache.reserve(epoch.dirty.bytes() as usize);
@@ -524,14 +491,15 @@ impl Index {
         epoch: &mut Epoch<Trees>,
         alloc: &mut Alloc,
         tree: &str,
-        ops: &[(&Op, Option<Extent>)],
+        ops: &[(&Op, Option<Placed>)],
     ) -> Result<()> {
         let Epoch { trees, dirty, .. } = epoch;
         let Some(Desc::BEpsilon(m)) = trees.get_mut(tree) else {
             panic!("apply_bepsilon_run on a tree that is not B-epsilon");
         };
         let form = m.opts.form();
-        let (arena, spans) = stored_values(form, ops);
+        register_runs(m, ops, self.store.page_size());
+        let (arena, spans) = placed::stored_values(form, ops);
         let stored: Vec<&[u8]> = ops
             .iter()
             .zip(&spans)
@@ -578,6 +546,7 @@ impl Index {
         placed: Option<Extent>,
     ) -> Result<()> {
         if self.is_bepsilon_keyed(&epoch.trees, op) {
+            let placed = placed.map(Placed::Extent);
             return self.apply_bepsilon_run(epoch, alloc, op.tree(), &[(op, placed)]);
         }
         let Epoch { trees, dirty, .. } = epoch;
@@ -800,6 +769,31 @@ impl Cursor {
         match self {
             Cursor::BTree(c) => c.step(ix, at, forward),
             Cursor::BEpsilon(c) => c.step(ix, at, forward),
+        }
+    }
+}
+
+/// Registers in `m`'s value table the runs of the packed values of `ops`
+/// not registered yet: a run counts all its values at once, when the first
+/// of them is applied (values of one group's batches share runs, and a
+/// batch's drops must not free a page a later batch's value lies on). A
+/// run found registered is this group's: a registered run's first page is
+/// never free (`Runs::release`), so no fresh run can start on it.
+fn register_runs(m: &mut bepsilon::Meta, ops: &[(&Op, Option<Placed>)], page_size: usize) {
+    for (_, p) in ops {
+        if let Some(Placed::Packed(_, run)) = p {
+            match m.values.runs.runs.get(&run.first_page) {
+                Some(pages) => assert_eq!(
+                    pages.len() as u64,
+                    run.count_pages,
+                    "run {} is registered already as another run",
+                    run.first_page
+                ),
+                None => {
+                    Arc::make_mut(&mut m.values.runs).register(run, page_size);
+                    m.values.changed = true;
+                }
+            }
         }
     }
 }

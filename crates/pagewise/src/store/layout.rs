@@ -66,6 +66,11 @@ mod tests {
             &crate::index::bepsilon::layout::SEGMENT_TABLE,
             &crate::index::bepsilon::layout::MESSAGE_TABLE,
             &crate::index::bepsilon::layout::STORED_VALUE_TABLE,
+            &crate::index::bepsilon::layout::RUN_ENTRY_TABLE,
+            &crate::index::bepsilon::layout::PACKED_REF_TABLE,
+            &crate::index::bepsilon::layout::VALUE_TABLE_HEADER,
+            &crate::index::bepsilon::layout::VALUE_TABLE_RUN,
+            &crate::index::bepsilon::layout::VALUE_TABLE_PAGE,
         ]
     }
 

@@ -904,13 +904,8 @@ impl Pager {
                 runs.len(),
                 |i, spare| {
                     let len = run_bytes(&runs[i]);
-                    let mut buf = match spare.pop() {
-                        Some(mut b) if b.capacity() >= len => {
-                            b.set_len(len);
-                            b
-                        }
-                        _ => self.buf(len),
-                    };
+                    // Sealing writes every byte of the run: no zeroing.
+                    let mut buf = reuse_buf(spare, len, self.buf_align);
                     seal(&runs[i], &mut buf);
                     let first = exts[runs[i].0].first_page;
                     self.off(first + (len / self.ps) as u64 - 1);
@@ -1204,12 +1199,25 @@ struct Batch<'r> {
 /// A zeroed buffer of `len` bytes: a spare one if it is large enough (saves
 /// an allocation per I/O), else a new one aligned to `align`.
 fn take_buf(spare: &mut Vec<AlignedBuf>, len: usize, align: usize) -> AlignedBuf {
-    match spare.pop() {
-        Some(mut b) if b.capacity() >= len => {
-            b.set_len(len);
+    match spare_fit(spare, len) {
+        Some(mut b) => {
             b.fill(0);
             b
         }
-        _ => AlignedBuf::new(len, align),
+        None => AlignedBuf::new(len, align),
     }
+}
+
+/// [`take_buf`] for a caller that writes every byte: a spare buffer keeps
+/// its old bytes.
+fn reuse_buf(spare: &mut Vec<AlignedBuf>, len: usize, align: usize) -> AlignedBuf {
+    spare_fit(spare, len).unwrap_or_else(|| AlignedBuf::new(len, align))
+}
+
+/// The last spare buffer, resized to `len`, if it has the capacity (one
+/// that is too small is dropped).
+fn spare_fit(spare: &mut Vec<AlignedBuf>, len: usize) -> Option<AlignedBuf> {
+    let mut b = spare.pop().filter(|b| b.capacity() >= len)?;
+    b.set_len(len);
+    Some(b)
 }

@@ -53,10 +53,12 @@ pub const TABLE: crate::store::layout::Table = crate::store::layout::Table {
 /// its base lies in its page's last 4 KiB in files created so); version 8:
 /// catalog `PWC3`, its free list as extents or a bitmap; version 9:
 /// B-epsilon trees may store values in extents of their own (20-byte
-/// parameters, tagged values: "B-epsilon value extents"). Older files
+/// parameters, tagged values: "B-epsilon value extents"); version 10:
+/// packed references into value runs and 60-byte B-epsilon descriptors
+/// naming a value table ("B-epsilon packed values"). Older files
 /// are read and upgraded by their first read-write open (docs/design.md,
 /// "Format versions").
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 /// Oldest format this build opens.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Payload bytes after the page header (offsets 32..96).

@@ -92,7 +92,7 @@ pub struct Args {
     pub bepsilon_fanout: Option<u16>,
     /// pagewise-bepsilon: values of at least SIZE bytes are written once to
     /// an extent of their own and the tree carries a reference; `off` keeps
-    /// every value in the tree (default 2032, at least 64).
+    /// every value in the tree (default 512, at least 64).
     #[arg(long, value_parser = size_or_off, value_name = "SIZE|off")]
     pub bepsilon_value_extent: Option<ValueExtent>,
     /// pagewise-delta: change bytes a page may carry as delta blocks before

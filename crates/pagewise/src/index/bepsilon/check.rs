@@ -6,18 +6,23 @@
 
 use super::buffer::Kind as MsgKind;
 use super::node::{Buffer, Node, Part};
-use super::value::Stored;
+use super::value::{read_value, Packed, Stored};
 use super::{format, Child, Meta};
 use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
 use crate::store::extent::Extent;
 use crate::store::page::{Kind, HDR};
+use std::collections::BTreeMap;
 
 pub struct Walk {
     pub counted: Meta,
     pub pages_checked: u64,
     /// Pages of value extents read and verified.
     pub value_pages_checked: u64,
+    /// Per run page (run's first page, index in the run), the packed
+    /// references whose value lies on it: by run, since a freed page of a
+    /// run still in the table may be reused by a later run.
+    pub packed_refs: BTreeMap<(u64, u64), u64>,
 }
 
 pub fn walk(ix: &Index, claims: &mut Claims, m: &Meta) -> Walk {
@@ -25,16 +30,18 @@ pub fn walk(ix: &Index, claims: &mut Claims, m: &Meta) -> Walk {
         counted: Meta {
             entries: 0,
             nodes: 0,
-            ..*m
+            ..m.clone()
         },
         pages_checked: 0,
         value_pages_checked: 0,
+        packed_refs: BTreeMap::new(),
     };
     match m.root {
         Some(Child::Clean(ext)) => visit(ix, claims, &mut w, &ext, m.height, (None, None)),
         Some(Child::Dirty(_)) => claims.problem(0, "root not placed at check time".into()),
         None => {}
     }
+    super::runs_check::check_table(ix, claims, m, &w.packed_refs);
     w
 }
 
@@ -116,6 +123,7 @@ fn check_value(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, v: 
     let ext = match form.parse(v, ps) {
         Some(Stored::Inline(_)) => return,
         Some(Stored::Extent(e)) => e,
+        Some(Stored::Packed(p)) => return check_packed(ix, claims, w, node, &p),
         None => {
             let what = format!(
                 "a stored value of {} bytes with tag {:?}",
@@ -133,6 +141,29 @@ fn check_value(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, v: 
     match ix.store.pager.read_extent(&ext, Kind::Overflow) {
         Ok(_) => w.value_pages_checked += ext.count_pages,
         Err(e) => claims.problem(ext.first_page, format!("{what}: {e}")),
+    }
+}
+
+/// Checks packed reference `p` of the node at `node`: its run is in the
+/// tree's value table, its value reads back (pages verified); counts it on
+/// the pages it lies on (the table's counts are compared after the walk).
+fn check_packed(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, p: &Packed) {
+    let ps = ix.store.pager.ps;
+    let pages = w.counted.values.runs.runs.get(&p.first_page);
+    if pages.is_none_or(|pages| *p.pages(ps).end() >= pages.len() as u64) {
+        let what = format!(
+            "node {} names a packed value in run {} that the value table does not hold",
+            node.first_page, p.first_page
+        );
+        return claims.problem(p.first_page, what);
+    }
+    for k in p.pages(ps) {
+        *w.packed_refs.entry((p.first_page, k)).or_default() += 1;
+    }
+    match read_value(&ix.store.pager, &p.value_ref(ps)) {
+        Ok(v) if v.len() == p.len as usize => w.value_pages_checked += p.pages(ps).count() as u64,
+        Ok(_) => claims.problem(p.first_page, "packed value of the wrong length".into()),
+        Err(e) => claims.problem(p.first_page, format!("packed value: {e}")),
     }
 }
 

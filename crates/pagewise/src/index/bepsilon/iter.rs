@@ -12,12 +12,11 @@ use super::read::{probes_instead, read_keeping, Frozen, Miss, Step, View};
 use super::resolved::{Resolved, Value};
 use super::segment;
 use super::slice::{self, segment_at, Slices};
+use super::value::{read_values, ValueRef};
 use super::value::{Form, TAG_INLINE};
 use super::Child;
 use crate::error::Result;
 use crate::index::{in_range, Index};
-use crate::store::extent::Extent;
-use crate::store::page::Kind;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -158,7 +157,7 @@ impl Cursor {
     /// The value in extent `first` (of the entry just taken in the
     /// direction of travel), reading it with the next entries' value
     /// extents in that direction through one queue, up to [`VALUE_READS`].
-    fn read_values(&mut self, ix: &Index, first: Extent, forward: bool) -> Result<Vec<u8>> {
+    fn read_values(&mut self, ix: &Index, first: ValueRef, forward: bool) -> Result<Vec<u8>> {
         let queue = if forward {
             &mut self.front
         } else {
@@ -167,11 +166,7 @@ impl Cursor {
         let next = queue.extents_next(forward, VALUE_READS - 1);
         let mut exts = vec![first];
         exts.extend(next.iter().map(|&(_, e)| e));
-        let mut read = ix
-            .store
-            .pager
-            .read_extents(&exts, Kind::Overflow)?
-            .into_iter();
+        let mut read = read_values(&ix.store.pager, &exts)?.into_iter();
         let value = read.next().expect("the first extent")?;
         for ((i, _), r) in next.into_iter().zip(read) {
             // A failed read stays pending: it fails again, with its entry.
@@ -438,26 +433,26 @@ fn plain_values(
     lazy: bool,
 ) -> Result<()> {
     let pager = &v.ix.store.pager;
-    let at: Vec<(usize, Extent)> = rest
+    let at: Vec<(usize, ValueRef)> = rest
         .iter()
-        .filter_map(|&i| Some((i, form.extent_of(entries.pushed(i), pager.ps)?)))
+        .filter_map(|&i| Some((i, form.value_ref(entries.pushed(i), pager.ps)?)))
         .collect();
     if lazy {
         for &(i, e) in &at {
             entries.set(i, Value::Extent(e));
         }
     }
-    let exts: Vec<Extent> = if lazy {
+    let exts: Vec<ValueRef> = if lazy {
         Vec::new()
     } else {
         at.iter().map(|a| a.1).collect()
     };
-    let mut read = pager.read_extents(&exts, Kind::Overflow)?.into_iter();
+    let mut read = read_values(pager, &exts)?.into_iter();
     for &i in rest {
         if matches!(entries.value(i), Value::Extent(_)) {
             continue;
         }
-        let mut got = |_: &Extent| read.next().expect("one read per extent");
+        let mut got = |_: &ValueRef| read.next().expect("one read per extent");
         let plain = form.plain(entries.pushed(i), pager, tree, &mut got)?;
         entries.set(i, Value::Owned(plain));
     }

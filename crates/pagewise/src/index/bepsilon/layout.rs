@@ -27,6 +27,7 @@ pub mod root {
     pub const ENTRIES: Field = Field::new(20, 8);
     pub const NODES: Field = Field::new(28, 8);
     pub const NEXT_SEQ: Field = Field::new(36, 8);
+    pub const VALUE_TABLE: Field = Field::new(44, 16);
 }
 
 /// A node's header, at the start of its shell.
@@ -126,6 +127,7 @@ pub const ROOT_TABLE: Table = Table {
         ("leaf entries", root::ENTRIES),
         ("node count", root::NODES),
         ("next sequence number", root::NEXT_SEQ),
+        ("value table extent", root::VALUE_TABLE),
     ],
 };
 
@@ -193,5 +195,91 @@ pub const SEGMENT_TABLE: Table = Table {
         ("raw bytes", segment::RAW_BYTES),
         ("crc32c", segment::CRC),
         ("first key length", segment::KEY_LEN),
+    ],
+};
+
+/// An entry of a value run (docs/design.md, "B-epsilon packed values"):
+/// its fixed fields, then the key, then the value.
+pub mod run_entry {
+    use super::Field;
+    pub const KEY_LEN: Field = Field::new(0, 2);
+    pub const VALUE_LEN: Field = Field::new(2, 4);
+    pub const KEY_AT: usize = VALUE_LEN.end();
+}
+
+/// A packed reference: a stored value of tag 2.
+pub mod packed_ref {
+    use super::Field;
+    pub const TAG: Field = Field::new(0, 1);
+    pub const FIRST_PAGE: Field = Field::new(1, 8);
+    pub const OFFSET: Field = Field::new(9, 4);
+    pub const LEN: Field = Field::new(13, 4);
+}
+
+/// A tree's value table: its header, then per run its fixed fields, then
+/// per page of the run its counts.
+pub mod value_table {
+    use super::Field;
+    pub const MAGIC: Field = Field::new(0, 4);
+    pub const RUNS: Field = Field::new(4, 4);
+    pub const RUN_FIRST_PAGE: Field = Field::new(0, 8);
+    pub const RUN_PAGES: Field = Field::new(8, 2);
+    pub const PAGE_ENTRIES: Field = Field::new(0, 2);
+    pub const PAGE_LIVE: Field = Field::new(2, 2);
+    pub const PAGE_FIRST_START: Field = Field::new(4, 2);
+    pub const PAGE_LIVE_BYTES: Field = Field::new(6, 2);
+}
+
+#[cfg(test)]
+pub const RUN_ENTRY_TABLE: Table = Table {
+    heading: "B-epsilon packed values",
+    index: 0,
+    rows: &[
+        ("key length", run_entry::KEY_LEN),
+        ("value length", run_entry::VALUE_LEN),
+    ],
+};
+
+#[cfg(test)]
+pub const PACKED_REF_TABLE: Table = Table {
+    heading: "B-epsilon packed values",
+    index: 1,
+    rows: &[
+        ("tag", packed_ref::TAG),
+        ("first page", packed_ref::FIRST_PAGE),
+        ("value offset", packed_ref::OFFSET),
+        ("value length", packed_ref::LEN),
+    ],
+};
+
+#[cfg(test)]
+pub const VALUE_TABLE_HEADER: Table = Table {
+    heading: "B-epsilon packed values",
+    index: 2,
+    rows: &[
+        ("magic", value_table::MAGIC),
+        ("run count", value_table::RUNS),
+    ],
+};
+
+#[cfg(test)]
+pub const VALUE_TABLE_RUN: Table = Table {
+    heading: "B-epsilon packed values",
+    index: 3,
+    rows: &[
+        ("first page", value_table::RUN_FIRST_PAGE),
+        ("page count", value_table::RUN_PAGES),
+    ],
+};
+
+#[cfg(test)]
+pub const VALUE_TABLE_PAGE: Table = Table {
+    heading: "B-epsilon packed values",
+    index: 4,
+    rows: &[
+        ("entries", value_table::PAGE_ENTRIES),
+        ("live", value_table::PAGE_LIVE),
+        ("first entry start", value_table::PAGE_FIRST_START),
+        ("live bytes", value_table::PAGE_LIVE_BYTES),
     ],
 };

@@ -13,11 +13,10 @@ use super::fetch::{fetch, install, want_of, Want};
 use super::node::{Node, Part};
 use super::read::{self, Frozen, Resume, Step, Value, View};
 use super::value::Form;
+use super::value::{read_values, ValueRef};
 use crate::error::Result;
 use crate::index::Index;
 use crate::store::cache::PidMap;
-use crate::store::extent::Extent;
-use crate::store::page::Kind;
 use crate::store::read::MAX_RESTARTS;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -183,7 +182,7 @@ fn values_many(
 ) -> Result<Vec<Option<Vec<u8>>>> {
     assert_eq!(keys.len(), stored.len());
     let mut out: Vec<Option<Vec<u8>>> = Vec::with_capacity(keys.len());
-    let mut exts: Vec<(usize, Extent)> = Vec::new();
+    let mut exts: Vec<(usize, ValueRef)> = Vec::new();
     for (k, (s, form)) in stored.into_iter().enumerate() {
         match read::value_of(ix, tree, s, form)? {
             Value::Ready(v) => out.push(v),
@@ -196,8 +195,8 @@ fn values_many(
     if exts.is_empty() {
         return Ok(out);
     }
-    let list: Vec<Extent> = exts.iter().map(|e| e.1).collect();
-    let read = ix.store.pager.read_extents(&list, Kind::Overflow)?;
+    let list: Vec<ValueRef> = exts.iter().map(|e| e.1).collect();
+    let read = read_values(&ix.store.pager, &list)?;
     let pinned_at = at.is_some_and(|fz| fz.pinned());
     let still = pinned_at || ix.store.reuse_gen.load(Ordering::Acquire) == gen;
     for ((k, _), r) in exts.into_iter().zip(read) {

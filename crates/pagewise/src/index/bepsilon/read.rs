@@ -657,9 +657,7 @@ fn resolve_path(
 /// result when `reuse_gen` moved (`read_at` does).
 pub fn plain_value(ix: &Index, form: Form, tree: &str, b: &[u8]) -> Result<Vec<u8>> {
     let pager = &ix.store.pager;
-    form.plain(b, pager, tree, &mut |e| {
-        pager.read_extent(e, Kind::Overflow)
-    })
+    form.plain(b, pager, tree, &mut |r| super::value::read_value(pager, r))
 }
 
 /// The stored value of `key` (`value.rs`) and how `tree` stores values;
@@ -678,7 +676,7 @@ pub fn get_stored(
 /// value extent still to read.
 pub enum Value {
     Ready(Option<Vec<u8>>),
-    Extent(Extent),
+    Extent(super::value::ValueRef),
 }
 
 /// The user's value of `stored` (a value of `tree`, stored in form
@@ -694,11 +692,11 @@ pub fn value_of(ix: &Index, tree: &str, stored: Option<Vec<u8>>, form: Form) -> 
         stored.remove(0); // the value follows its tag: no copy
         return Ok(Value::Ready(Some(stored)));
     }
-    match form.extent_of(&stored, ix.store.pager.ps) {
+    match form.value_ref(&stored, ix.store.pager.ps) {
         Some(ext) => Ok(Value::Extent(ext)),
         None => {
             // Inline (or damaged: `plain` says so); no read.
-            let mut none = |_: &Extent| unreachable!("an inline value");
+            let mut none = |_: &super::value::ValueRef| unreachable!("an inline value");
             let v = form.plain(&stored, &ix.store.pager, tree, &mut none)?;
             Ok(Value::Ready(Some(v)))
         }
@@ -723,9 +721,10 @@ pub fn get(
             Value::Ready(v) => return Ok(Some(v)),
             Value::Extent(ext) => ext,
         };
-        let gen = (!at.is_some_and(|fz| fz.pinned())).then_some(gen);
-        if let Some(v) = ix.store.read_extent_at(&ext, Kind::Overflow, gen)? {
-            return Ok(Some(Some(v)));
+        let r = super::value::read_value(&ix.store.pager, &ext);
+        let pinned = at.is_some_and(|fz| fz.pinned());
+        if pinned || ix.store.reuse_gen.load(Ordering::Acquire) == gen {
+            return Ok(Some(Some(r?)));
         }
         // The extent was reused since the message was read: look again.
     }

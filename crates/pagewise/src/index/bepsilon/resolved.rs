@@ -5,7 +5,7 @@
 //! about twice the entries a short scan takes (`iter.rs`, the step limit),
 //! and each used to be a key and a value allocated and freed.
 
-use crate::store::extent::Extent;
+use super::value::ValueRef;
 use std::collections::VecDeque;
 use std::ops::Range;
 
@@ -18,11 +18,11 @@ pub enum Value {
     Owned(Vec<u8>),
     /// Still to be read from this value extent (a pinned snapshot's cursor
     /// reads value extents as entries are returned).
-    Extent(Extent),
+    Extent(ValueRef),
 }
 
 /// A taken entry: its key, and its value or the extent to read it from.
-pub type Taken = (Vec<u8>, Result<Vec<u8>, Extent>);
+pub type Taken = (Vec<u8>, Result<Vec<u8>, ValueRef>);
 
 #[derive(Debug)]
 struct Item {
@@ -100,7 +100,7 @@ impl Resolved {
 
     /// Up to `most` entries from the front (`forward`) or the back whose
     /// values are still in extents, nearest first.
-    pub fn extents_next(&self, forward: bool, most: usize) -> Vec<(usize, Extent)> {
+    pub fn extents_next(&self, forward: bool, most: usize) -> Vec<(usize, ValueRef)> {
         let n = self.items.len();
         (0..n)
             .map(|i| if forward { i } else { n - 1 - i })
@@ -123,11 +123,11 @@ mod tests {
         r.push(b"a", b"1");
         r.push(b"b", b"");
         r.push(b"c", b"333");
-        let e = Extent {
+        let e = ValueRef::whole(crate::store::extent::Extent {
             first_page: 9,
             count_pages: 1,
             len_bytes: 5,
-        };
+        });
         r.set(1, Value::Extent(e));
         assert_eq!(r.pushed(2), b"333");
         assert_eq!(r.last_key(), Some(&b"c"[..]));

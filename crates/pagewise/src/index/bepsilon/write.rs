@@ -8,6 +8,7 @@ use super::buffer::{Kind as MsgKind, Message};
 use super::node::{no_dir, Buffer, Node, Part};
 use super::pending::{resolve, Change, Pending, Values};
 use super::pivots::Pivots;
+use super::value::Stored;
 use super::{format, provisional_id, BEpsilonOptions, Child, Meta, MAX_HEIGHT};
 use crate::error::{Error, Result};
 use crate::events::{self, Event, EventListener};
@@ -66,14 +67,31 @@ impl Writer<'_> {
     }
 
     /// Frees the value extents named by the stored values that left the
-    /// tree (`dropped`), as pages the durable checkpoint may reference:
-    /// reusable after the next checkpoint, and once no snapshot may read
-    /// them (docs/design.md, "B-epsilon value extents").
-    fn free_dropped(&mut self, m: &Meta) {
-        let form = m.opts.form();
+    /// tree (`dropped`), and the run pages whose last packed value left
+    /// (the value table's counts, runs.rs), as pages the durable checkpoint
+    /// may reference: reusable after the next checkpoint, and once no
+    /// snapshot may read them (docs/design.md, "B-epsilon value extents",
+    /// "B-epsilon packed values").
+    pub(super) fn free_dropped(&mut self, m: &mut Meta) {
+        let (form, ps) = (m.opts.form(), self.pager.ps);
+        if form == super::value::Form::Plain {
+            self.dropped.clear();
+            return;
+        }
         for b in std::mem::take(&mut self.dropped) {
-            if let Some(e) = form.extent_of(&b, self.pager.ps) {
-                self.alloc.free_later(e.first_page, e.count_pages);
+            if !super::value::may_name_extent(&b) {
+                continue;
+            }
+            match form.parse(&b, ps) {
+                Some(Stored::Extent(e)) => self.alloc.free_later(e.first_page, e.count_pages),
+                Some(Stored::Packed(p)) => {
+                    m.values.changed = true;
+                    let runs = Arc::make_mut(&mut m.values.runs);
+                    for page in runs.release(&p, ps) {
+                        self.alloc.free_later(page, 1);
+                    }
+                }
+                _ => {}
             }
         }
         assert!(self.dropped.is_empty());
@@ -174,7 +192,7 @@ impl Writer<'_> {
 
     /// Splits an oversized root under a new root, or collapses a root with
     /// one child; bounded by the height.
-    fn rebalance_root(&mut self, m: &mut Meta) -> Result<()> {
+    pub(super) fn rebalance_root(&mut self, m: &mut Meta) -> Result<()> {
         for _ in 0..2 * MAX_HEIGHT + 2 {
             let Some(Child::Dirty(id)) = m.root else {
                 return Ok(());
@@ -257,7 +275,7 @@ impl Writer<'_> {
     }
 
     /// [`Writer::move_down`], told to the event listener.
-    fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
+    pub(super) fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
         let height = parent.height;
         events::tell(self.events, Event::FlushBegin { height });
         let t0 = std::time::Instant::now();
@@ -289,6 +307,23 @@ impl Writer<'_> {
             self.put(id, child);
             return Err(e);
         }
+        if self.put_split(m, parent, c, id, child) {
+            self.maybe_merge(m, parent, c)?;
+        }
+        Ok(())
+    }
+
+    /// Puts `child` (dirty node `id`, child `c` of `parent`) back, split as
+    /// its size requires, the pieces after the first inserted after it in
+    /// `parent` with empty buffers. Returns whether it stayed one node.
+    pub(super) fn put_split(
+        &mut self,
+        m: &mut Meta,
+        parent: &mut Node,
+        c: usize,
+        id: u64,
+        child: Node,
+    ) -> bool {
         let mut pieces = split(child, &m.opts, &mut m.nodes).into_iter();
         self.put(id, pieces.next().expect("one piece").1);
         let single = pieces.len() == 0;
@@ -302,10 +337,7 @@ impl Writer<'_> {
                 .insert(at, Some(Arc::new(Part::Buf(Buffer::new()))));
             parent.part_bytes.insert(at, 0);
         }
-        if single {
-            self.maybe_merge(m, parent, c)?;
-        }
-        Ok(())
+        single
     }
 
     fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
@@ -331,11 +363,8 @@ impl Writer<'_> {
         let form = m.opts.form();
         // A merge over a value extent reads it under the state lock: no
         // page can be reused meanwhile (rare: upserts over large values).
-        let mut plain = |b: &[u8]| {
-            form.plain(b, pager, tree, &mut |e| {
-                pager.read_extent(e, Kind::Overflow)
-            })
-        };
+        let mut plain =
+            |b: &[u8]| form.plain(b, pager, tree, &mut |e| super::value::read_value(pager, e));
         let mut values = Values {
             form,
             plain: &mut plain,
@@ -416,7 +445,7 @@ impl Writer<'_> {
 
     /// The provisional id of `c`, copying a clean node into the dirty set
     /// (its extent is freed once the next checkpoint is durable).
-    fn make_dirty(&mut self, c: Child) -> Result<u64> {
+    pub(super) fn make_dirty(&mut self, c: Child) -> Result<u64> {
         let ext = match c {
             Child::Dirty(id) => return Ok(id),
             Child::Clean(ext) => ext,
@@ -455,14 +484,14 @@ impl Writer<'_> {
     }
 
     /// Removes dirty node `id` for changing; `put` returns it.
-    fn take(&mut self, id: u64) -> Node {
+    pub(super) fn take(&mut self, id: u64) -> Node {
         let img = self.dirty.remove(id).expect("dirty node");
         let n = downcast::<Node>(img).expect("a B-epsilon node");
         Arc::try_unwrap(n).unwrap_or_else(|a| (*a).clone())
     }
 
     /// Puts `n` into the dirty set, charged at its heap bytes.
-    fn put(&mut self, id: u64, n: Node) {
+    pub(super) fn put(&mut self, id: u64, n: Node) {
         debug_assert!(n.all_loaded() && n.pivots.len() + 1 == n.parts.len());
         self.dirty.insert(id, Arc::new(n) as Image);
     }
