@@ -106,9 +106,13 @@ impl Index {
         Ok(out)
     }
 
-    /// Puts `live` again in `tree`, packed into new runs, without a log
-    /// record (the values are unchanged).
-    fn relocate(&self, tree: &Arc<str>, live: Vec<(Vec<u8>, Vec<u8>)>) -> Result<()> {
+    /// Puts `live` again in `tree`, packed into new runs in key order (a
+    /// scan over collected values finds neighbours on the same pages),
+    /// without a log record (the values are unchanged). Each key is in
+    /// `live` once (it names one reference).
+    fn relocate(&self, tree: &Arc<str>, mut live: Vec<(Vec<u8>, Vec<u8>)>) -> Result<()> {
+        live.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        assert!(live.windows(2).all(|w| w[0].0 < w[1].0), "one entry a key");
         let ops: Vec<Op> = live
             .into_iter()
             .map(|(key, value)| Op::Put {
