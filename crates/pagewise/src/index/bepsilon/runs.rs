@@ -40,9 +40,28 @@ pub struct RunLayout {
     pub values: Vec<(u32, Packed)>,
 }
 
+/// An entry that would cross into the next page starts there instead when
+/// at most 1/`PAD_FRACTION` of the page's payload is left: values of
+/// about a page, or a quarter of one, are then read from one page, not
+/// two, for at most that fraction of a page in padding.
+pub const PAD_FRACTION: usize = 8;
+
+/// The zero bytes to put before an entry of `e` bytes at payload offset
+/// `at` (pages of `cap` payload bytes): the rest of the page when the
+/// entry would cross into the next page and that rest is small.
+fn padding(at: usize, e: usize, cap: usize) -> usize {
+    let room = cap - at % cap;
+    match e > room && room <= cap / PAD_FRACTION {
+        true => room,
+        false => 0,
+    }
+}
+
 /// Packs `entries` (key, value; each [`fits`]) into runs of at most
 /// [`MAX_RUN_PAGES`] full pages: per run its payload (zero padded to whole
-/// pages) and layout (first page 0: the caller places it).
+/// pages) and layout (first page 0: the caller places it). Entries lie
+/// back to back, but for [`padding`] before one that would cross a page
+/// boundary with little of the page left.
 pub fn pack(entries: &[(&[u8], &[u8])], page_size: usize) -> Vec<(Vec<u8>, RunLayout)> {
     let cap = page_payload_bytes(page_size);
     let max_bytes = MAX_RUN_PAGES as usize * cap;
@@ -54,12 +73,16 @@ pub fn pack(entries: &[(&[u8], &[u8])], page_size: usize) -> Vec<(Vec<u8>, RunLa
             fits(k.len(), v.len(), page_size),
             "a packed entry fits a page"
         );
-        if buf.len() + entry_bytes(k.len(), v.len()) > max_bytes {
+        let e = entry_bytes(k.len(), v.len());
+        let pad = padding(buf.len(), e, cap);
+        if buf.len() + pad + e > max_bytes {
             out.push(seal(
                 std::mem::take(&mut buf),
                 std::mem::take(&mut values),
                 cap,
             ));
+        } else {
+            buf.resize(buf.len() + pad, 0);
         }
         let start = buf.len() as u32;
         buf.extend_from_slice(&(k.len() as u16).to_le_bytes());
@@ -354,6 +377,52 @@ mod tests {
         assert_eq!(t.release(&r(1), 512), vec![21]);
         assert_eq!(t.release(&r(0), 512), vec![20]);
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn an_entry_starts_on_the_next_page_when_little_is_left() {
+        // 512-byte pages carry 480 payload bytes; at most 480 / 8 = 60 of
+        // them are given up. Entries of 6 + 2 + 230 = 238 bytes: two fill
+        // 476, the 4 left are padding and the third starts on page 1. With
+        // 300-byte values (308-byte entries) 172 bytes are left: the second
+        // entry crosses the boundary, as in the test above.
+        let v = vec![5u8; 230];
+        let e: Vec<(&[u8], &[u8])> = vec![(b"k1", &v), (b"k2", &v), (b"k3", &v)];
+        let (b, layout) = pack(&e, 512).pop().unwrap();
+        let starts: Vec<u32> = layout.values.iter().map(|(s, _)| *s).collect();
+        assert_eq!(starts, vec![0, 238, 480]);
+        assert_eq!(layout.values[2].1.offset, 488);
+        assert_eq!((b.len(), layout.count_pages), (960, 2));
+        assert!(b[476..480].iter().all(|&x| x == 0), "padding");
+        assert_eq!(
+            entries_from(&b, 0).len(),
+            2,
+            "the padding ends page 0's entries"
+        );
+        assert_eq!(entries_from(&b, 480).len(), 1);
+        let mut t = Runs::default();
+        t.register(
+            &RunLayout {
+                first_page: 7,
+                ..layout
+            },
+            512,
+        );
+        let p = &t.runs[&7];
+        assert_eq!(
+            (p[0].entries, p[0].first_start, p[0].live_bytes),
+            (2, 0, 460)
+        );
+        assert_eq!(
+            (p[1].entries, p[1].first_start, p[1].live_bytes),
+            (1, 0, 230)
+        );
+        // A value of about a page: each alone on its page, read from one.
+        let big = vec![1u8; 460];
+        let e: Vec<(&[u8], &[u8])> = vec![(b"a", &big), (b"b", &big)];
+        let (_, layout) = pack(&e, 512).pop().unwrap();
+        let starts: Vec<u32> = layout.values.iter().map(|(s, _)| *s).collect();
+        assert_eq!((starts, layout.count_pages), (vec![0, 480], 2));
     }
 
     #[test]
