@@ -8,6 +8,8 @@
 //! can meet. A panic here is a bug found; the cases kept under
 //! `tests/fuzz_cases/<target>/` are replayed by this module's tests.
 
+use crate::index::bepsilon::runs::{self, Runs};
+use crate::index::bepsilon::value::{Packed as PackedRef, MAX_RUN_PAGES, STORED_REF_BYTES};
 use crate::index::bepsilon::{self, buffer::Buffer, format, packed::Packed, segment};
 use crate::index::btree::{self, delta::Changes, node::Node};
 use crate::index::{TreeKind, Trees};
@@ -33,6 +35,7 @@ pub const TARGETS: &[Target] = &[
     ("bepsilon_part", bepsilon_part),
     ("log_record", log_record),
     ("log_ops", log_ops),
+    ("value_table", value_table),
 ];
 
 /// The fuzz input read front to back; past its end every read is zero.
@@ -489,6 +492,54 @@ pub fn log_ops(data: &[u8]) {
     let mut out = Vec::new();
     ops::encode(&decoded, &mut out);
     assert_eq!(ops::decode(&out), Ok(decoded));
+}
+
+/// A B-epsilon tree's packed values: the value table (`Runs::decode`,
+/// canonical: what decodes encodes to the same bytes), a packed reference
+/// (`value::Packed::decode`, the same bytes back) released against such a
+/// table as a drop from a damaged tree would be (`Runs::release`), and run
+/// entries parsed from an offset as the collector parses a page
+/// (`runs::entries_from`). Input: selector, page size code, then for 0 a
+/// table; for 1 a 17-byte reference and a table; for 2 a u16 offset and
+/// a run's payload.
+pub fn value_table(data: &[u8]) {
+    let mut inp = Input { b: data };
+    let sel = inp.u8();
+    let ps = inp.page_size();
+    match sel % 3 {
+        0 => {
+            let b = inp.rest();
+            if let Ok(t) = Runs::decode(b) {
+                assert_eq!(t.encode(), b);
+                let pages: u64 = t.runs.values().map(|p| p.len() as u64).sum();
+                assert!(t.held_pages() <= pages);
+            }
+        }
+        1 => {
+            let r = inp.take(STORED_REF_BYTES);
+            let b = inp.rest();
+            let Some(p) = PackedRef::decode(r, ps) else {
+                return;
+            };
+            assert_eq!(p.encode(), r);
+            assert!(*p.pages(ps).end() < p.run_pages(ps));
+            let Ok(mut t) = Runs::decode(b) else {
+                return;
+            };
+            for page in t.release(&p, ps) {
+                assert!((p.first_page..p.first_page + MAX_RUN_PAGES).contains(&page));
+            }
+            assert_eq!(Runs::decode(&t.encode()), Ok(t));
+        }
+        _ => {
+            let from = inp.u16() as usize;
+            let b = inp.rest();
+            for (at, key, voff, vlen) in runs::entries_from(b, from) {
+                let key_at = at + bepsilon::layout::run_entry::KEY_AT;
+                assert!(at >= from && key_at + key.len() == voff && voff + vlen <= b.len());
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -222,6 +222,12 @@ fn write_db(path: &Path, ps: usize) -> Vec<u8> {
             let v = vec![b'a' + (i % 26) as u8; if long { 3 * ps } else { 5 + i as usize % 40 }];
             bt.insert(k.as_bytes(), &v).unwrap();
             be[(i % 3) as usize].insert(k.as_bytes(), &v).unwrap();
+            if i % 50 == 25 {
+                // A value the B-epsilon trees pack into value runs (4 KiB
+                // pages; 512-byte pages give it an extent of its own).
+                let packed = vec![b'p'; 600];
+                be[(i % 3) as usize].insert(k.as_bytes(), &packed).unwrap();
+            }
             if i % 9 == 0 {
                 bt.remove(k.as_bytes()).unwrap();
                 be[(i % 3) as usize].remove(k.as_bytes()).unwrap();
@@ -304,6 +310,44 @@ fn seeds_of_superblock(file: &[u8], pg: &[u8], ps: usize, seeds: &mut Seeds) {
             [&[sel, code][..], &e.params, &e.root].concat(),
         );
         seeds.add("descriptors", [&[3, code][..], &e.root[..16]].concat());
+        if let Ok(m) = bepsilon::Meta::decode(&e.params, &e.root, ps) {
+            seeds_of_value_table(file, m.values.ext, ps, seeds);
+        }
+    }
+}
+
+/// Seeds from a B-epsilon tree's value table at `ext`: the table, its first
+/// run's payload, and a reference to that run's first value with the table.
+fn seeds_of_value_table(file: &[u8], ext: Option<Extent>, ps: usize, seeds: &mut Seeds) {
+    let Some(ext) = ext else {
+        return;
+    };
+    let code = ps_code(ps);
+    let table = extent_bytes(file, &ext, ps);
+    seeds.add("value_table", [&[0, code][..], &table].concat());
+    let runs = Runs::decode(&table).unwrap();
+    let Some((&first_page, pages)) = runs.runs.iter().next() else {
+        return;
+    };
+    let cap = crate::store::extent::page_payload_bytes(ps) as u64;
+    let count_pages = pages.len() as u64;
+    let run = Extent {
+        first_page,
+        count_pages,
+        len_bytes: count_pages * cap,
+    };
+    let payload = extent_bytes(file, &run, ps);
+    seeds.add("value_table", [&[2, code, 0, 0][..], &payload].concat());
+    if let Some(&(_, _, offset, len)) = runs::entries_from(&payload, 0).first() {
+        let r = PackedRef {
+            first_page,
+            offset: offset as u32,
+            len: len as u32,
+        };
+        seeds.add(
+            "value_table",
+            [&[1, code][..], &r.encode(), &table].concat(),
+        );
     }
 }
 

@@ -284,14 +284,25 @@ impl Runs {
         let page_bytes = value_table::PAGE_LIVE_BYTES.end();
         let mut at = value_table::RUNS.end();
         let mut runs = BTreeMap::new();
+        // Runs in page order, apart: one past the previous run's last page.
+        let mut prev_end = 2u64;
         for _ in 0..count.min(b.len() / run_bytes + 1) {
             field(at, value_table::RUN_PAGES).ok_or("value table: truncated run")?;
             let first = get_u64(b, at + value_table::RUN_FIRST_PAGE.at);
             let n = get_u16(b, at + value_table::RUN_PAGES.at) as usize;
             at += run_bytes;
-            if first < 2 || n == 0 || n as u64 > MAX_RUN_PAGES || b.len() < at + n * page_bytes {
-                return Err(format!("value table: run at page {first} of {n} pages"));
+            let end = first.checked_add(n as u64);
+            if first < prev_end
+                || end.is_none()
+                || n == 0
+                || n as u64 > MAX_RUN_PAGES
+                || b.len() < at + n * page_bytes
+            {
+                return Err(format!(
+                    "value table: run at page {first} of {n} pages (out of order, overlapping or cut short)"
+                ));
             }
+            prev_end = end.expect("checked");
             let pages: Vec<PageCount> = (0..n)
                 .map(|k| {
                     let p = at + k * page_bytes;
@@ -446,5 +457,27 @@ mod tests {
         let mut live = b.clone();
         live[value_table::RUNS.end() + 10 + 2] = 5; // live above entries
         assert!(Runs::decode(&live).is_err());
+        // Two runs out of page order (the fuzzer's find: they decoded, and
+        // encoded again in order, to other bytes), and two that overlap.
+        let mut two = Runs::default();
+        for first in [9, 30] {
+            let (_, l) = pack(&[(b"a", &v)], 4096).pop().unwrap();
+            two.register(
+                &RunLayout {
+                    first_page: first,
+                    ..l
+                },
+                4096,
+            );
+        }
+        let b = two.encode();
+        let run = value_table::RUNS.end();
+        let one = value_table::RUN_PAGES.end() + value_table::PAGE_LIVE_BYTES.end();
+        let swapped = [&b[..run], &b[run + one..], &b[run..run + one]].concat();
+        assert!(Runs::decode(&swapped).is_err(), "runs out of order");
+        let mut overlap = b.clone();
+        overlap[run + one..run + one + 8].copy_from_slice(&9u64.to_le_bytes());
+        assert!(Runs::decode(&overlap).is_err(), "runs overlapping");
+        assert_eq!(Runs::decode(&b), Ok(two));
     }
 }
