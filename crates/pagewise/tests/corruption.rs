@@ -119,10 +119,11 @@ impl Shape {
                 .node_bytes(8 * ps)
                 .basement_bytes(4 * ps)
                 .value_extent_bytes(None),
-            // Tiny basements: every buffer of 256 raw bytes is segmented;
-            // every value in the tree.
+            // Tiny basements; nodes of 8 pages, whose buffers of two pages
+            // and more are segmented (a segment is at least a page); every
+            // value in the tree.
             1 => o
-                .node_bytes(2048)
+                .node_bytes(8 * ps)
                 .basement_bytes(128)
                 .value_extent_bytes(None),
             // Leaves smaller than the internal nodes, stored uncompressed;
@@ -146,10 +147,17 @@ impl Shape {
         }
     }
 
-    /// Structures the template must hold (asserted, so a change to the
-    /// engine or the workload cannot silently drop the sweep's coverage).
-    fn required(self) -> &'static [&'static str] {
-        match self {
+    /// Structures the template must hold at `ps`-byte pages (asserted, so a
+    /// change to the engine or the workload cannot silently drop the
+    /// sweep's coverage). A buffer is cut into segments of at least a page
+    /// once it holds two pages: at 4 KiB pages the template's buffers stay
+    /// under that, and the 512-byte template covers buffer segments.
+    fn required(self, ps: usize) -> Vec<&'static str> {
+        let buffer_segments = [
+            "B-epsilon internal node: segment list",
+            "B-epsilon internal node: buffer segment",
+        ];
+        let all: &[&str] = match self {
             Shape::BTree => &["B+tree leaf", "B+tree overflow"],
             Shape::BEpsilon => &[
                 "B-epsilon internal node: header",
@@ -164,7 +172,9 @@ impl Shape {
             ],
             Shape::Delta => &["B+tree leaf delta block", "B+tree leaf delta base"],
             Shape::First => &["B+tree leaf", "free page"],
-        }
+        };
+        let kept = |s: &&&str| ps <= 512 || !buffer_segments.contains(*s);
+        all.iter().filter(kept).copied().collect()
     }
 }
 
@@ -477,7 +487,7 @@ fn map_data(dir: &Path, data: &[u8], shape: Shape) -> ByteMap {
     }
     let bytes = m.bytes();
     println!("template {}: bytes by structure {bytes:?}", shape.name());
-    for s in shape.required() {
+    for s in shape.required(ps) {
         assert!(
             bytes.contains_key(s),
             "the {} template holds no {s}",

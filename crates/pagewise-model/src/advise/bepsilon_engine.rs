@@ -53,10 +53,10 @@
 //!   leaf; every get touches one.
 //!
 //! A miss on a partition reads one segment of it (format 6; the engine's
-//! `segment::leaf_target_bytes` and `target_bytes`): a range of `s` bytes at
-//! a random offset spans `1 + s / P` pages of P bytes on average, so a miss
-//! reads `P + min(s, whole)` bytes, `s = max(B / 4, P)` for a basement and `s = B`
-//! for a buffer (docs/benchmarks.md, "B-epsilon tree": basement segments).
+//! `segment::target_bytes`): a range of `s` bytes at a random offset spans
+//! `1 + s / P` pages of P bytes on average, so a miss reads
+//! `P + min(s, whole)` bytes, `s = max(B / 4, P)` for a basement and for a
+//! buffer alike (docs/benchmarks.md, "B-epsilon tree": segments).
 //!
 //! Which of them the cache holds: the engine's CLOCK cache is taken as LRU
 //! under independent uniform references (Che, Tung and Wang 2002): an object
@@ -89,12 +89,16 @@ const DIRECTORY_ENTRY_BYTES: f64 = 24.0;
 const CHILD_REF_BYTES: f64 = 16.0;
 const FILTER_BITS_PER_KEY: f64 = 10.0;
 const PAGE_BYTES: f64 = 4096.0;
-/// A basement's segments (the engine's `segment::SEGMENTS_PER_BASEMENT`):
-/// a basement miss reads one of them.
+/// Segments per basement bytes (the engine's
+/// `segment::SEGMENTS_PER_BASEMENT`): a miss on a basement, or on a buffer
+/// its filter admits, reads one segment of a quarter basement (at least a
+/// page).
 pub const SEGMENTS_PER_BASEMENT: f64 = 4.0;
-/// A buffer's segments hold this many basement bytes each (the engine's
-/// `segment::target_bytes`).
-pub const BUFFER_SEGMENT_BASEMENTS: f64 = 1.0;
+
+/// Raw bytes of one segment for basements of `basement` bytes.
+fn segment_bytes(basement: f64) -> f64 {
+    (basement / SEGMENTS_PER_BASEMENT).max(PAGE_BYTES)
+}
 
 /// How the engine reads a partition a get misses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,9 +246,7 @@ pub fn parts(d: &Dataset, shape: BEpsilonShape, how: PartitionReads) -> Vec<Part
             let basement = shape.basement_bytes as f64;
             let read = match how {
                 PartitionReads::Whole => basement,
-                PartitionReads::Segments => {
-                    segment_read_bytes(basement, (basement / SEGMENTS_PER_BASEMENT).max(PAGE_BYTES))
-                }
+                PartitionReads::Segments => segment_read_bytes(basement, segment_bytes(basement)),
             };
             out.push(obj(PartKind::Basement, n * b, basement, read, 1.0, 1.0));
             continue;
@@ -256,7 +258,7 @@ pub fn parts(d: &Dataset, shape: BEpsilonShape, how: PartitionReads) -> Vec<Part
         out.push(obj(PartKind::Shell, n, s, pages(s), 1.0, shell_life));
         let p = (n * messages / d.rows as f64 + FILTER_FALSE_POSITIVE).min(1.0);
         let share = buf / c;
-        let segment = shape.basement_bytes as f64 * BUFFER_SEGMENT_BASEMENTS;
+        let segment = segment_bytes(shape.basement_bytes as f64);
         let read = match how {
             PartitionReads::Whole => share * 4.0 / 3.0,
             PartitionReads::Segments => segment_read_bytes(share * 4.0 / 3.0, segment),
@@ -546,11 +548,12 @@ mod tests {
         // 4 KiB page read). Internal: buf = 65,536 x (1 - 1/32) = 63,488 B,
         // 484.64 messages of 131 B, filters 605.8 B. Height 1: 2 nodes of
         // 9 children: shell 64 + 216 + 144 + 144 + 605.8 = 1,173.8 B; p =
-        // 2 x 484.64 / 10,000 + 0.008 = 0.104930; share 7,054.2 B, read
-        // 4/3 of it (9,405.6 B, under one 16 KiB segment), on the 4 KiB
-        // page it starts in and the pages after: 4,096 B more on average.
-        // Root: 2 children: shell 767.8 B, p = 0.056464. A basement miss
-        // reads one 4 KiB segment: 8 KiB of pages on average.
+        // 2 x 484.64 / 10,000 + 0.008 = 0.104930; share 7,054.2 B, of
+        // which a miss reads one 4 KiB segment (a quarter of a 16 KiB
+        // basement), on the 4 KiB page it starts in and the pages after:
+        // 8 KiB of pages on average. Root: 2 children: shell 767.8 B, p =
+        // 0.056464, one 4 KiB segment of its 31,744-byte buffers. A basement
+        // miss likewise reads one 4 KiB segment: 8 KiB.
         let (d, shape) = small();
         let ps = parts(&d, shape, PartitionReads::Segments);
         assert_eq!(ps.len(), 6);
@@ -569,8 +572,7 @@ mod tests {
             64.0 + 216.0 + 144.0 + 144.0 + m * 1.25
         ));
         assert!(close(b1.accesses, 2.0 * m / 10_000.0 + 0.008));
-        let b1_read = 4096.0 + 63488.0 / 9.0 * 4.0 / 3.0;
-        assert!(close(b1.read_bytes, b1_read) && b1.count == 18.0);
+        assert!(close(b1.read_bytes, 8192.0) && b1.count == 18.0);
         let (leaf, base) = (ps[4], ps[5]);
         assert_eq!(
             (leaf.kind, leaf.count, leaf.read_bytes),
@@ -597,11 +599,8 @@ mod tests {
         let r = get_reads(&d, shape, PartitionReads::Segments);
         assert!(close(r.reads, 3.0 + p0 + p1 + 1.0), "{}", r.reads);
         assert!(close(r.shell_reads, 3.0) && close(r.basement_reads, 1.0));
-        let kib = (3.0 * 4096.0
-            + p0 * (4096.0 + 16384.0)
-            + p1 * (4096.0 + 63488.0 / 9.0 * 4.0 / 3.0)
-            + 8192.0)
-            / 1024.0;
+        let kib =
+            (3.0 * 4096.0 + p0 * (4096.0 + 4096.0) + p1 * (4096.0 + 4096.0) + 8192.0) / 1024.0;
         assert!(close(r.kib, kib), "{} {kib}", r.kib);
         // A cache larger than the tree: nothing read.
         let all = Dataset {

@@ -27,8 +27,7 @@ const TYPE_LEAF: u8 = 2;
 
 /// Encodes `node`, cutting its partitions (buffers or basements) of at
 /// least twice `segment_bytes` into segments (0: none; docs/design.md,
-/// segments; `segment::target_bytes` and `leaf_target_bytes` give a
-/// tree's). Requires: every
+/// segments; `segment::target_bytes` gives a tree's). Requires: every
 /// partition loaded and every child placed.
 /// Memory: the output plus one partition's raw and compressed bytes at a
 /// time (each partition is appended as soon as it is compressed), so a

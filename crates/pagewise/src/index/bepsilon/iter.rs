@@ -383,6 +383,10 @@ fn resolve_unit(
     let mut resolver = |k: &[u8], old: Option<Vec<u8>>, p: &Pending| {
         resolve(v.ix_merge(), tree, k, old, p, &mut values)
     };
+    // Room for what the step may resolve: at most its limit, and about the
+    // basement's entries (buffered messages add to them).
+    let mean_bytes = packed.bytes() / packed.len().max(1);
+    out.reserve(want.limit.min(packed.len() + 16), mean_bytes);
     let mut cut = false;
     // Entries whose stored value is not an inline one (`plain_values`).
     let mut rest: Vec<usize> = Vec::new();

@@ -144,10 +144,7 @@ impl Index {
             ordered::placement_threads()
         };
         let encode = |r: &Ready| {
-            let segment_bytes = match r.node.is_leaf() {
-                true => super::segment::leaf_target_bytes(r.opts.basement_bytes, pager.ps),
-                false => super::segment::target_bytes(r.opts.basement_bytes),
-            };
+            let segment_bytes = super::segment::target_bytes(r.opts.basement_bytes, pager.ps);
             let bytes = format::encode(&r.node, r.opts.compression, r.opts.level, segment_bytes);
             let shell = format::decode_shell(&bytes, bytes.len() as u64, pager.ps)
                 .expect("a node just encoded decodes");

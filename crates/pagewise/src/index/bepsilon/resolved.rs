@@ -48,6 +48,14 @@ impl Resolved {
         self.items.len()
     }
 
+    /// Makes room for `entries` more entries of `entry_bytes` each (key and
+    /// value), so a step's pushes do not grow the arena a doubling at a
+    /// time (each growth a copy of what it holds).
+    pub fn reserve(&mut self, entries: usize, entry_bytes: usize) {
+        self.arena.reserve(entries.saturating_mul(entry_bytes));
+        self.items.reserve(entries);
+    }
+
     /// Appends an entry whose key is above every entry's here.
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
         debug_assert!(self.last_key().is_none_or(|l| l < key));

@@ -29,23 +29,16 @@ pub struct Segment {
     pub first_key: Box<[u8]>,
 }
 
-/// Target raw bytes of a segment for a tree of `basement_bytes`: a point
-/// read reads about one basement or one segment (docs/benchmarks.md,
-/// "B-epsilon tree", segments).
-pub fn target_bytes(basement_bytes: u32) -> usize {
-    basement_bytes as usize
-}
-
-/// Basement segments per basement: a point read of an uncached basement
-/// reads about a quarter of it (docs/benchmarks.md, "B-epsilon tree",
-/// segments).
+/// Segments per basement: a point read of an uncached basement, or of a
+/// buffer its filter admits, reads about a quarter basement
+/// (docs/benchmarks.md, "B-epsilon tree", segments).
 pub const SEGMENTS_PER_BASEMENT: u32 = 4;
 
-/// Target raw bytes of a basement's segment for a tree of
+/// Target raw bytes of a segment (of a buffer or a basement) for a tree of
 /// `basement_bytes` in a file of `page_size` pages: a quarter basement, and
 /// at least a page (a smaller segment saves no read, and its entry in the
 /// shell costs cache).
-pub fn leaf_target_bytes(basement_bytes: u32, page_size: usize) -> usize {
+pub fn target_bytes(basement_bytes: u32, page_size: usize) -> usize {
     ((basement_bytes / SEGMENTS_PER_BASEMENT) as usize).max(page_size)
 }
 
