@@ -64,6 +64,22 @@ fn kill_run_verifies_every_kill() {
         "{s}"
     );
     assert!(n("kills_in_flush") + n("kills_in_write_back") > 0, "{s}");
+    // The files the kills left held the on-disk forms of every kind,
+    // buffers stored as segments among them (they appear within seconds).
+    let held: Vec<&str> = s["structures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for want in [
+        "B+tree overflow",
+        "B+tree leaf delta block",
+        "B-epsilon internal node: buffer segment",
+        "B-epsilon value run page",
+    ] {
+        assert!(held.contains(&want), "no {want} in {held:?}");
+    }
 }
 
 fn caught(sabotage: &str, what: &str) {

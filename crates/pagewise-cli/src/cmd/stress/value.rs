@@ -33,8 +33,10 @@ pub struct Kind {
 
 /// The kinds, in the order a Db's trees are laid out. The B-epsilon trees
 /// are small enough that 2,000 keys make several levels: 16 KiB nodes and
-/// leaves of 2 KiB basements (so basements and buffers are stored as
-/// segments at 4 KiB pages), fanout 6, lz4.
+/// leaves of 2 KiB basements, fanout 6, lz4. At 4 KiB pages buffers of two
+/// pages and more are stored as segments; basements, under two pages, are
+/// not (the crash simulation and the corruption sweep store them as
+/// segments at 512-byte pages).
 pub const KINDS: &[Kind] = &[
     Kind {
         name: "btree",

@@ -4,6 +4,7 @@
 use super::expected::Model;
 use super::value::{decode, key, key_index, Layout, Op, Write};
 use pagewise::{Db, Tree};
+use std::collections::BTreeSet;
 
 /// A broken promise: what, and where (tree, key, batch).
 pub type Violation = String;
@@ -162,11 +163,14 @@ pub fn compare(db: &Db, trees: &[Tree], lay: &Layout, m: &Model) -> Result<u64, 
     Ok(entries)
 }
 
-/// `Db::check` must find nothing wrong.
-pub fn check(db: &Db) -> Result<(), Violation> {
-    let rep = db
-        .check()
+/// `Db::check` must find nothing wrong. Returns the structures the file
+/// holds (`Db::file_map`, one walk doing both), so a run can tell which
+/// on-disk forms its kills met (segmented buffers and basements among them).
+pub fn check(db: &Db) -> Result<BTreeSet<String>, Violation> {
+    let fm = db
+        .file_map()
         .map_err(|e| format!("check failed to run: {e}"))?;
+    let rep = &fm.report;
     if !rep.is_ok() {
         return Err(format!(
             "check found {} problem(s); first: {}",
@@ -174,5 +178,5 @@ pub fn check(db: &Db) -> Result<(), Violation> {
             rep.problems[0]
         ));
     }
-    Ok(())
+    Ok(fm.regions.into_iter().map(|r| r.structure).collect())
 }
