@@ -190,6 +190,10 @@ struct Tally {
     /// Rounds whose Db wrote B-epsilon leaves back between checkpoints
     /// before the crash (docs/design.md, "Checkpoints", leaf write-back).
     write_back_rounds: u64,
+    /// Rounds whose recovered file held B-epsilon buffers, and basements,
+    /// stored as segments (`Db::file_map`'s walk, which also checks).
+    buffer_segment_rounds: u64,
+    basement_segment_rounds: u64,
 }
 
 struct Run {
@@ -466,10 +470,13 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
                 states.len() - 1
             ));
         }
-        let r = db.check().map_err(|e| format!("{where_}: check: {e}"))?;
-        if !r.is_ok() {
-            return Err(format!("{where_}: check: {:?}", r.problems));
+        let fm = db.file_map().map_err(|e| format!("{where_}: check: {e}"))?;
+        if !fm.report.is_ok() {
+            return Err(format!("{where_}: check: {:?}", fm.report.problems));
         }
+        let holds = |s: &str| fm.regions.iter().any(|r| r.structure == s) as u64;
+        tally.buffer_segment_rounds += holds("B-epsilon internal node: buffer segment");
+        tally.basement_segment_rounds += holds("B-epsilon leaf: basement segment");
         db.close().map_err(|e| format!("{where_}: close: {e}"))?;
         start = Some((
             img.crash(0, CrashMode::DropUnsynced),
@@ -514,6 +521,13 @@ fn run(durability: Durability, salt: u64) {
     assert!(
         tally.write_back_rounds * 8 >= tally.rounds,
         "too few crashes after leaf write-backs: {tally:?}"
+    );
+    // Segments are at least a page, so only the larger shapes on 512 B
+    // and 1 KiB pages store them (10-23 rounds of 1,007 each at the
+    // default count); a change must not take them out altogether.
+    assert!(
+        tally.buffer_segment_rounds > 0 && tally.basement_segment_rounds > 0,
+        "no recovered file held segmented buffers and basements: {tally:?}"
     );
     assert!(
         tally.pending > n && tally.torn > 0,

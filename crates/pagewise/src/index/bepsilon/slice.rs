@@ -24,8 +24,9 @@ use std::sync::Arc;
 /// Slices a cursor keeps at most: one per buffer on the path of a tree of
 /// up to 9 levels (a step needs one slice per buffer it passes, and the
 /// next step the same ones or the next segments). Each is about a
-/// segment's raw bytes (the tree's basement bytes), so a cursor holds at
-/// most 8 of those beside the cache.
+/// segment's raw bytes (a quarter of the tree's basement bytes, at least a
+/// page: `segment::target_bytes`), so a cursor holds at most 8 of those
+/// beside the cache.
 const KEPT: usize = 8;
 
 /// The messages of segment `seg` of buffer `part` of the clean node at
