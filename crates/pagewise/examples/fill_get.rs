@@ -72,6 +72,13 @@ fn scans(t: &Tree, n: u64, len: usize) -> u64 {
     seen
 }
 
+/// B-epsilon cursor steps so far, and of them those that went on with the
+/// merge the step before held.
+fn scan_counts(db: &Db) -> (u64, u64) {
+    let s = db.stats();
+    (s.bepsilon_scan_steps, s.bepsilon_scan_resumes)
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let usage = "usage: fill_get fill DIR KEYS [bepsilon] | fill_get get DIR KEYS GETS | fill_get scan DIR KEYS SCANS LEN";
@@ -106,7 +113,14 @@ fn main() {
         .expect("scan");
     if mode == "scan" {
         let len: usize = a.get(5).and_then(|s| s.parse().ok()).expect(usage);
-        println!("warm {warm} value bytes {}", scans(&t, n, len));
+        let (steps0, resumes0) = scan_counts(&db);
+        let bytes = scans(&t, n, len);
+        let (steps, resumes) = scan_counts(&db);
+        println!(
+            "warm {warm} value bytes {bytes} cursor steps {} resumed {}",
+            steps - steps0,
+            resumes - resumes0
+        );
         return;
     }
     println!("warm {warm} found {}", gets(&t, keys, n));

@@ -97,6 +97,11 @@ pub struct Stats {
     /// partitions read from the file (ops and bytes), buffer reads skipped
     /// by key filters (docs/design.md, buffer key filters).
     pub bepsilon_reads: Vec<LevelReads>,
+    /// B-epsilon cursor steps (each resolves up to a basement's entries),
+    /// and of them the forward steps that went on with the merge the step
+    /// before left (no descent, no search; docs/design.md, "B-epsilon scans").
+    pub bepsilon_scan_steps: u64,
+    pub bepsilon_scan_resumes: u64,
     pub wal_bytes_since_checkpoint: u64,
     pub poisoned: Option<String>,
     pub trees: Vec<TreeStats>,
@@ -199,6 +204,8 @@ impl Db {
             delta_consolidations: ic.delta_consolidations.load(Relaxed),
             delta_apart: ic.delta_apart.load(Relaxed),
             bepsilon_reads: ic.bepsilon_reads.snapshot(),
+            bepsilon_scan_steps: ic.bepsilon_reads.scan_steps.load(),
+            bepsilon_scan_resumes: ic.bepsilon_reads.scan_resumes.load(),
             wal_bytes_since_checkpoint: i.wal_bytes(),
             poisoned: i.poisoned(),
             trees,

@@ -71,6 +71,13 @@ impl Pending {
         }
     }
 
+    /// The messages of one key, `m` the first.
+    fn of(m: &Message) -> Pending {
+        let mut p = Pending::default();
+        p.push(m);
+        p
+    }
+
     fn base(b: Base) -> Pending {
         Pending {
             base: Some(b),
@@ -482,7 +489,13 @@ impl Buffer {
     /// Each key with its messages as a leaf applies them, in key order: a
     /// lone put or delete borrowed, else collapsed.
     pub fn changes(&self) -> Changes<'_> {
-        Changes(self.messages().peekable())
+        Changes(self.messages())
+    }
+
+    /// [`Self::changes`] from `at`, a place of this buffer's (unchanged
+    /// since) changes: no search.
+    pub fn changes_at(&self, at: &Place) -> Changes<'_> {
+        Changes(Live::new(self, at.main.clone(), at.tail.clone()))
     }
 
     /// [`Self::pendings`] of the keys in `[lo, hi)`.
@@ -493,7 +506,7 @@ impl Buffer {
 
     /// [`Self::changes`] of the keys in `[lo, hi)`.
     pub fn range_changes(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Changes<'_> {
-        Changes(self.live_range(lo, hi).peekable())
+        Changes(self.live_range(lo, hi))
     }
 
     /// The live messages of `key`, collapsed (None: none here). A buffer
@@ -637,20 +650,32 @@ pub fn read_message(raw: &[u8], r: usize) -> Result<(Message<'_>, usize), String
 
 /// The live messages of ranges of `main` and `tail`, merged: for equal
 /// keys `main`'s first (older).
+#[derive(Clone)]
 pub struct Live<'a> {
     buf: &'a Buffer,
     main: Range<usize>,
     tail: Range<usize>,
 }
 
+/// Where a [`Changes`] stands: the ranges of `main` and `tail` it has not
+/// returned. Valid for the buffer it was taken from, unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    main: Range<usize>,
+    tail: Range<usize>,
+}
+
 impl<'a> Live<'a> {
     fn new(buf: &'a Buffer, main: Range<usize>, tail: Range<usize>) -> Self {
-        assert!(main.end <= buf.main.len() && tail.end <= buf.tail.len());
+        assert!(main.start <= main.end && main.end <= buf.main.len());
+        assert!(tail.start <= tail.end && tail.end <= buf.tail.len());
         Live { buf, main, tail }
     }
 
-    /// The next live entry's offset; bounded by the ranges' lengths.
-    fn next_off(&mut self) -> Option<u32> {
+    /// The next live entry's offset, not taken, and whether it is
+    /// `main`'s; dead entries before it are passed over. Bounded by the
+    /// ranges' lengths.
+    fn peek_off(&mut self) -> Option<(u32, bool)> {
         let b = self.buf;
         while !self.main.is_empty() || !self.tail.is_empty() {
             let from_main = if self.main.is_empty() || self.tail.is_empty() {
@@ -658,17 +683,36 @@ impl<'a> Live<'a> {
             } else {
                 b.key_at(b.main[self.main.start]) <= b.key_at(b.tail[self.tail.start])
             };
-            let off = if from_main {
-                self.main.next().map(|i| b.main[i])
-            } else {
-                self.tail.next().map(|i| b.tail[i])
+            let (range, run) = match from_main {
+                true => (&mut self.main, &b.main),
+                false => (&mut self.tail, &b.tail),
             };
-            match off {
-                Some(o) if o & DEAD == 0 => return Some(o),
-                _ => continue,
+            let off = run[range.start];
+            if off & DEAD == 0 {
+                return Some((off, from_main));
             }
+            range.start += 1;
         }
         None
+    }
+
+    /// The next live entry's offset, taken.
+    fn next_off(&mut self) -> Option<u32> {
+        let (off, from_main) = self.peek_off()?;
+        match from_main {
+            true => self.main.start += 1,
+            false => self.tail.start += 1,
+        }
+        Some(off)
+    }
+
+    /// Takes the next live message if its key is `key`.
+    fn next_if_key(&mut self, key: &[u8]) -> Option<Message<'a>> {
+        let (off, _) = self.peek_off()?;
+        if self.buf.key_at(off) != key {
+            return None;
+        }
+        self.next_off().map(|o| self.buf.at(o))
     }
 }
 
@@ -700,26 +744,39 @@ impl<'a> Iterator for Pendings<'a> {
 }
 
 /// Each key of a run of messages as a [`Change`].
-pub struct Changes<'a>(std::iter::Peekable<Live<'a>>);
+/// Each key of a run of messages with its messages as a leaf applies them.
+/// Between two calls it stands before the next key's first message, so
+/// [`Changes::place`] is where it goes on from ([`Buffer::changes_at`]).
+pub struct Changes<'a>(Live<'a>);
+
+impl Changes<'_> {
+    pub fn place(&self) -> Place {
+        Place {
+            main: self.0.main.clone(),
+            tail: self.0.tail.clone(),
+        }
+    }
+}
 
 impl<'a> Iterator for Changes<'a> {
     type Item = (&'a [u8], Change<'a>);
     fn next(&mut self) -> Option<Self::Item> {
         let first = self.0.next()?;
-        let same = |m: &Message| m.key == first.key;
-        if first.kind.is_base() && self.0.peek().is_none_or(|m| !same(m)) {
-            let change = match first.kind {
-                Kind::Put => Change::Put(first.val),
-                _ => Change::Delete,
+        let mut more: Option<Pending> = None;
+        // Bounded by the messages left in the ranges.
+        for _ in 0..=self.0.main.len() + self.0.tail.len() {
+            let Some(m) = self.0.next_if_key(first.key) else {
+                break;
             };
-            return Some((first.key, change));
+            more.get_or_insert_with(|| Pending::of(&first)).push(&m);
         }
-        let mut p = Pending::default();
-        p.push(&first);
-        while let Some(m) = self.0.next_if(same) {
-            p.push(&m);
-        }
-        Some((first.key, Change::Merge(p)))
+        let change = match (more, first.kind) {
+            (Some(p), _) => Change::Merge(p),
+            (None, Kind::Put) => Change::Put(first.val),
+            (None, Kind::Delete) => Change::Delete,
+            (None, Kind::Upsert) => Change::Merge(Pending::of(&first)),
+        };
+        Some((first.key, change))
     }
 }
 

@@ -25,6 +25,10 @@ pub struct ReadCounters {
     /// Counted on every get that skips a buffer: striped ([`Tally`]).
     filter_skips: [Tally; LEVELS],
     probes: [AtomicU64; LEVELS],
+    /// Cursor steps, and of them forward steps that went on with the last
+    /// step's merge instead of descending (`iter.rs`, `Held`): striped.
+    pub scan_steps: Tally,
+    pub scan_resumes: Tally,
 }
 
 impl ReadCounters {

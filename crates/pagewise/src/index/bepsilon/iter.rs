@@ -1,10 +1,13 @@
 //! Ordered iteration both ways, one basement at a time: each step reads the
 //! basement holding the cursor position plus the ancestors' buffered
 //! messages for its key range, resolves them, and keeps the result. No lock
-//! is held between steps (not a snapshot, like B+tree iterators).
+//! is held between steps (not a snapshot, like B+tree iterators). Moving
+//! forward, a step that its limit cut short keeps its merge (`Held`), and
+//! the next step goes on from there instead of descending again.
 
-use super::merge::Merge;
+use super::merge::{self, Merge};
 use super::node::{Node, Part};
+use super::packed::Packed;
 use super::pending::{resolve, Pending, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
@@ -18,7 +21,7 @@ use super::Child;
 use crate::error::Result;
 use crate::index::{in_range, Index};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 type Kv = (Vec<u8>, Vec<u8>);
 
@@ -49,6 +52,29 @@ pub struct Cursor {
     limit: usize,
     /// Buffer segments read for this cursor's steps (`slice.rs`).
     slices: Slices,
+    /// The last forward step's merge, when its limit cut it short.
+    held: Option<Box<Held>>,
+}
+
+/// A forward step's merge, left where its limit cut it short: its inputs
+/// and the place in each. The next forward step goes on from it, neither
+/// descending nor searching, while every input is still alive unchanged
+/// and no page id was reused since (`tag`: the values it has not resolved
+/// may lie in extents). The inputs are held weakly: a writer changes a
+/// part it alone holds in place (`Arc::make_mut`), which ends the weak
+/// references instead of copying the part for a cursor, and the cache may
+/// evict a clean part; either way the next step descends again. Its
+/// entries are the basement's as its step found it, as a step's resolved
+/// entries are: the cursor is not a snapshot.
+struct Held {
+    base: Weak<Part>,
+    /// The path's buffer partitions, oldest (deepest) first.
+    bufs: Vec<Weak<Part>>,
+    place: merge::Place,
+    /// Where the cursor goes once the merge ends: the unit's end.
+    next: Option<Bound<Vec<u8>>>,
+    /// [`reuse_tag`] when it was made.
+    tag: u64,
 }
 
 /// Entries the first forward step resolves at most (then 2x after each
@@ -61,6 +87,20 @@ struct Unit {
     next: Option<Bound<Vec<u8>>>,
     /// The step stopped at its limit, not at its basement's end.
     cut: bool,
+    /// What the cursor holds for the next step.
+    keep: Keep,
+    /// The step went on from the merge the step before held.
+    resumed: bool,
+}
+
+/// What a cursor holds after a step for the next one in its direction.
+enum Keep {
+    /// Nothing: the step ended its basement, or moved backward.
+    Nothing,
+    /// A step's merge from a descent, cut short.
+    New(Box<Held>),
+    /// The held merge, gone on to here and cut short again.
+    Moved(merge::Place),
 }
 
 /// What one step resolves: the position, the direction, the cursor's
@@ -86,6 +126,7 @@ impl Cursor {
             back: Resolved::default(),
             limit: FIRST_UNIT,
             slices: Slices::default(),
+            held: None,
         }
     }
 
@@ -101,6 +142,7 @@ impl Cursor {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
                     (self.front, self.back) = (Resolved::default(), Resolved::default());
+                    self.held = None;
                     return None;
                 }
                 let v = match v {
@@ -118,6 +160,9 @@ impl Cursor {
             } else {
                 self.bnext.clone()?
             };
+            if past(&pos, forward, (&self.lo, &self.hi)) {
+                return None;
+            }
             // Value extents are read as entries are returned only where
             // nothing can reuse them meanwhile (a pinned snapshot).
             let want = Want {
@@ -134,17 +179,38 @@ impl Cursor {
                 &mut self.back
             };
             let mut out = std::mem::take(queue);
+            let held = if forward { self.held.take() } else { None };
             let kept = &mut self.slices;
-            let unit =
-                match read_keeping(ix, at, kept, |v| unit_step(v, &self.tree, &want, &mut out)) {
-                    Ok(Ok(u)) => u,
-                    Ok(Err(e)) | Err(e) => return Some(Err(e)),
-                };
+            let unit = match read_keeping(ix, at, kept, |v| {
+                match held
+                    .as_ref()
+                    .and_then(|h| Some((h, h.inputs(reuse_tag(v, &want))?)))
+                {
+                    Some((h, inputs)) => resume_step(v, &self.tree, h, inputs, &want, &mut out),
+                    None => unit_step(v, &self.tree, &want, &mut out),
+                }
+            }) {
+                Ok(Ok(u)) => u,
+                Ok(Err(e)) | Err(e) => return Some(Err(e)),
+            };
+            let counters = &ix.counters.bepsilon_reads;
+            counters.scan_steps.add(1);
+            if unit.resumed {
+                counters.scan_resumes.add(1);
+            }
             if forward {
                 if unit.cut {
                     self.limit = self.limit.saturating_mul(2);
                 }
                 self.fnext = unit.next;
+                self.held = match unit.keep {
+                    Keep::Nothing => None,
+                    Keep::New(h) => Some(h),
+                    Keep::Moved(place) => held.map(|mut h| {
+                        h.place = place;
+                        h
+                    }),
+                };
                 self.front = out;
             } else {
                 self.bnext = unit.next;
@@ -188,6 +254,72 @@ fn set_excluded(b: &mut Bound<Vec<u8>>, k: &[u8]) {
     }
 }
 
+/// Whether no key is left at or past `pos` in the direction of travel
+/// within the cursor's `bounds`: a step there would resolve nothing and
+/// go on to the next basement, to the tree's end.
+fn past(pos: &Bound<Vec<u8>>, forward: bool, bounds: (&Bound<Vec<u8>>, &Bound<Vec<u8>>)) -> bool {
+    let end = if forward { bounds.1 } else { bounds.0 };
+    let (Some(k), Some(e)) = (key_of(&as_ref(pos)), key_of(&as_ref(end))) else {
+        return false;
+    };
+    let beyond = if forward { k.cmp(e) } else { e.cmp(k) };
+    match beyond {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Equal => {
+            !matches!((pos, end), (Bound::Included(_), Bound::Included(_)))
+        }
+        std::cmp::Ordering::Less => false,
+    }
+}
+
+impl Held {
+    /// `path`: the partitions above the basement, root first (as a
+    /// descent finds them; only buffers are merged).
+    fn new(
+        base: &Arc<Part>,
+        path: &[Arc<Part>],
+        place: merge::Place,
+        next: Option<Bound<Vec<u8>>>,
+        tag: u64,
+    ) -> Self {
+        Held {
+            base: Arc::downgrade(base),
+            bufs: oldest_buffers(path).map(Arc::downgrade).collect(),
+            place,
+            next,
+            tag,
+        }
+    }
+
+    /// Its inputs (basement, buffers oldest first), if each is alive and
+    /// `tag` is still the reuse tag; else None: descend again.
+    fn inputs(&self, tag: u64) -> Option<(Arc<Part>, Vec<Arc<Part>>)> {
+        if tag != self.tag {
+            return None;
+        }
+        let base = self.base.upgrade()?;
+        let bufs = self
+            .bufs
+            .iter()
+            .map(Weak::upgrade)
+            .collect::<Option<Vec<_>>>()?;
+        Some((base, bufs))
+    }
+}
+
+/// The tag a held merge is valid under: the store's reuse generation, or
+/// `u64::MAX` under a pinned snapshot (no page id it reads is reused while
+/// it lives). Read under the state lock or the snapshot's pin (`View`).
+fn reuse_tag(v: &View, want: &Want) -> u64 {
+    if want.lazy {
+        u64::MAX
+    } else {
+        v.ix.store
+            .reuse_gen
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// The partition of `pivots` a cursor at `pos` moving `forward` reads next.
 fn pick(pivots: &Pivots, pos: &Bound<Vec<u8>>, forward: bool) -> usize {
     match (pos, forward) {
@@ -209,6 +341,8 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Resu
     let empty = Unit {
         next: None,
         cut: false,
+        keep: Keep::Nothing,
+        resumed: false,
     };
     let Some(mut cur) = v.meta(tree).and_then(|m| m.root) else {
         return Step::Done(Ok(empty));
@@ -250,13 +384,24 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Resu
             want,
             out,
         );
-        return Step::Done(r.map(|cut| {
-            let next = match (want.forward, cut) {
-                (true, true) => Some(Bound::Excluded(out.last_key().expect("cut").to_vec())),
-                (true, false) => uhi.map(Bound::Included),
-                (false, _) => ulo.map(Bound::Excluded),
+        return Step::Done(r.map(|place| {
+            let cut = place.is_some();
+            let (next, keep) = match (want.forward, place) {
+                (true, Some(place)) => {
+                    let last = Bound::Excluded(out.last_key().expect("cut").to_vec());
+                    let unit_end = uhi.map(Bound::Included);
+                    let held = Held::new(&part, &bufs, place, unit_end, reuse_tag(v, want));
+                    (Some(last), Keep::New(Box::new(held)))
+                }
+                (true, None) => (uhi.map(Bound::Included), Keep::Nothing),
+                (false, _) => (ulo.map(Bound::Excluded), Keep::Nothing),
             };
-            Unit { next, cut }
+            Unit {
+                next,
+                cut,
+                keep,
+                resumed: false,
+            }
         }));
     }
     Step::Done(Ok(empty))
@@ -264,14 +409,22 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Resu
 
 /// Narrows the unit `[lo, hi)` (None: unbounded) to `[lo2, hi2)` as well.
 fn narrow(unit: &mut (Option<Vec<u8>>, Option<Vec<u8>>), lo2: Option<&[u8]>, hi2: Option<&[u8]>) {
+    // Each bound's key is copied into the allocation it already has.
+    let set = |slot: &mut Option<Vec<u8>>, k: &[u8]| match slot {
+        Some(v) => {
+            v.clear();
+            v.extend_from_slice(k);
+        }
+        None => *slot = Some(k.to_vec()),
+    };
     if let Some(l) = lo2 {
         if unit.0.as_deref().is_none_or(|u| u < l) {
-            unit.0 = Some(l.to_vec());
+            set(&mut unit.0, l);
         }
     }
     if let Some(h) = hi2 {
         if unit.1.as_deref().is_none_or(|u| u > h) {
-            unit.1 = Some(h.to_vec());
+            set(&mut unit.1, h);
         }
     }
 }
@@ -334,19 +487,20 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 /// the cursor's bounds, with the buffered messages (root first in `bufs`)
 /// applied: a merge of the basement's entries and each buffer's changes in
 /// that range, all in key order, so nothing is sorted or looked up. Moving
-/// forward it stops after `want.limit` entries (then `true`: cut short).
+/// forward it stops after `want.limit` entries and returns the merge to go
+/// on from (then cut short; None: the unit is done).
 /// Contract: the entries are in key order, inside both ranges, and each is
 /// what a point read of its key returns at this view.
 fn resolve_unit(
     v: &View,
     tree: &str,
-    base: &Part,
+    base: &Arc<Part>,
     bufs: &[Arc<Part>],
     unit: (Option<&[u8]>, Option<&[u8]>),
     want: &Want,
     out: &mut Resolved,
-) -> Result<bool> {
-    let Part::Packed(packed) = base else {
+) -> Result<Option<merge::Place>> {
+    let Part::Packed(packed) = &**base else {
         unreachable!("a leaf partition")
     };
     let unit_lo = unit.0.map_or(Bound::Unbounded, Bound::Included);
@@ -359,21 +513,77 @@ fn resolve_unit(
         Bound::Excluded(k) => Some(k),
         _ => unit.1,
     };
-    let streams = bufs
-        .iter()
-        .rev() // the oldest (deepest) buffer first
-        .filter_map(|p| match &**p {
-            Part::Buf(b) => Some(b.range_changes(key_of(&lo), buf_hi)),
-            Part::Packed(_) => None,
-        })
-        .collect();
+    let streams = oldest_buffers(bufs).map(|p| match &**p {
+        Part::Buf(b) => b.range_changes(key_of(&lo), buf_hi),
+        Part::Packed(_) => unreachable!("buffers only"),
+    });
     // Buffers start at `lo`'s key: an excluded one is skipped, so every key
     // merged lies above `lo` (the basement's range excludes it).
     let skip = match lo {
         Bound::Excluded(l) => Some(l),
         _ => None,
     };
-    let mut merge = Merge::new(packed.range(lo, hi), streams, skip);
+    let mut merge = Merge::new(packed, packed.indices(lo, hi), streams, skip);
+    let cut = run_merge(v, tree, &mut merge, packed, want, out)?;
+    Ok(cut.then(|| merge.place()))
+}
+
+/// The buffer partitions of `path` (root first), the oldest (deepest)
+/// first: a merge's streams, in its order.
+fn oldest_buffers(path: &[Arc<Part>]) -> impl Iterator<Item = &Arc<Part>> {
+    path.iter().rev().filter(|p| matches!(&***p, Part::Buf(_)))
+}
+
+/// The next forward step from `held`: its merge goes on where the last
+/// step's limit cut it, with no descent and no search (`Held`).
+fn resume_step(
+    v: &View,
+    tree: &str,
+    held: &Held,
+    (base, parts): (Arc<Part>, Vec<Arc<Part>>),
+    want: &Want,
+    out: &mut Resolved,
+) -> Step<Result<Unit>> {
+    assert!(want.forward, "only forward steps hold their merge");
+    out.clear();
+    let Part::Packed(packed) = &*base else {
+        unreachable!("a leaf partition")
+    };
+    let bufs = parts.iter().map(|p| match &**p {
+        Part::Buf(b) => b,
+        Part::Packed(_) => unreachable!("buffers only"),
+    });
+    let mut merge = Merge::resume(packed, bufs, &held.place);
+    let r = run_merge(v, tree, &mut merge, packed, want, out).map(|cut| {
+        let (next, keep) = match cut {
+            true => {
+                let last = Bound::Excluded(out.last_key().expect("cut").to_vec());
+                (Some(last), Keep::Moved(merge.place()))
+            }
+            false => (held.next.clone(), Keep::Nothing),
+        };
+        Unit {
+            next,
+            cut,
+            keep,
+            resumed: true,
+        }
+    });
+    Step::Done(r)
+}
+
+/// Appends to `out` what `merge` returns within the cursor's upper bound,
+/// the values turned into the user's, and stops after `want.limit`
+/// entries (then `true`: cut short) or at the merge's end. `packed`: the
+/// basement merged (its mean entry bytes size the arena).
+fn run_merge(
+    v: &View,
+    tree: &str,
+    merge: &mut Merge,
+    packed: &Packed,
+    want: &Want,
+    out: &mut Resolved,
+) -> Result<bool> {
     let form = v.form(tree);
     let mut plain = |b: &[u8]| plain_value(v.ix, form, tree, b);
     let mut values = Values {
@@ -387,6 +597,7 @@ fn resolve_unit(
     // basement's entries (buffered messages add to them).
     let mean_bytes = packed.bytes() / packed.len().max(1);
     out.reserve(want.limit.min(packed.len() + 16), mean_bytes);
+    let hi = as_ref(want.bounds.1);
     let mut cut = false;
     // Entries whose stored value is not an inline one (`plain_values`).
     let mut rest: Vec<usize> = Vec::new();
@@ -395,9 +606,14 @@ fn resolve_unit(
             break;
         };
         let (k, val) = next?;
-        // Keys ascend: past an included `hi` (a buffer's range ends at the
-        // unit's end), nothing more is in range.
-        if matches!(hi, Bound::Included(h) if k > h) {
+        // Keys ascend: past the cursor's upper bound (the merge's inputs
+        // end at the unit's end, or at an excluded upper key), nothing
+        // more is in range.
+        if match hi {
+            Bound::Included(h) => k > h,
+            Bound::Excluded(h) => k >= h,
+            Bound::Unbounded => false,
+        } {
             break;
         }
         let Some(val) = val else { continue };

@@ -4,35 +4,109 @@
 //! merge compares the heads of a few streams per key and neither sorts nor
 //! looks anything up; a value that no change touches stays borrowed.
 
-use super::buffer::Changes;
+use super::buffer::{self, Buffer, Changes};
+use super::packed::Packed;
 use super::pending::{Change, Pending};
 use crate::error::Result;
 use crate::index::head::key_head;
 use std::borrow::Cow;
-use std::iter::Peekable;
+use std::ops::Range;
 
 /// A key's messages resolved against its stored value before them.
 pub type Resolver<'r> = dyn FnMut(&[u8], Option<Vec<u8>>, &Pending) -> Result<Option<Vec<u8>>> + 'r;
 
-pub struct Merge<'a, I: Iterator<Item = (&'a [u8], &'a [u8])>> {
-    entries: Peekable<I>,
+pub struct Merge<'a> {
+    base: &'a Packed,
+    /// The basement's entries not merged yet (indices of `base`).
+    entries: Range<usize>,
     /// Buffers' changes, the oldest (deepest) buffer first.
-    streams: Vec<Peekable<Changes<'a>>>,
+    streams: Vec<Stream<'a>>,
 }
 
-impl<'a, I: Iterator<Item = (&'a [u8], &'a [u8])>> Merge<'a, I> {
-    /// `streams` oldest first; `skip`: a key none of them may return (an
-    /// excluded lower bound the basement's entries already exclude).
-    pub fn new(entries: I, streams: Vec<Changes<'a>>, skip: Option<&[u8]>) -> Self {
-        let mut streams: Vec<_> = streams.into_iter().map(Iterator::peekable).collect();
+/// One buffer's changes with the next one taken out (`head`), and where
+/// the changes stood before it was.
+struct Stream<'a> {
+    changes: Changes<'a>,
+    before: buffer::Place,
+    head: Option<(&'a [u8], Change<'a>)>,
+}
+
+impl<'a> Stream<'a> {
+    fn new(mut changes: Changes<'a>) -> Self {
+        let before = changes.place();
+        let head = changes.next();
+        Stream {
+            changes,
+            before,
+            head,
+        }
+    }
+
+    fn advance(&mut self) -> Option<(&'a [u8], Change<'a>)> {
+        self.before = self.changes.place();
+        std::mem::replace(&mut self.head, self.changes.next())
+    }
+}
+
+/// Where a merge stands between two calls of [`Merge::next`]: what
+/// [`Merge::resume`] goes on from, given the same basement and buffers.
+#[derive(Clone, Debug)]
+pub struct Place {
+    entries: Range<usize>,
+    streams: Vec<buffer::Place>,
+}
+
+impl<'a> Merge<'a> {
+    /// The entries of `base` at `entries` merged with `streams` (oldest
+    /// first); `skip`: a key none of them may return (an excluded lower
+    /// bound the basement's entries already exclude).
+    pub fn new(
+        base: &'a Packed,
+        entries: Range<usize>,
+        streams: impl Iterator<Item = Changes<'a>>,
+        skip: Option<&[u8]>,
+    ) -> Self {
+        assert!(entries.end <= base.len());
+        let mut streams: Vec<Stream> = streams.map(Stream::new).collect();
         if let Some(l) = skip {
             for s in streams.iter_mut() {
-                s.next_if(|e| e.0 == l);
+                if s.head.as_ref().is_some_and(|h| h.0 == l) {
+                    s.advance();
+                }
             }
         }
         Self {
-            entries: entries.peekable(),
+            base,
+            entries,
             streams,
+        }
+    }
+
+    /// The merge at `at` (taken by [`Self::place`] from a merge of the
+    /// same `base` and `bufs`, oldest first, none changed since): the
+    /// next call of [`Self::next`] returns what the other's would have.
+    pub fn resume(
+        base: &'a Packed,
+        bufs: impl ExactSizeIterator<Item = &'a Buffer>,
+        at: &Place,
+    ) -> Self {
+        assert_eq!(bufs.len(), at.streams.len());
+        assert!(at.entries.end <= base.len());
+        let streams = bufs
+            .zip(&at.streams)
+            .map(|(b, p)| Stream::new(b.changes_at(p)))
+            .collect();
+        Self {
+            base,
+            entries: at.entries.clone(),
+            streams,
+        }
+    }
+
+    pub fn place(&self) -> Place {
+        Place {
+            entries: self.entries.clone(),
+            streams: self.streams.iter().map(|s| s.before.clone()).collect(),
         }
     }
 
@@ -44,11 +118,13 @@ impl<'a, I: Iterator<Item = (&'a [u8], &'a [u8])>> Merge<'a, I> {
         &mut self,
         resolve: &mut Resolver<'_>,
     ) -> Option<Result<(&'a [u8], Option<Cow<'a, [u8]>>)>> {
+        let base = self.base;
+        let entry = (!self.entries.is_empty()).then(|| base.at(self.entries.start));
         // Keys compare by their heads first (`key_head`: a memcmp only
         // where two streams' keys share their first 8 bytes).
-        let mut min = self.entries.peek().map(|e| (key_head(e.0), e.0));
-        for s in self.streams.iter_mut() {
-            if let Some(k) = s.peek().map(|e| e.0) {
+        let mut min = entry.map(|e| (key_head(e.0), e.0));
+        for s in self.streams.iter() {
+            if let Some(k) = s.head.as_ref().map(|e| e.0) {
                 let h = key_head(k);
                 min = match min {
                     Some((mh, mk)) if mh < h || (mh == h && mk <= k) => Some((mh, mk)),
@@ -59,16 +135,19 @@ impl<'a, I: Iterator<Item = (&'a [u8], &'a [u8])>> Merge<'a, I> {
         let (kh, k) = min?;
         // The stream `k` came from holds it at the same address: no compare.
         let at_k = |h: &[u8]| std::ptr::eq(h, k) || (key_head(h) == kh && h == k);
-        let mut val = match self.entries.peek() {
-            Some(e) if at_k(e.0) => self.entries.next().map(|e| Cow::Borrowed(e.1)),
+        let mut val = match entry {
+            Some(e) if at_k(e.0) => {
+                self.entries.start += 1;
+                Some(Cow::Borrowed(e.1))
+            }
             _ => None,
         };
         for s in self.streams.iter_mut() {
-            if !s.peek().is_some_and(|e| at_k(e.0)) {
+            if !s.head.as_ref().is_some_and(|e| at_k(e.0)) {
                 continue;
             }
-            let Some((_, change)) = s.next() else {
-                unreachable!("peeked")
+            let Some((_, change)) = s.advance() else {
+                unreachable!("a head")
             };
             val = match change {
                 Change::Put(x) => Some(Cow::Borrowed(x)),
@@ -130,26 +209,30 @@ mod tests {
                 };
             }
         }
-        let streams = bufs.iter().map(Buffer::changes).collect();
-        let mut merge = Merge::new(
-            base.range(Bound::Unbounded, Bound::Unbounded),
-            streams,
-            None,
-        );
+        let want: Vec<_> = model.into_iter().collect();
+        let all = base.indices(Bound::Unbounded, Bound::Unbounded);
         let mut no_merge = |_: &[u8], _: Option<Vec<u8>>, _: &Pending| -> Result<Option<Vec<u8>>> {
             unreachable!("no upserts")
         };
-        let mut got = Vec::new();
-        for _ in 0..10 * keys.len() {
-            let Some(next) = merge.next(&mut no_merge) else {
-                break;
-            };
-            let (k, v) = next.unwrap();
-            if let Some(v) = v {
-                got.push((k.to_vec(), v.into_owned()));
+        // Straight through, and resumed from its place after every key
+        // (a cursor's steps: `iter.rs`).
+        for resumed in [false, true] {
+            let streams = bufs.iter().map(Buffer::changes);
+            let mut merge = Merge::new(&base, all.clone(), streams, None);
+            let mut got = Vec::new();
+            for _ in 0..10 * keys.len() {
+                if resumed {
+                    merge = Merge::resume(&base, bufs.iter(), &merge.place());
+                }
+                let Some(next) = merge.next(&mut no_merge) else {
+                    break;
+                };
+                let (k, v) = next.unwrap();
+                if let Some(v) = v {
+                    got.push((k.to_vec(), v.into_owned()));
+                }
             }
+            assert_eq!(got, want, "resumed: {resumed}");
         }
-        let want: Vec<_> = model.into_iter().collect();
-        assert_eq!(got, want);
     }
 }

@@ -8,7 +8,7 @@
 use crate::index::entry;
 use crate::index::head::{self, key_head};
 use crate::store::page::{get_u16, get_u32};
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 
 #[derive(Debug, Clone, Default)]
 pub struct Packed {
@@ -233,23 +233,25 @@ impl Packed {
     pub fn range<'a>(
         &'a self,
         lo: Bound<&[u8]>,
-        hi: Bound<&'a [u8]>,
+        hi: Bound<&[u8]>,
     ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        let start = match lo {
-            Bound::Included(k) => self.lower(k),
-            Bound::Excluded(k) => {
+        self.indices(lo, hi).map(|i| self.entry(i))
+    }
+
+    /// The indices of the entries with keys in `(lo, hi)` bounds.
+    pub fn indices(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Range<usize> {
+        let at = |b: Bound<&[u8]>, upper: bool| match b {
+            Bound::Included(k) | Bound::Excluded(k) => {
                 let i = self.lower(k);
-                i + (i < self.len() && self.entry(i).0 == k) as usize
+                let past = matches!(b, Bound::Excluded(_)) != upper;
+                i + (past && i < self.len() && self.key_at(i) == k) as usize
             }
+            Bound::Unbounded if upper => self.len(),
             Bound::Unbounded => 0,
         };
-        (start..self.len())
-            .map(|i| self.entry(i))
-            .take_while(move |(k, _)| match hi {
-                Bound::Included(h) => *k <= h,
-                Bound::Excluded(h) => *k < h,
-                Bound::Unbounded => true,
-            })
+        let (start, end) = (at(lo, false), at(hi, true));
+        debug_assert!(end <= self.len());
+        start..end.max(start)
     }
 }
 

@@ -52,7 +52,12 @@ impl Resolved {
     /// value), so a step's pushes do not grow the arena a doubling at a
     /// time (each growth a copy of what it holds).
     pub fn reserve(&mut self, entries: usize, entry_bytes: usize) {
-        self.arena.reserve(entries.saturating_mul(entry_bytes));
+        let bytes = entries.saturating_mul(entry_bytes);
+        if self.arena.is_empty() && self.arena.capacity() < bytes {
+            // A new allocation, not a reallocation copying the old one.
+            self.arena = Vec::with_capacity(bytes);
+        }
+        self.arena.reserve(bytes);
         self.items.reserve(entries);
     }
 
