@@ -1484,3 +1484,33 @@ fn a_held_merge_returns_the_iterators_snapshot_across_writes_and_checkpoints() {
         assert!(db.check().unwrap().is_ok());
     }
 }
+
+/// A scan bounded above takes no step past its bound: after its last
+/// entry it does not go on basement by basement to the tree's end.
+#[test]
+fn a_bounded_scan_stops_at_its_upper_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, model) = held_merge_tree(&dir.path().join("db"), opts());
+    let t = db.tree("t").unwrap();
+    for (lo, hi) in [("k000100", "k000140"), ("k003000", "k003001")] {
+        for rev in [false, true] {
+            let (steps0, _) = scan_counts(&db);
+            let it = t.range(lo.as_bytes()..hi.as_bytes());
+            let got: Vec<_> = match rev {
+                false => it.map(Result::unwrap).collect(),
+                true => it.rev().map(Result::unwrap).collect(),
+            };
+            let mut want: Vec<_> = model
+                .range(lo.as_bytes().to_vec()..hi.as_bytes().to_vec())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if rev {
+                want.reverse();
+            }
+            assert_eq!(got, want, "{lo}..{hi} rev {rev}");
+            let steps = scan_counts(&db).0 - steps0;
+            // One or two basements' entries (the tree has about 28).
+            assert!(steps <= 3, "{lo}..{hi} rev {rev}: {steps} steps");
+        }
+    }
+}
