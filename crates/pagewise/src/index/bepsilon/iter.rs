@@ -163,61 +163,74 @@ impl Cursor {
             if past(&pos, forward, (&self.lo, &self.hi)) {
                 return None;
             }
-            // Value extents are read as entries are returned only where
-            // nothing can reuse them meanwhile (a pinned snapshot).
-            let want = Want {
-                pos: &pos,
-                forward,
-                bounds: (&self.lo, &self.hi),
-                lazy: at.is_some_and(|fz| fz.pinned()),
-                limit: if forward { self.limit } else { usize::MAX },
-            };
-            // The drained queue's arena holds the next unit's entries.
-            let queue = if forward {
-                &mut self.front
-            } else {
-                &mut self.back
-            };
-            let mut out = std::mem::take(queue);
-            let held = if forward { self.held.take() } else { None };
-            let kept = &mut self.slices;
-            let unit = match read_keeping(ix, at, kept, |v| {
-                match held
-                    .as_ref()
-                    .and_then(|h| Some((h, h.inputs(reuse_tag(v, &want))?)))
-                {
-                    Some((h, inputs)) => resume_step(v, &self.tree, h, inputs, &want, &mut out),
-                    None => unit_step(v, &self.tree, &want, &mut out),
-                }
-            }) {
-                Ok(Ok(u)) => u,
-                Ok(Err(e)) | Err(e) => return Some(Err(e)),
-            };
-            let counters = &ix.counters.bepsilon_reads;
-            counters.scan_steps.add(1);
-            if unit.resumed {
-                counters.scan_resumes.add(1);
-            }
-            if forward {
-                if unit.cut {
-                    self.limit = self.limit.saturating_mul(2);
-                }
-                self.fnext = unit.next;
-                self.held = match unit.keep {
-                    Keep::Nothing => None,
-                    Keep::New(h) => Some(h),
-                    Keep::Moved(place) => held.map(|mut h| {
-                        h.place = place;
-                        h
-                    }),
-                };
-                self.front = out;
-            } else {
-                self.bnext = unit.next;
-                self.back = out;
+            if let Err(e) = self.next_unit(ix, at, forward, &pos) {
+                return Some(Err(e));
             }
         }
         None
+    }
+
+    /// Resolves the next unit from `pos` in the direction of travel into
+    /// that direction's queue: going on with the held merge if it still
+    /// stands, else descending.
+    fn next_unit(
+        &mut self,
+        ix: &Index,
+        at: Option<&Frozen>,
+        forward: bool,
+        pos: &Bound<Vec<u8>>,
+    ) -> Result<()> {
+        // Value extents are read as entries are returned only where
+        // nothing can reuse them meanwhile (a pinned snapshot).
+        let want = Want {
+            pos,
+            forward,
+            bounds: (&self.lo, &self.hi),
+            lazy: at.is_some_and(|fz| fz.pinned()),
+            limit: if forward { self.limit } else { usize::MAX },
+        };
+        // The drained queue's arena holds the next unit's entries.
+        let queue = if forward {
+            &mut self.front
+        } else {
+            &mut self.back
+        };
+        let mut out = std::mem::take(queue);
+        let held = if forward { self.held.take() } else { None };
+        let kept = &mut self.slices;
+        let unit = read_keeping(ix, at, kept, |v| {
+            match held
+                .as_ref()
+                .and_then(|h| Some((h, h.inputs(reuse_tag(v, &want))?)))
+            {
+                Some((h, inputs)) => resume_step(v, &self.tree, h, inputs, &want, &mut out),
+                None => unit_step(v, &self.tree, &want, &mut out),
+            }
+        })??;
+        let counters = &ix.counters.bepsilon_reads;
+        counters.scan_steps.add(1);
+        if unit.resumed {
+            counters.scan_resumes.add(1);
+        }
+        if !forward {
+            self.bnext = unit.next;
+            self.back = out;
+            return Ok(());
+        }
+        if unit.cut {
+            self.limit = self.limit.saturating_mul(2);
+        }
+        self.fnext = unit.next;
+        self.held = match unit.keep {
+            Keep::Nothing => None,
+            Keep::New(h) => Some(h),
+            Keep::Moved(place) => held.map(|mut h| {
+                h.place = place;
+                h
+            }),
+        };
+        self.front = out;
+        Ok(())
     }
 
     /// The value in extent `first` (of the entry just taken in the
