@@ -10,6 +10,8 @@
 //!                                        # B-epsilon tree (inline: without value extents)
 //! fill_get get DIR KEYS GETS             # warm scan, then GETS gets
 //! fill_get scan DIR KEYS SCANS LEN       # warm scan, then SCANS range scans of LEN
+//! fill_get bscan DIR KEYS SCANS LEN      # the same over ranges bounded above, each
+//!                                        # holding about LEN keys
 //! valgrind --tool=cachegrind fill_get get DIR 1000000 300000   # minus a GETS=0 run
 //! ```
 //!
@@ -72,16 +74,29 @@ fn scans(t: &Tree, n: u64, len: usize) -> u64 {
     seen
 }
 
-/// B-epsilon cursor steps so far, and of them those that went on with the
-/// merge the step before held.
-fn scan_counts(db: &Db) -> (u64, u64) {
-    let s = db.stats();
-    (s.bepsilon_scan_steps, s.bepsilon_scan_resumes)
+/// `n` scans of ranges from a random key to one about `len` keys above
+/// it (keys are uniform over 16 bytes), each read to its end.
+#[inline(never)]
+fn bounded_scans(t: &Tree, n: u64, keys: u64, len: usize) -> u64 {
+    let mut rng = SmallRng::seed_from_u64(98);
+    let width = u128::MAX / u128::from(keys) * len as u128;
+    let mut seen = 0u64;
+    for _ in 0..n {
+        let mut start = [0u8; 16];
+        rng.fill_bytes(&mut start);
+        let end = u128::from_be_bytes(start)
+            .saturating_add(width)
+            .to_be_bytes();
+        for kv in t.range(start.to_vec()..end.to_vec()) {
+            seen += kv.expect("scan").0.len() as u64 / 16;
+        }
+    }
+    seen
 }
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let usage = "usage: fill_get fill DIR KEYS [bepsilon] | fill_get get DIR KEYS GETS | fill_get scan DIR KEYS SCANS LEN";
+    let usage = "usage: fill_get fill DIR KEYS [bepsilon] | fill_get get DIR KEYS GETS | fill_get scan|bscan DIR KEYS SCANS LEN";
     let (mode, dir, keys) = match &a[..] {
         [_, m, d, k, ..] => (m.as_str(), std::path::PathBuf::from(d), k.parse::<u64>()),
         _ => panic!("{usage}"),
@@ -111,16 +126,12 @@ fn main() {
         .iter()
         .try_fold(0u64, |n, kv| kv.map(|_| n + 1))
         .expect("scan");
-    if mode == "scan" {
+    if mode == "scan" || mode == "bscan" {
         let len: usize = a.get(5).and_then(|s| s.parse().ok()).expect(usage);
-        let (steps0, resumes0) = scan_counts(&db);
-        let bytes = scans(&t, n, len);
-        let (steps, resumes) = scan_counts(&db);
-        println!(
-            "warm {warm} value bytes {bytes} cursor steps {} resumed {}",
-            steps - steps0,
-            resumes - resumes0
-        );
+        match mode {
+            "scan" => println!("warm {warm} value bytes {}", scans(&t, n, len)),
+            _ => println!("warm {warm} keys {}", bounded_scans(&t, n, keys, len)),
+        }
         return;
     }
     println!("warm {warm} found {}", gets(&t, keys, n));
