@@ -650,7 +650,6 @@ pub fn read_message(raw: &[u8], r: usize) -> Result<(Message<'_>, usize), String
 
 /// The live messages of ranges of `main` and `tail`, merged: for equal
 /// keys `main`'s first (older).
-#[derive(Clone)]
 pub struct Live<'a> {
     buf: &'a Buffer,
     main: Range<usize>,
@@ -659,7 +658,7 @@ pub struct Live<'a> {
 
 /// Where a [`Changes`] stands: the ranges of `main` and `tail` it has not
 /// returned. Valid for the buffer it was taken from, unchanged.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Place {
     main: Range<usize>,
     tail: Range<usize>,
@@ -699,20 +698,26 @@ impl<'a> Live<'a> {
     /// The next live entry's offset, taken.
     fn next_off(&mut self) -> Option<u32> {
         let (off, from_main) = self.peek_off()?;
-        match from_main {
-            true => self.main.start += 1,
-            false => self.tail.start += 1,
-        }
+        self.pass(from_main);
         Some(off)
     }
 
     /// Takes the next live message if its key is `key`.
     fn next_if_key(&mut self, key: &[u8]) -> Option<Message<'a>> {
-        let (off, _) = self.peek_off()?;
+        let (off, from_main) = self.peek_off()?;
         if self.buf.key_at(off) != key {
             return None;
         }
-        self.next_off().map(|o| self.buf.at(o))
+        self.pass(from_main);
+        Some(self.buf.at(off))
+    }
+
+    /// Passes the entry [`Self::peek_off`] found (`main`'s or the tail's).
+    fn pass(&mut self, from_main: bool) {
+        match from_main {
+            true => self.main.start += 1,
+            false => self.tail.start += 1,
+        }
     }
 }
 
@@ -743,7 +748,6 @@ impl<'a> Iterator for Pendings<'a> {
     }
 }
 
-/// Each key of a run of messages as a [`Change`].
 /// Each key of a run of messages with its messages as a leaf applies them.
 /// Between two calls it stands before the next key's first message, so
 /// [`Changes::place`] is where it goes on from ([`Buffer::changes_at`]).

@@ -5,6 +5,7 @@
 //! forward, a step that its limit cut short keeps its merge (`Held`), and
 //! the next step goes on from there instead of descending again.
 
+use super::buffer::Buffer;
 use super::merge::{self, Merge};
 use super::node::{Node, Part};
 use super::packed::Packed;
@@ -526,10 +527,7 @@ fn resolve_unit(
         Bound::Excluded(k) => Some(k),
         _ => unit.1,
     };
-    let streams = oldest_buffers(bufs).map(|p| match &**p {
-        Part::Buf(b) => b.range_changes(key_of(&lo), buf_hi),
-        Part::Packed(_) => unreachable!("buffers only"),
-    });
+    let streams = oldest_buffers(bufs).map(|p| buffer(p).range_changes(key_of(&lo), buf_hi));
     // Buffers start at `lo`'s key: an excluded one is skipped, so every key
     // merged lies above `lo` (the basement's range excludes it).
     let skip = match lo {
@@ -547,6 +545,14 @@ fn oldest_buffers(path: &[Arc<Part>]) -> impl Iterator<Item = &Arc<Part>> {
     path.iter().rev().filter(|p| matches!(&***p, Part::Buf(_)))
 }
 
+/// The buffer of `p`, a buffer partition (from [`oldest_buffers`]).
+fn buffer(p: &Arc<Part>) -> &Buffer {
+    match &**p {
+        Part::Buf(b) => b,
+        Part::Packed(_) => unreachable!("buffers only"),
+    }
+}
+
 /// The next forward step from `held`: its merge goes on where the last
 /// step's limit cut it, with no descent and no search (`Held`).
 fn resume_step(
@@ -562,11 +568,7 @@ fn resume_step(
     let Part::Packed(packed) = &*base else {
         unreachable!("a leaf partition")
     };
-    let bufs = parts.iter().map(|p| match &**p {
-        Part::Buf(b) => b,
-        Part::Packed(_) => unreachable!("buffers only"),
-    });
-    let mut merge = Merge::resume(packed, bufs, &held.place);
+    let mut merge = Merge::resume(packed, parts.iter().map(buffer), &held.place);
     let r = run_merge(v, tree, &mut merge, packed, want, out).map(|cut| {
         let (next, keep) = match cut {
             true => {
