@@ -1,0 +1,15 @@
+#!/usr/bin/env python3
+"""Summarizes the allocator runs (docs/benchmarks.md, "Memory", allocators):
+one line per phase: ops/s, CPU, the memory cap's limit and peak, raises."""
+import glob, json, os, sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+for f in sorted(glob.glob(os.path.join(here, "*.jsonl"))):
+    for line in open(f):
+        d = json.loads(line)
+        cap = d["memory_cap"]
+        raised = sum(1 for n in d["notes"] if "raised it" in n)
+        print(f"{os.path.basename(f):24} {d['engine']:18} {d['workload'][:28]:28} "
+              f"{d['ops_per_s']:10.0f}/s user {d['cpu_user_s']:5.1f} s sys {d['cpu_sys_s']:4.1f} s "
+              f"limit {cap['limit_bytes'] >> 20:5} MiB peak {cap['peak_bytes'] >> 20:4} MiB "
+              f"rss {d['peak_rss_bytes'] >> 20:4} MiB raised {raised}")
