@@ -3,7 +3,8 @@
 allocators): one line per phase: ops/s, CPU, the memory cap's limit and
 peak, raises. 5m-held/5m-je*: glibc against jemalloc (834cda6's engine);
 explore-*: single fills, other allocators; copies-*: 834cda6 (held) against
-499dfd6 (lz4), fewer allocations and copies per write."""
+499dfd6 (lz4), fewer allocations and copies per write; arena-*: 499dfd6
+against arenas growing by half at least (g15)."""
 import glob, json, os, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
