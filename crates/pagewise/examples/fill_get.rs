@@ -60,13 +60,19 @@ fn gets(t: &Tree, keys: u64, n: u64) -> u64 {
         .count() as u64
 }
 
+/// A uniform random 16-byte key: where a scan starts.
+fn random_key(rng: &mut SmallRng) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    rng.fill_bytes(&mut k);
+    k
+}
+
 #[inline(never)]
 fn scans(t: &Tree, n: u64, len: usize) -> u64 {
     let mut rng = SmallRng::seed_from_u64(98);
     let mut seen = 0u64;
     for _ in 0..n {
-        let mut start = [0u8; 16];
-        rng.fill_bytes(&mut start);
+        let start = random_key(&mut rng);
         for kv in t.range(start.to_vec()..).take(len) {
             seen += kv.expect("scan").1.len() as u64;
         }
@@ -82,8 +88,7 @@ fn bounded_scans(t: &Tree, n: u64, keys: u64, len: usize) -> u64 {
     let width = u128::MAX / u128::from(keys) * len as u128;
     let mut seen = 0u64;
     for _ in 0..n {
-        let mut start = [0u8; 16];
-        rng.fill_bytes(&mut start);
+        let start = random_key(&mut rng);
         let end = u128::from_be_bytes(start)
             .saturating_add(width)
             .to_be_bytes();

@@ -5,7 +5,6 @@
 //! forward, a step that its limit cut short keeps its merge (`Held`), and
 //! the next step goes on from there instead of descending again.
 
-use super::buffer::Buffer;
 use super::merge::{self, Merge};
 use super::node::{Node, Part};
 use super::packed::Packed;
@@ -527,7 +526,7 @@ fn resolve_unit(
         Bound::Excluded(k) => Some(k),
         _ => unit.1,
     };
-    let streams = oldest_buffers(bufs).map(|p| buffer(p).range_changes(key_of(&lo), buf_hi));
+    let streams = oldest_buffers(bufs).map(|p| p.buffer().range_changes(key_of(&lo), buf_hi));
     // Buffers start at `lo`'s key: an excluded one is skipped, so every key
     // merged lies above `lo` (the basement's range excludes it).
     let skip = match lo {
@@ -545,14 +544,6 @@ fn oldest_buffers(path: &[Arc<Part>]) -> impl Iterator<Item = &Arc<Part>> {
     path.iter().rev().filter(|p| matches!(&***p, Part::Buf(_)))
 }
 
-/// The buffer of `p`, a buffer partition (from [`oldest_buffers`]).
-fn buffer(p: &Arc<Part>) -> &Buffer {
-    match &**p {
-        Part::Buf(b) => b,
-        Part::Packed(_) => unreachable!("buffers only"),
-    }
-}
-
 /// The next forward step from `held`: its merge goes on where the last
 /// step's limit cut it, with no descent and no search (`Held`).
 fn resume_step(
@@ -568,7 +559,7 @@ fn resume_step(
     let Part::Packed(packed) = &*base else {
         unreachable!("a leaf partition")
     };
-    let mut merge = Merge::resume(packed, parts.iter().map(buffer), &held.place);
+    let mut merge = Merge::resume(packed, parts.iter().map(|p| p.buffer()), &held.place);
     let r = run_merge(v, tree, &mut merge, packed, want, out).map(|cut| {
         let (next, keep) = match cut {
             true => {

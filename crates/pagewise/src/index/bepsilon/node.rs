@@ -40,6 +40,14 @@ impl Part {
             Part::Packed(p) => p.bytes(),
         }
     }
+
+    /// The buffer of an internal node's partition. Panics on a basement.
+    pub fn buffer(&self) -> &Buffer {
+        match self {
+            Part::Buf(b) => b,
+            Part::Packed(_) => panic!("a basement where a buffer partition was expected"),
+        }
+    }
 }
 
 impl Part {
