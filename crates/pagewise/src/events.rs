@@ -37,10 +37,15 @@ pub enum Event {
         elapsed_us: u64,
     },
     /// A B-epsilon node's buffer for one child moves down into that child
-    /// (in memory; nested flushes report their own pairs). `height`: the
-    /// height of the node whose buffer moves.
+    /// (in memory; nested flushes report their own begin and end). `height`:
+    /// the height of the node whose buffer moves. `paired`: it moves at the
+    /// same time as another buffer of the same node (docs/design.md,
+    /// "B-epsilon nodes", paired flushes): both begins, then both ends, come
+    /// from the calling thread, and the flushes nested under the second
+    /// child from a second thread.
     FlushBegin {
         height: u32,
+        paired: bool,
     },
     FlushEnd {
         height: u32,
@@ -54,7 +59,8 @@ pub enum Event {
 /// engine holds its commit lock (checkpoints, write-backs) or the trees'
 /// write lock (flushes). It must return quickly, must not panic, and must
 /// not call into the `Db` (that would deadlock). Events of one `Db` arrive
-/// in the order they happen.
+/// in the order they happen; during a paired flush two threads report at
+/// once (`Event::FlushBegin`), so calls may overlap.
 pub trait EventListener: Send + Sync + 'static {
     fn on_event(&self, event: &Event);
 }

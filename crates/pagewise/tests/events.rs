@@ -48,7 +48,7 @@ fn pairs(events: &[Event]) -> (u64, u64, u64, u64) {
                 assert!(wb && leaves > 0, "a write-back end without its begin");
                 (wb, n_wb) = (false, n_wb + 1);
             }
-            Event::FlushBegin { height } => {
+            Event::FlushBegin { height, .. } => {
                 assert!(ckpt.is_none() && !wb && height > 0, "a flush of a leaf");
                 n_flush += (depth == 0) as u64;
                 depth += 1;

@@ -523,10 +523,11 @@ impl Index {
             })
             .collect();
         let mut w = bepsilon::write::Writer {
-            dirty,
+            dirty: bepsilon::write::Nodes::Shared(dirty),
             pager: &self.store.pager,
             cache: &self.store.cache,
-            alloc,
+            alloc: Some(alloc),
+            frees: Vec::new(),
             merge: self.merge.as_deref(),
             events: self.events.as_deref(),
             tree,

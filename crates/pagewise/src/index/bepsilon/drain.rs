@@ -6,7 +6,7 @@
 //! "B-epsilon packed values", space).
 
 use super::node::Node;
-use super::write::Writer;
+use super::write::{Nodes, Writer};
 use super::{Child, Meta, MAX_HEIGHT};
 use crate::error::Result;
 
@@ -23,10 +23,11 @@ impl crate::index::Index {
                 continue;
             };
             let mut w = Writer {
-                dirty,
+                dirty: Nodes::Shared(dirty),
                 pager: &self.store.pager,
                 cache: &self.store.cache,
-                alloc: &mut al,
+                alloc: Some(&mut al),
+                frees: Vec::new(),
                 merge: self.merge.as_deref(),
                 events: self.events.as_deref(),
                 tree: &name,

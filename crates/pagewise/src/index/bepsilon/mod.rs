@@ -23,6 +23,7 @@ pub mod miss;
 pub mod node;
 pub mod ordered;
 pub mod packed;
+pub mod pair;
 pub mod pending;
 pub mod pivots;
 pub mod place;

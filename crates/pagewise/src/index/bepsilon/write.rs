@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::events::{self, Event, EventListener};
 use crate::options::MergeOperator;
 use crate::store::alloc::Alloc;
-use crate::store::cache::Cache;
+use crate::store::cache::{Cache, PidMap};
 use crate::store::dirty::Dirty;
 use crate::store::extent::Extent;
 use crate::store::image::{downcast, Image};
@@ -31,16 +31,53 @@ pub enum Msg<'a> {
 }
 
 pub struct Writer<'a> {
-    pub dirty: &'a mut Dirty,
+    pub dirty: Nodes<'a>,
     pub pager: &'a Pager,
     pub cache: &'a Cache,
-    pub alloc: &'a mut Alloc,
+    /// None on a paired flush's second thread: its frees wait in `frees`.
+    pub alloc: Option<&'a mut Alloc>,
+    /// Extents (first page, pages) freed while `alloc` is None, for the
+    /// thread that joins this writer to free in this order.
+    pub frees: Vec<(u64, u64)>,
     pub merge: Option<&'a dyn MergeOperator>,
     pub events: Option<&'a dyn EventListener>,
     pub tree: &'a str,
     /// Stored values that left the tree during this apply and may name
     /// value extents; [`Writer::free_dropped`] frees those that do.
     pub dropped: Vec<Vec<u8>>,
+}
+
+/// Where a writer's dirty nodes live: the epoch's dirty set, or, for a
+/// paired flush's second thread (pair.rs), the dirty nodes of one subtree
+/// taken out of it for the flush's length.
+pub enum Nodes<'a> {
+    Shared(&'a mut Dirty),
+    Own(PidMap<Image>),
+}
+
+impl Nodes<'_> {
+    fn get(&self, id: u64) -> Option<&Image> {
+        match self {
+            Nodes::Shared(d) => d.get(id),
+            Nodes::Own(o) => o.get(&id),
+        }
+    }
+
+    pub(super) fn remove(&mut self, id: u64) -> Option<Image> {
+        match self {
+            Nodes::Shared(d) => d.remove(id),
+            Nodes::Own(o) => o.remove(&id),
+        }
+    }
+
+    pub(super) fn insert(&mut self, id: u64, img: Image) {
+        match self {
+            Nodes::Shared(d) => d.insert(id, img),
+            Nodes::Own(o) => {
+                o.insert(id, img);
+            }
+        }
+    }
 }
 
 impl Msg<'_> {
@@ -74,6 +111,7 @@ impl Writer<'_> {
     /// "B-epsilon packed values").
     pub(super) fn free_dropped(&mut self, m: &mut Meta) {
         let (form, ps) = (m.opts.form(), self.pager.ps);
+        assert!(self.frees.is_empty(), "a joined writer's frees were taken");
         if form == super::value::Form::Plain {
             self.dropped.clear();
             return;
@@ -83,12 +121,12 @@ impl Writer<'_> {
                 continue;
             }
             match form.parse(&b, ps) {
-                Some(Stored::Extent(e)) => self.alloc.free_later(e.first_page, e.count_pages),
+                Some(Stored::Extent(e)) => self.free_later(e.first_page, e.count_pages),
                 Some(Stored::Packed(p)) => {
                     m.values.changed = true;
                     let runs = Arc::make_mut(&mut m.values.runs);
                     for page in runs.release(&p, ps) {
-                        self.alloc.free_later(page, 1);
+                        self.free_later(page, 1);
                     }
                 }
                 _ => {}
@@ -133,7 +171,7 @@ impl Writer<'_> {
         m.root = Some(Child::Dirty(root_id));
         let mut node = self.take(root_id);
         add_runs(&mut node, &msgs, &mut self.dropped);
-        let r = self.flush_until_fits(m, &mut node);
+        let r = self.flush_until_fits(m, &mut node, true);
         self.put(root_id, node);
         r?;
         self.rebalance_root(m)
@@ -183,7 +221,7 @@ impl Writer<'_> {
         } else {
             let i = root.find(key);
             root.buf_add(i, message, &mut self.dropped);
-            self.flush_until_fits(m, &mut root)
+            self.flush_until_fits(m, &mut root, false)
         };
         self.put(root_id, root);
         r?;
@@ -257,8 +295,10 @@ impl Writer<'_> {
 
     /// Flushes the buffer chosen by [`flush_choice`] while `node` is over
     /// its budget: its node bytes serialized, or [`HEAP_FACTOR`] times them
-    /// in heap (small messages held as maps).
-    fn flush_until_fits(&mut self, m: &mut Meta, node: &mut Node) -> Result<()> {
+    /// in heap (small messages held as maps). With `pairs` (a batch's
+    /// root), the buffer [`pair_choice`] names beside it flushes at the same
+    /// time on a second thread (pair.rs).
+    fn flush_until_fits(&mut self, m: &mut Meta, node: &mut Node, pairs: bool) -> Result<()> {
         assert!(!node.is_leaf());
         let bound = 4 * m.opts.fanout as usize + 8;
         let budget = m.opts.node_bytes as usize;
@@ -269,7 +309,10 @@ impl Writer<'_> {
             let Some(c) = flush_choice(node) else {
                 break;
             };
-            self.flush_child(m, node, c)?;
+            match pair_choice(node, c).filter(|_| pairs && self.alloc.is_some()) {
+                Some(d) => self.flush_pair(m, node, c, d)?,
+                None => self.flush_child(m, node, c)?,
+            }
         }
         Ok(())
     }
@@ -277,7 +320,13 @@ impl Writer<'_> {
     /// [`Writer::move_down`], told to the event listener.
     pub(super) fn flush_child(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
         let height = parent.height;
-        events::tell(self.events, Event::FlushBegin { height });
+        events::tell(
+            self.events,
+            Event::FlushBegin {
+                height,
+                paired: false,
+            },
+        );
         let t0 = std::time::Instant::now();
         self.move_down(m, parent, c)?;
         let elapsed_us = events::elapsed_us(t0);
@@ -340,7 +389,7 @@ impl Writer<'_> {
         single
     }
 
-    fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
+    pub(super) fn push_down(&mut self, m: &mut Meta, child: &mut Node, msgs: Buffer) -> Result<()> {
         if child.is_leaf() {
             let batch: Vec<(&[u8], Change)> = msgs.changes().collect();
             let r = self.leaf_apply(m, child, &batch);
@@ -349,7 +398,7 @@ impl Writer<'_> {
         }
         let all: Vec<Message> = msgs.messages().collect();
         add_runs(child, &all, &mut self.dropped);
-        self.flush_until_fits(m, child)
+        self.flush_until_fits(m, child, false)
     }
 
     /// Merges `batch` (sorted by key) into the leaf's packed basements.
@@ -385,7 +434,7 @@ impl Writer<'_> {
 
     /// Joins child `c` with a neighbour when it fell below a quarter of the
     /// budget and the pair fits one node.
-    fn maybe_merge(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
+    pub(super) fn maybe_merge(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
         let n = parent.children.len();
         if n < 2 {
             return Ok(());
@@ -456,10 +505,19 @@ impl Writer<'_> {
                                                   // dirty copy), and it would keep the partitions the copy changes
                                                   // alive beside theirs: both charged, both held.
         self.cache.remove(ext.first_page);
-        self.alloc.free_later(ext.first_page, ext.count_pages);
+        self.free_later(ext.first_page, ext.count_pages);
         let id = provisional_id();
         self.put(id, node);
         Ok(id)
+    }
+
+    /// Frees an extent the durable checkpoint may reference (reusable
+    /// after the next one), or records it for the joining thread.
+    pub(super) fn free_later(&mut self, first_page: u64, count_pages: u64) {
+        match self.alloc.as_deref_mut() {
+            Some(a) => a.free_later(first_page, count_pages),
+            None => self.frees.push((first_page, count_pages)),
+        }
     }
 
     fn load_full(&self, ext: &Extent) -> Result<Node> {
@@ -475,7 +533,7 @@ impl Writer<'_> {
         })
     }
 
-    fn corrupt_level(&self, height: u32) -> Error {
+    pub(super) fn corrupt_level(&self, height: u32) -> Error {
         let what = format!(
             "B-epsilon tree {:?}: a child of a node at height {height} is not one level below",
             self.tree
@@ -533,13 +591,39 @@ pub const DIRTY_CHILD_WEIGHT: usize = 16;
 /// bytes weighted by [`DIRTY_CHILD_WEIGHT`]; None when every buffer is empty.
 pub fn flush_choice(n: &Node) -> Option<usize> {
     assert!(!n.is_leaf() && n.children.len() == n.part_bytes.len());
-    let w = DIRTY_CHILD_WEIGHT;
-    let score = |i: usize| match n.children[i] {
-        Child::Dirty(_) => n.part_bytes[i] * w,
-        Child::Clean(_) => n.part_bytes[i],
-    };
-    let best = (0..n.part_bytes.len()).max_by_key(|&i| score(i))?;
+    let best = (0..n.part_bytes.len()).max_by_key(|&i| flush_score(n, i))?;
     (n.part_bytes[best] > 0).then_some(best)
+}
+
+/// Buffer `i`'s weight in [`flush_choice`].
+fn flush_score(n: &Node, i: usize) -> usize {
+    match n.children[i] {
+        Child::Dirty(_) => n.part_bytes[i] * DIRTY_CHILD_WEIGHT,
+        Child::Clean(_) => n.part_bytes[i],
+    }
+}
+
+/// Bytes each of two buffers holds at least for them to flush side by side
+/// (pair.rs): a thread costs tens of microseconds, a flush of this many
+/// bytes about a millisecond. Nodes of the crash simulation's sizes never
+/// pair, so its faults, counted per I/O, replay by seed.
+pub const PAIR_MIN_BYTES: usize = 64 << 10;
+
+/// The buffer to flush beside [`flush_choice`]'s `c` on a second thread:
+/// the next by the same weight, when a second core exists and both hold at
+/// least [`PAIR_MIN_BYTES`], the second at least half the first. The node
+/// then falls about two buffers below its budget, so the next batch or so
+/// flushes nothing: the same flushes as one at a time, two at once.
+pub fn pair_choice(n: &Node, c: usize) -> Option<usize> {
+    assert!(!n.is_leaf() && c < n.part_bytes.len());
+    if n.part_bytes[c] < PAIR_MIN_BYTES || super::ordered::placement_threads() < 2 {
+        return None;
+    }
+    let d = (0..n.part_bytes.len())
+        .filter(|&i| i != c)
+        .max_by_key(|&i| flush_score(n, i))?;
+    let big = n.part_bytes[d] >= PAIR_MIN_BYTES && 2 * n.part_bytes[d] >= n.part_bytes[c];
+    big.then_some(d)
 }
 
 /// Whether `n` must split: over the byte budget of its height (leaf or
