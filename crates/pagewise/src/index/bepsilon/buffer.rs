@@ -1,5 +1,6 @@
 //! A packed message buffer: the messages of one child buffer as their
-//! stored bytes in one append-only arena (docs/design.md, message entry:
+//! stored bytes in one append-only arena of a few chunks, never regrown in
+//! place (docs/design.md, message entry:
 //! `type u8 | seq u64 | klen u16 | vlen u32 | key | value`), found through
 //! two sorted runs of u32 offsets: `main`, merged in batches (with the first
 //! 8 bytes of each key beside it, as basements keep them), and `tail`, the
@@ -10,7 +11,7 @@
 //! and their bytes reclaimed when they outweigh half the live. So a message
 //! costs its serialized bytes plus 12 or 4 in heap and no allocation of
 //! its own; a buffer decoded from disk is its raw bytes as they were read, and
-//! one in arena order encodes as a single copy (docs/design.md, "B-epsilon
+//! one in arena order encodes as a copy per chunk (docs/design.md, "B-epsilon
 //! nodes", memory charge).
 
 use super::heap::{self, alloc_bytes};
@@ -108,10 +109,20 @@ const DEAD: u32 = 1 << 31;
 pub const TAIL_MAX: usize = 128;
 /// The least capacity a growing arena takes.
 const ARENA_MIN_BYTES: usize = 512;
+/// Chunks an arena grows by before they are copied into one: an add
+/// copies no byte already held until then, and a lookup past the first
+/// chunk searches at most this many starts.
+const MAX_CHUNKS: usize = 8;
 
 #[derive(Debug, Clone, Default)]
 pub struct Buffer {
+    /// The messages' bytes: `arena`, then each of `chunks`, make one
+    /// virtual arena; chunk `k` starts at offset `starts[k]`, where the one
+    /// before it ended (a chunk is allocated once, for the adds that do not
+    /// fit the last, and its spare capacity is left once the next exists).
     arena: Vec<u8>,
+    chunks: Vec<Vec<u8>>,
+    starts: Vec<u32>,
     /// Offsets sorted by key, equal keys in arrival order.
     main: Vec<u32>,
     /// `key_head` each key of `main`: searches compare these (a dense array)
@@ -165,9 +176,16 @@ impl Buffer {
         self.max_seq
     }
 
-    /// Heap bytes: the arena and the two runs at their capacities.
+    /// Heap bytes: the arena's chunks and the two runs at their capacities.
     pub fn heap_bytes(&self) -> usize {
         alloc_bytes(self.arena.capacity())
+            + self
+                .chunks
+                .iter()
+                .map(|c| alloc_bytes(c.capacity()))
+                .sum::<usize>()
+            + alloc_bytes(24 * self.chunks.capacity())
+            + alloc_bytes(4 * self.starts.capacity())
             + alloc_bytes(4 * self.main.capacity())
             + alloc_bytes(8 * self.heads.capacity())
             + alloc_bytes(4 * self.tail.capacity())
@@ -176,24 +194,44 @@ impl Buffer {
     /// The message at index entry `off` (dead or not). Requires: an entry
     /// of this buffer (its bytes were checked when added or decoded).
     fn at(&self, off: u32) -> Message<'_> {
-        let (o, a) = ((off & !DEAD) as usize, &self.arena[..]);
+        let a = self.bytes_from((off & !DEAD) as usize);
         let (k, v) = (
-            get_u16(a, o + message::KEY_LEN.at) as usize,
-            get_u32(a, o + message::VALUE_LEN.at) as usize,
+            get_u16(a, message::KEY_LEN.at) as usize,
+            get_u32(a, message::VALUE_LEN.at) as usize,
         );
-        let key = o + MSG_FIXED_BYTES;
+        let key = MSG_FIXED_BYTES;
         Message {
-            kind: Kind::from_code(a[o + message::TYPE.at]).expect("a checked message type"),
-            seq: get_u64(a, o + message::SEQ.at),
+            kind: Kind::from_code(a[message::TYPE.at]).expect("a checked message type"),
+            seq: get_u64(a, message::SEQ.at),
             key: &a[key..key + k],
             val: &a[key + k..key + k + v],
         }
     }
 
     fn key_at(&self, off: u32) -> &[u8] {
-        let o = (off & !DEAD) as usize;
-        let k = get_u16(&self.arena, o + message::KEY_LEN.at) as usize;
-        &self.arena[o + MSG_FIXED_BYTES..o + MSG_FIXED_BYTES + k]
+        let a = self.bytes_from((off & !DEAD) as usize);
+        let k = get_u16(a, message::KEY_LEN.at) as usize;
+        &a[MSG_FIXED_BYTES..MSG_FIXED_BYTES + k]
+    }
+
+    /// The arena's bytes from offset `o` to the end of its chunk.
+    #[inline]
+    fn bytes_from(&self, o: usize) -> &[u8] {
+        match self.starts.first() {
+            Some(&first) if o >= first as usize => {
+                let k = self.starts.partition_point(|&s| s as usize <= o) - 1;
+                &self.chunks[k][o - self.starts[k] as usize..]
+            }
+            _ => &self.arena[o..],
+        }
+    }
+
+    /// Bytes in the arena, all chunks.
+    fn arena_len(&self) -> usize {
+        match (self.starts.last(), self.chunks.last()) {
+            (Some(&s), Some(c)) => s as usize + c.len(),
+            _ => self.arena.len(),
+        }
     }
 
     /// The key of the message that starts at arena offset `off` and the
@@ -208,12 +246,12 @@ impl Buffer {
 
     /// The stored bytes of the message at entry `off`.
     fn raw_at(&self, off: u32) -> &[u8] {
-        let o = (off & !DEAD) as usize;
+        let a = self.bytes_from((off & !DEAD) as usize);
         let (k, v) = (
-            get_u16(&self.arena, o + message::KEY_LEN.at),
-            get_u32(&self.arena, o + message::VALUE_LEN.at),
+            get_u16(a, message::KEY_LEN.at),
+            get_u32(a, message::VALUE_LEN.at),
         );
-        &self.arena[o..o + MSG_FIXED_BYTES + k as usize + v as usize]
+        &a[..MSG_FIXED_BYTES + k as usize + v as usize]
     }
 
     /// The positions in `run` of the entries of `key`: one binary search,
@@ -228,6 +266,16 @@ impl Buffer {
     fn run_end(&self, run: &[u32], lo: usize, key: &[u8]) -> usize {
         let same = run[lo..].iter().take_while(|&&o| self.key_at(o) == key);
         lo + same.count()
+    }
+
+    /// [`Buffer::run_end`] in `main`, where `lo` is [`Buffer::main_bound`]'s
+    /// (not upper): a head other than the key's ends the run without
+    /// reading the arena (a key not buffered yet, the common case).
+    fn main_run_end(&self, lo: usize, key: &[u8]) -> usize {
+        match self.heads.get(lo) {
+            Some(&h) if h == key_head(key) => self.run_end(&self.main, lo, key),
+            _ => lo,
+        }
     }
 
     /// The first position of `main` from `from` whose key is above `key`
@@ -255,7 +303,7 @@ impl Buffer {
         let in_tail = self.key_span(&self.tail, m.key);
         if m.kind.is_base() {
             let lo = self.main_bound(0, m.key, false);
-            let in_main = lo..self.run_end(&self.main, lo, m.key);
+            let in_main = lo..self.main_run_end(lo, m.key);
             self.kill(false, in_main);
             self.kill(true, in_tail.clone());
         }
@@ -290,7 +338,7 @@ impl Buffer {
         for m in batch {
             assert!(m.key.len() <= u16::MAX as usize && m.val.len() <= u32::MAX as usize);
             let lo = self.main_bound(from, m.key, false);
-            let hi = self.run_end(&self.main, lo, m.key);
+            let hi = self.main_run_end(lo, m.key);
             places.push(hi);
             if m.kind.is_base() {
                 self.kill(false, lo..hi);
@@ -357,38 +405,54 @@ impl Buffer {
         }
     }
 
-    /// Makes room for `n` more arena bytes: to the size class of what it
-    /// must hold ([`heap::size_class`]), so the arena it frees fits another
-    /// buffer's next growth, and a growing arena (each class at least an
-    /// eighth above the one below) is copied a bounded number of times.
+    /// Makes room for `n` more arena bytes in its last chunk: a new chunk
+    /// of an eighth of the arena at least (or `n`, to its size class,
+    /// [`heap::size_class`], so a freed chunk fits another buffer's), or,
+    /// once there are [`MAX_CHUNKS`], one arena of them all. So an add
+    /// copies nothing the arena holds, each byte is copied about once per
+    /// doubling, and the spare capacity stays about what size classes leave.
     fn grow_for(&mut self, n: usize) {
-        let (len, cap) = (self.arena.len(), self.arena.capacity());
-        if len + n > cap {
-            let want = heap::size_class((len + n).max(ARENA_MIN_BYTES));
-            self.arena.reserve_exact(want - len);
+        let last = self.chunks.last().unwrap_or(&self.arena);
+        if last.len() + n <= last.capacity() {
+            return;
         }
-        assert!(self.arena.capacity() >= len + n);
+        let len = self.arena_len();
+        if self.arena.is_empty() {
+            self.arena = Vec::with_capacity(heap::size_class(n.max(ARENA_MIN_BYTES)));
+        } else if self.chunks.len() < MAX_CHUNKS {
+            let cap = heap::size_class(n.max(ARENA_MIN_BYTES).max(len / MAX_CHUNKS));
+            self.starts.push(len as u32);
+            self.chunks.push(Vec::with_capacity(cap));
+        } else {
+            let mut arena = Vec::with_capacity(heap::size_class(len + n));
+            arena.extend_from_slice(&self.arena);
+            for c in self.chunks.drain(..) {
+                arena.extend_from_slice(&c);
+            }
+            (self.arena, self.starts) = (arena, Vec::new());
+        }
+        let last = self.chunks.last().unwrap_or(&self.arena);
+        assert!(last.capacity() >= last.len() + n && self.arena_len() == len);
     }
 
     /// Writes `m` at the end of the arena; returns its offset.
     fn append(&mut self, m: &Message) -> u32 {
         let n = m.bytes();
-        let at = self.arena.len();
+        let at = self.arena_len();
         assert!(at + n < DEAD as usize, "a buffer over 2 GiB");
         self.grow_for(n);
         if at > 0 && m.key < self.key_at(self.last) {
             self.scattered = true;
         }
-        self.arena.push(m.kind as u8);
-        self.arena.extend_from_slice(&m.seq.to_le_bytes());
-        self.arena
-            .extend_from_slice(&(m.key.len() as u16).to_le_bytes());
-        self.arena
-            .extend_from_slice(&(m.val.len() as u32).to_le_bytes());
-        self.arena.extend_from_slice(m.key);
-        self.arena.extend_from_slice(m.val);
+        let chunk = self.chunks.last_mut().unwrap_or(&mut self.arena);
+        chunk.push(m.kind as u8);
+        chunk.extend_from_slice(&m.seq.to_le_bytes());
+        chunk.extend_from_slice(&(m.key.len() as u16).to_le_bytes());
+        chunk.extend_from_slice(&(m.val.len() as u32).to_le_bytes());
+        chunk.extend_from_slice(m.key);
+        chunk.extend_from_slice(m.val);
         self.last = at as u32;
-        debug_assert_eq!(self.arena.len(), at + n);
+        debug_assert_eq!(self.arena_len(), at + n);
         at as u32
     }
 
@@ -450,18 +514,15 @@ impl Buffer {
     fn compact(&mut self) {
         assert!(self.tail.is_empty() && self.main.len() == self.count);
         let mut arena = Vec::with_capacity(self.live_bytes);
-        for off in self.main.iter_mut() {
-            let o = (*off & !DEAD) as usize;
-            let (k, v) = (
-                get_u16(&self.arena, o + message::KEY_LEN.at),
-                get_u32(&self.arena, o + message::VALUE_LEN.at),
-            );
-            let end = o + MSG_FIXED_BYTES + k as usize + v as usize;
+        let mut main = std::mem::take(&mut self.main);
+        for off in main.iter_mut() {
+            let raw = self.raw_at(*off);
             *off = arena.len() as u32;
-            arena.extend_from_slice(&self.arena[o..end]);
+            arena.extend_from_slice(raw);
         }
+        self.main = main;
         self.last = self.main.last().copied().unwrap_or(0);
-        self.arena = arena;
+        (self.arena, self.chunks, self.starts) = (arena, Vec::new(), Vec::new());
         (self.dead_bytes, self.scattered) = (0, false);
         assert_eq!(self.arena.len(), self.live_bytes);
     }
@@ -516,7 +577,7 @@ impl Buffer {
         // The key's entries in `main` (older) and then in the tail (newer
         // than all of main's), each run found by one search.
         let lo = self.main_bound(0, key, false);
-        let main = &self.main[lo..self.run_end(&self.main, lo, key)];
+        let main = &self.main[lo..self.main_run_end(lo, key)];
         let tail = &self.tail[self.key_span(&self.tail, key)];
         let mut found: Option<Pending> = None;
         for &off in main.iter().chain(tail) {
@@ -557,6 +618,7 @@ impl Buffer {
         let start = out.len();
         if !self.scattered && self.dead_bytes == 0 {
             out.extend_from_slice(&self.arena);
+            self.chunks.iter().for_each(|c| out.extend_from_slice(c));
         } else {
             let mut live = self.messages();
             for _ in 0..self.main.len() + self.tail.len() {
@@ -608,6 +670,8 @@ impl Buffer {
         Ok(Buffer {
             live_bytes: raw.len(),
             arena: raw,
+            chunks: Vec::new(),
+            starts: Vec::new(),
             main,
             heads,
             tail: Vec::new(),
@@ -824,9 +888,24 @@ impl Buffer {
         );
         assert!(dead <= self.dead_bytes, "dropped entries keep their bytes");
         assert_eq!(
-            self.arena.len(),
+            self.arena_len(),
             self.live_bytes + self.dead_bytes,
             "the arena is the live and the dead"
+        );
+        assert!(self.chunks.len() == self.starts.len() && self.chunks.len() <= MAX_CHUNKS);
+        let ends = std::iter::once(self.arena.len()).chain(self.chunks.iter().map(Vec::len));
+        let starts: Vec<usize> = ends
+            .scan(0, |at, n| {
+                *at += n;
+                Some(*at)
+            })
+            .collect();
+        assert!(
+            self.starts
+                .iter()
+                .zip(&starts)
+                .all(|(&s, &e)| s as usize == e),
+            "a chunk starts where the one before it ends"
         );
     }
 }
@@ -1024,6 +1103,55 @@ mod tests {
             assert_eq!(bulk.max_seq(), single.max_seq());
         }
         assert!(bulk.count() > 300, "{}", bulk.count());
+    }
+
+    /// Batches the arena's last chunk cannot take go to new chunks: the
+    /// bytes already held stay where they are (no copy) until
+    /// [`MAX_CHUNKS`] chunks are copied into one arena; every message reads
+    /// back across the chunk boundaries, the counts hold, and the stored
+    /// form is what single adds give.
+    #[test]
+    fn batches_add_chunks_without_moving_the_arena() {
+        let (mut bulk, mut single) = (Buffer::new(), Buffer::new());
+        let val = [7u8; 90];
+        let mut first: Option<*const u8> = None;
+        let mut moved_at = None;
+        for round in 0..3 * MAX_CHUNKS as u64 {
+            let keys: Vec<Vec<u8>> = (0..50).map(|i| key(round * 7 + i * 1000)).collect();
+            let msgs: Vec<Message> = keys
+                .iter()
+                .enumerate()
+                .map(|(i, k)| Message {
+                    kind: Kind::Put,
+                    seq: round * 100 + i as u64 + 1,
+                    key: k,
+                    val: &val,
+                })
+                .collect();
+            bulk.add_sorted(&msgs);
+            msgs.iter().for_each(|m| single.add(*m));
+            bulk.assert_counts();
+            let p = bulk.arena.as_ptr();
+            match first {
+                None => first = Some(p),
+                Some(f) if f != p && moved_at.is_none() => moved_at = Some(round),
+                _ => {}
+            }
+            assert!(bulk.chunks.len() <= MAX_CHUNKS);
+        }
+        // The first batch fills the arena; each later one opens a chunk
+        // until MAX_CHUNKS exist, and the next one copies them all.
+        assert_eq!(moved_at, Some(MAX_CHUNKS as u64 + 1));
+        for m in single.messages() {
+            assert_eq!(
+                bulk.get(m.key).map(|p| p.base),
+                single.get(m.key).map(|p| p.base)
+            );
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        bulk.encode_into(&mut a);
+        single.encode_into(&mut b);
+        assert_eq!(a, b);
     }
 
     /// A buffer's charge is what the allocator holds for it, and close to
