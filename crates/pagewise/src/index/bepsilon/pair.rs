@@ -53,12 +53,13 @@ impl Writer<'_> {
                 },
             );
         }
-        let r = self.flush_pair_down(m, parent, (c, idc), (d, idd));
+        // A failed flush tells no end, as `flush_child`'s (the Db is poisoned).
+        self.flush_pair_down(m, parent, (c, idc), (d, idd))?;
         let elapsed_us = events::elapsed_us(t0);
         for _ in 0..2 {
             events::tell(self.events, Event::FlushEnd { height, elapsed_us });
         }
-        r
+        Ok(())
     }
 
     /// [`Writer::flush_pair`] once both children are dirty.
