@@ -12,7 +12,7 @@
 use super::node::{Buffer, Node};
 use super::write::{Nodes, Writer};
 use super::{Child, Meta};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::{self, Event};
 use crate::store::cache::PidMap;
 use crate::store::image::Image;
@@ -31,12 +31,8 @@ impl Writer<'_> {
         d: usize,
     ) -> Result<()> {
         assert!(c != d && !parent.is_leaf() && self.alloc.is_some());
-        let ops = |i: usize| matches!(parent.parts[i].as_deref(), Some(super::node::Part::Buf(b)) if b.has_ops());
-        if self.merge.is_none() && (ops(c) || ops(d)) {
-            return Err(Error::NoMergeOperator {
-                tree: self.tree.to_string(),
-            });
-        }
+        self.check_operator(parent, c)?;
+        self.check_operator(parent, d)?;
         let mut ids = [0u64; 2];
         for (slot, i) in ids.iter_mut().zip([c, d]) {
             *slot = self.make_dirty(parent.children[i])?;

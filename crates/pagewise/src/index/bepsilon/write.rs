@@ -337,12 +337,7 @@ impl Writer<'_> {
     /// Moves every message of buffer `c` into child `c` (one batch), then
     /// splits the child or merges it with a sibling as its size requires.
     fn move_down(&mut self, m: &mut Meta, parent: &mut Node, c: usize) -> Result<()> {
-        let has_ops = matches!(parent.parts[c].as_deref(), Some(Part::Buf(b)) if b.has_ops());
-        if has_ops && self.merge.is_none() {
-            return Err(Error::NoMergeOperator {
-                tree: self.tree.to_string(),
-            });
-        }
+        self.check_operator(parent, c)?;
         let id = self.make_dirty(parent.children[c])?;
         parent.children[c] = Child::Dirty(id);
         let msgs = parent.take_buf(c);
@@ -358,6 +353,18 @@ impl Writer<'_> {
         }
         if self.put_split(m, parent, c, id, child) {
             self.maybe_merge(m, parent, c)?;
+        }
+        Ok(())
+    }
+
+    /// Err(NoMergeOperator) when buffer `c` of `parent` holds an upsert
+    /// and the Db has no merge operator to flush it with.
+    pub(super) fn check_operator(&self, parent: &Node, c: usize) -> Result<()> {
+        let has_ops = matches!(parent.parts[c].as_deref(), Some(Part::Buf(b)) if b.has_ops());
+        if has_ops && self.merge.is_none() {
+            return Err(Error::NoMergeOperator {
+                tree: self.tree.to_string(),
+            });
         }
         Ok(())
     }
