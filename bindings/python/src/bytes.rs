@@ -28,6 +28,16 @@ impl AsRef<[u8]> for Bytes<'_> {
     }
 }
 
+/// A write keeps copied bytes without copying them again.
+impl pagewise::IntoBytes for Bytes<'_> {
+    fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Bytes::Borrowed(b) => b.to_vec(),
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
 /// `obj` as bytes; `what` names it in the TypeError ("key", "value").
 pub fn extract<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Bytes<'a>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {

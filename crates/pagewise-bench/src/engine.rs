@@ -265,7 +265,7 @@ pub fn increment_by_rmw<E: Engine + ?Sized>(
         });
     }
     assert!(ops.len() <= keys.len());
-    engine.write_batch(&ops)
+    engine.write_batch(ops)
 }
 
 /// Visitor for scans: return false to stop early.
@@ -307,7 +307,8 @@ pub trait Engine: Send + Sync {
     /// Engine and library version, for results.
     fn version(&self) -> String;
     /// Applies all ops atomically (durable at return under `SyncPolicy::EveryBatch`).
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()>;
+    /// The ops are the engine's: one whose API takes owned bytes moves them.
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()>;
     fn get(&self, table: usize, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Looks up several keys of one table; engines with a native multi-get override it.
     fn multi_get(&self, table: usize, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {

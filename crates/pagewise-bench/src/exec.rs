@@ -266,7 +266,7 @@ impl Ctx<'_> {
                         })
                         .collect();
                     rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
-                    self.engine.write_batch(&ops)?;
+                    self.engine.write_batch(ops)?;
                     n
                 }
                 Kind::Overwrite => {
@@ -280,7 +280,7 @@ impl Ctx<'_> {
                         })
                         .collect();
                     rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
-                    self.engine.write_batch(&ops)?;
+                    self.engine.write_batch(ops)?;
                     n
                 }
                 Kind::IncRandom => {
@@ -389,7 +389,7 @@ impl Ctx<'_> {
                         );
                     }
                     rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
-                    self.engine.write_batch(&ops)?;
+                    self.engine.write_batch(ops)?;
                     n
                 }
             };
@@ -410,8 +410,8 @@ impl Ctx<'_> {
                 })
                 .collect();
             rec.user_bytes += ops.iter().map(WriteOp::user_bytes).sum::<u64>();
-            self.engine.write_batch(&ops)?;
             rec.side_writes += ops.len() as u64;
+            self.engine.write_batch(ops)?;
         }
         Ok(())
     }
@@ -494,14 +494,14 @@ impl Ctx<'_> {
                 let op =
                     self.key_and_value(picker.pick(rng, self.main_keys()), rng.gen::<u64>() | 1);
                 rec.user_bytes += op.user_bytes();
-                self.engine.write_batch(&[op])?;
+                self.engine.write_batch(vec![op])?;
             }
             YcsbOp::Insert => {
                 let k = self.next_insert.fetch_add(1, Relaxed);
                 let op = self.key_and_value(k, 0);
                 rec.user_bytes += op.user_bytes();
                 self.state.main_bytes.fetch_add(op.user_bytes(), Relaxed);
-                self.engine.write_batch(&[op])?;
+                self.engine.write_batch(vec![op])?;
                 // Readers pick below main_keys; with several threads a key
                 // allocated by a slower insert can briefly be a miss (counted).
                 self.state.main_keys.fetch_max(k + 1, Relaxed);
@@ -518,7 +518,7 @@ impl Ctx<'_> {
                 self.count_found(rec, old.is_some());
                 let op = self.key_and_value(n, rng.gen::<u64>() | 1);
                 rec.user_bytes += op.user_bytes();
-                self.engine.write_batch(&[op])?;
+                self.engine.write_batch(vec![op])?;
             }
         }
         Ok(())
@@ -623,7 +623,7 @@ mod tests {
         fn version(&self) -> String {
             String::new()
         }
-        fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+        fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
             self.batches.fetch_add(1, Relaxed);
             self.writes.fetch_add(ops.len() as u64, Relaxed);
             self.db().write_batch(ops)
@@ -721,7 +721,7 @@ mod tests {
             fn version(&self) -> String {
                 String::new()
             }
-            fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+            fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
                 if let WriteOp::Put { key, .. } = &ops[0] {
                     self.1.lock().unwrap().push(decode_key(key).unwrap());
                 }

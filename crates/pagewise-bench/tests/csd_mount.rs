@@ -282,7 +282,7 @@ fn engine_round_trip(engine: &str, settings: pagewise_bench::Settings) -> csd::C
                 }
             })
             .collect();
-        e.write_batch(&ops).unwrap();
+        e.write_batch(ops).unwrap();
     }
     e.sync().unwrap();
     e.close().unwrap();

@@ -1,5 +1,6 @@
 //! A batch of writes on several trees, applied atomically: one log record.
 
+use crate::bytes::IntoBytes;
 use crate::log::Op;
 use std::sync::Arc;
 
@@ -36,41 +37,33 @@ impl Batch {
     }
 
     /// Sets `key` to `value` in `tree` (a name or a [`crate::Tree`]).
-    pub fn insert(
-        &mut self,
-        tree: impl AsRef<str>,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) {
+    /// Owned bytes (`Vec<u8>`, `String`...) move into the batch; borrowed
+    /// ones are copied ([`crate::IntoBytes`]).
+    pub fn insert(&mut self, tree: impl AsRef<str>, key: impl IntoBytes, value: impl IntoBytes) {
         let tree = self.name(tree.as_ref());
         self.ops.push(Op::Put {
             tree,
-            key: key.as_ref().to_vec(),
-            value: value.as_ref().to_vec(),
+            key: key.into_bytes(),
+            value: value.into_bytes(),
         });
     }
 
     /// Merges `operand` into `key` of B-epsilon tree `tree` (see `Tree::upsert`).
-    pub fn upsert(
-        &mut self,
-        tree: impl AsRef<str>,
-        key: impl AsRef<[u8]>,
-        operand: impl AsRef<[u8]>,
-    ) {
+    pub fn upsert(&mut self, tree: impl AsRef<str>, key: impl IntoBytes, operand: impl IntoBytes) {
         let tree = self.name(tree.as_ref());
         self.ops.push(Op::Upsert {
             tree,
-            key: key.as_ref().to_vec(),
-            operand: operand.as_ref().to_vec(),
+            key: key.into_bytes(),
+            operand: operand.into_bytes(),
         });
     }
 
     /// Removes `key` from `tree` (no effect if absent).
-    pub fn remove(&mut self, tree: impl AsRef<str>, key: impl AsRef<[u8]>) {
+    pub fn remove(&mut self, tree: impl AsRef<str>, key: impl IntoBytes) {
         let tree = self.name(tree.as_ref());
         self.ops.push(Op::Remove {
             tree,
-            key: key.as_ref().to_vec(),
+            key: key.into_bytes(),
         });
     }
 

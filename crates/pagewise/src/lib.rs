@@ -22,6 +22,7 @@
 
 mod backup;
 mod batch;
+mod bytes;
 mod check;
 mod db;
 mod error;
@@ -42,6 +43,7 @@ mod tuned;
 
 pub use backup::BackupReport;
 pub use batch::Batch;
+pub use bytes::IntoBytes;
 pub use check::CheckReport;
 #[doc(hidden)]
 pub use check::{FileMap, Region};

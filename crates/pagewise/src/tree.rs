@@ -1,6 +1,7 @@
 //! Named trees: the public handle. Every call checks that the Db is open,
 //! then goes to the index layer (reads) or to group commit (writes).
 
+use crate::bytes::IntoBytes;
 use crate::db::{check_tree_name, Db, Inner};
 use crate::error::{Error, Result};
 pub(crate) use crate::index::in_range;
@@ -115,31 +116,32 @@ impl Tree {
         }
     }
 
-    /// Sets `key` to `value` (one-operation batch).
-    pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+    /// Sets `key` to `value` (one-operation batch; owned bytes move in,
+    /// borrowed ones are copied: [`crate::IntoBytes`]).
+    pub fn insert(&self, key: impl IntoBytes, value: impl IntoBytes) -> Result<()> {
         self.inner.commit(vec![Op::Put {
             tree: self.name.clone(),
-            key: key.as_ref().to_vec(),
-            value: value.as_ref().to_vec(),
+            key: key.into_bytes(),
+            value: value.into_bytes(),
         }])
     }
 
     /// Merges `operand` into the value of `key` with the Db's merge operator
     /// (`Options::merge_operator`), without reading it: B-epsilon trees only
     /// (docs/design.md, "B-epsilon nodes", merge operator).
-    pub fn upsert(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+    pub fn upsert(&self, key: impl IntoBytes, operand: impl IntoBytes) -> Result<()> {
         self.inner.commit(vec![Op::Upsert {
             tree: self.name.clone(),
-            key: key.as_ref().to_vec(),
-            operand: operand.as_ref().to_vec(),
+            key: key.into_bytes(),
+            operand: operand.into_bytes(),
         }])
     }
 
     /// Removes `key` if present.
-    pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
+    pub fn remove(&self, key: impl IntoBytes) -> Result<()> {
         self.inner.commit(vec![Op::Remove {
             tree: self.name.clone(),
-            key: key.as_ref().to_vec(),
+            key: key.into_bytes(),
         }])
     }
 

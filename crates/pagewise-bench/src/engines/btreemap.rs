@@ -83,16 +83,16 @@ impl Engine for BTreeEngine {
         "std BTreeMap".into()
     }
 
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
         let mut guard = self.tables.write();
         let t = Arc::make_mut(&mut guard);
         for op in ops {
             match op {
                 WriteOp::Put { table, key, value } => {
-                    t[*table].insert(key.clone(), value.clone());
+                    t[table].insert(key, value);
                 }
                 WriteOp::Delete { table, key } => {
-                    t[*table].remove(key);
+                    t[table].remove(&key);
                 }
             }
         }

@@ -62,9 +62,9 @@ impl Engine for LmdbEngine {
         "heed 0.20.5 (lmdb-master-sys 0.2.6)".into()
     }
 
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
         let mut txn = self.env().write_txn().map_err(err)?;
-        for op in ops {
+        for op in &ops {
             match op {
                 WriteOp::Put { table, key, value } => {
                     self.dbs[*table].put(&mut txn, key, value).map_err(err)?

@@ -190,12 +190,13 @@ impl Engine for PagewiseEngine {
         )
     }
 
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
+        // The ops' bytes move into the batch (`pagewise::IntoBytes`).
         let mut b = Batch::new();
         for op in ops {
             match op {
-                WriteOp::Put { table, key, value } => b.insert(&self.names[*table], key, value),
-                WriteOp::Delete { table, key } => b.remove(&self.names[*table], key),
+                WriteOp::Put { table, key, value } => b.insert(&self.names[table], key, value),
+                WriteOp::Delete { table, key } => b.remove(&self.names[table], key),
             }
         }
         self.db.apply(b).map_err(err)

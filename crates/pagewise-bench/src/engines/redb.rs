@@ -96,12 +96,12 @@ impl Engine for RedbEngine {
         format!("redb 2.6.4 (sync off: every {DURABLE_EVERY}th commit durable so pages are freed)")
     }
 
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
         let txn = self.begin_write()?;
         {
             let mut open: Vec<Option<redb::Table<&[u8], &[u8]>>> =
                 (0..self.tables.len()).map(|_| None).collect();
-            for op in ops {
+            for op in &ops {
                 let t = match op {
                     WriteOp::Put { table, .. } | WriteOp::Delete { table, .. } => *table,
                 };

@@ -216,17 +216,17 @@ impl Engine for RocksEngine {
         }
     }
 
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
         let wo = self.write_options();
         match &self.db {
             Handle::Plain(db) => {
                 let mut b = WriteBatch::default();
-                self.fill(&mut b, ops)?;
+                self.fill(&mut b, &ops)?;
                 db.write_opt(b, &wo).map_err(err)
             }
             Handle::Optimistic(db) => {
                 let mut b = WriteBatchWithTransaction::<true>::default();
-                self.fill(&mut b, ops)?;
+                self.fill(&mut b, &ops)?;
                 db.write_opt(b, &wo).map_err(err)
             }
         }

@@ -135,10 +135,10 @@ impl Engine for SqliteEngine {
         )
     }
 
-    fn write_batch(&self, ops: &[WriteOp]) -> Result<()> {
+    fn write_batch(&self, ops: Vec<WriteOp>) -> Result<()> {
         let mut c = self.writer.lock();
         let txn = c.transaction().map_err(err)?;
-        for op in ops {
+        for op in &ops {
             match op {
                 WriteOp::Put { table, key, value } => {
                     let sql = format!(

@@ -107,7 +107,7 @@ fn exercise(name: &str, sync: SyncPolicy, seed: u64) {
             }
         }
         engine
-            .write_batch(&ops)
+            .write_batch(ops)
             .unwrap_or_else(|e| panic!("{name}: write_batch: {e}"));
     }
     check(engine.as_ref(), &model, &mut rng, name);
@@ -163,7 +163,7 @@ fn every_adapter_increments_counters_like_the_model() {
                 }
             })
             .collect();
-        engine.write_batch(&fill).unwrap();
+        engine.write_batch(fill).unwrap();
         for _ in 0..40 {
             // Keys 0..300: a third absent at first; repeats within a batch.
             let keys: Vec<Vec<u8>> = (0..rng.gen_range(1..50))
@@ -250,7 +250,7 @@ fn an_lmdb_engine_dropped_without_close_releases_its_files() {
         key: encode_key(1, 16),
         value: vec![7; 100],
     };
-    e.write_batch(&[op]).unwrap();
+    e.write_batch(vec![op]).unwrap();
     assert!(
         !open_files_under(dir.path()).is_empty(),
         "open while in use"
@@ -282,7 +282,7 @@ fn put_hundred(engine: &dyn crate::Engine, round: u8) -> BTreeMap<Vec<u8>, Vec<u
             value: v.clone(),
         })
         .collect();
-    engine.write_batch(&ops).unwrap();
+    engine.write_batch(ops).unwrap();
     model
 }
 
@@ -303,7 +303,7 @@ fn every_adapter_reads_a_view_as_of_when_it_was_taken() {
         let gone = encode_key(7, 16);
         let new = encode_key(500, 16);
         engine
-            .write_batch(&[
+            .write_batch(vec![
                 WriteOp::Delete {
                     table: 1,
                     key: gone.clone(),
