@@ -8,6 +8,7 @@ pub mod alloc;
 pub mod cache;
 pub mod catalog;
 pub mod claims;
+pub mod cores;
 pub mod crc;
 pub mod dirty;
 pub mod extent;

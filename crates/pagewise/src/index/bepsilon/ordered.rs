@@ -8,14 +8,6 @@
 use crate::error::Result;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-/// Threads placement uses: the cores there are, at most 4. Asked once per
-/// process: the standard library reads the cgroup's CPU quota each time
-/// (3% of a fill's committing thread when asked per flush).
-pub fn placement_threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
-}
-
 struct State<R> {
     /// Next item index to claim; claims go in index order.
     next: usize,

@@ -141,7 +141,7 @@ impl Index {
         let threads = if level_bytes < PARALLEL_MIN_BYTES {
             1
         } else {
-            ordered::placement_threads()
+            crate::store::cores::available()
         };
         let encode = |r: &Ready| {
             let segment_bytes = super::segment::target_bytes(r.opts.basement_bytes, pager.ps);

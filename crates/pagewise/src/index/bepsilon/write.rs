@@ -623,7 +623,7 @@ pub const PAIR_MIN_BYTES: usize = 64 << 10;
 /// flushes nothing: the same flushes as one at a time, two at once.
 pub fn pair_choice(n: &Node, c: usize) -> Option<usize> {
     assert!(!n.is_leaf() && c < n.part_bytes.len());
-    if n.part_bytes[c] < PAIR_MIN_BYTES || super::ordered::placement_threads() < 2 {
+    if n.part_bytes[c] < PAIR_MIN_BYTES || crate::store::cores::available() < 2 {
         return None;
     }
     let d = (0..n.part_bytes.len())
