@@ -72,13 +72,14 @@ fn kill_run_verifies_every_kill() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
+    use pagewise::structure as st;
     for want in [
-        "B+tree overflow",
-        "B+tree leaf delta block",
-        "B-epsilon internal node: buffer segment",
-        "B-epsilon value run page",
+        st::BTREE_OVERFLOW.to_string(),
+        st::btree_delta_block(st::BTREE_LEAF),
+        st::bepsilon_part(st::BEPSILON_INTERNAL, st::BUFFER_SEGMENT),
+        st::BEPSILON_VALUE_RUN_PAGE.to_string(),
     ] {
-        assert!(held.contains(&want), "no {want} in {held:?}");
+        assert!(held.contains(&want.as_str()), "no {want} in {held:?}");
     }
 }
 

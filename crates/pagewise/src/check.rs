@@ -8,6 +8,7 @@ use crate::error::Result;
 pub use crate::store::claims::Region;
 use crate::store::claims::{Claims, Owner};
 use crate::store::page::Kind;
+use crate::structure;
 
 /// What `check` found. `problems` is empty when the database is sound.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -74,7 +75,7 @@ impl Db {
         };
         let mut free_form = None;
         claims.claim(0, 2, Owner::Used, "superblock");
-        claims.map_pages(0, 2, "superblock");
+        claims.map_pages(0, 2, structure::SUPERBLOCK);
         if let Some(c) = snap.catalog {
             claims.claim(c.first_page, c.count_pages, Owner::Used, "catalog");
             if map {
@@ -83,13 +84,13 @@ impl Db {
                     .map_err(|e| inner.ix.store.pager.corrupt(c.first_page, e))?
                     .1;
                 free_form = Some(form);
-                let what = format!("catalog ({form} free list)");
+                let what = structure::catalog(form);
                 claims.map_pages(c.first_page, c.count_pages, &what);
             }
         }
         for &(s, n) in &snap.free {
             claims.claim(s, n, Owner::Free, "free extent");
-            claims.map_pages(s, n, "free page");
+            claims.map_pages(s, n, structure::FREE_PAGE);
             rep.free_pages += n;
         }
         for (name, desc) in &snap.trees {

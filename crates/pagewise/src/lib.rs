@@ -37,6 +37,8 @@ mod options;
 mod snapshot;
 mod stats;
 mod store;
+#[doc(hidden)]
+pub mod structure;
 mod transaction;
 mod tree;
 mod tuned;

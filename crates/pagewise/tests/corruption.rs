@@ -152,29 +152,39 @@ impl Shape {
     /// sweep's coverage). A buffer is cut into segments of at least a page
     /// once it holds two pages: at 4 KiB pages the template's buffers stay
     /// under that, and the 512-byte template covers buffer segments.
-    fn required(self, ps: usize) -> Vec<&'static str> {
+    fn required(self, ps: usize) -> Vec<String> {
+        use pagewise::structure::{self as st, bepsilon_part};
+        let (leaf, internal) = (st::BEPSILON_LEAF, st::BEPSILON_INTERNAL);
         let buffer_segments = [
-            "B-epsilon internal node: segment list",
-            "B-epsilon internal node: buffer segment",
+            bepsilon_part(internal, st::SEGMENT_LIST),
+            bepsilon_part(internal, st::BUFFER_SEGMENT),
         ];
-        let all: &[&str] = match self {
-            Shape::BTree => &["B+tree leaf", "B+tree overflow"],
-            Shape::BEpsilon => &[
-                "B-epsilon internal node: header",
-                "B-epsilon internal node: directory",
-                "B-epsilon internal node: pivots",
-                "B-epsilon internal node: filters",
-                "B-epsilon internal node: segment list",
-                "B-epsilon internal node: buffer",
-                "B-epsilon internal node: buffer segment",
-                "B-epsilon leaf: basement",
-                "B-epsilon leaf: basement segment",
+        let all: Vec<String> = match self {
+            Shape::BTree => vec![
+                st::btree_page(st::BTREE_LEAF),
+                st::BTREE_OVERFLOW.to_string(),
             ],
-            Shape::Delta => &["B+tree leaf delta block", "B+tree leaf delta base"],
-            Shape::First => &["B+tree leaf", "free page"],
+            Shape::BEpsilon => [
+                st::HEADER,
+                st::DIRECTORY,
+                st::PIVOTS,
+                st::FILTERS,
+                st::SEGMENT_LIST,
+                st::BUFFER,
+                st::BUFFER_SEGMENT,
+            ]
+            .iter()
+            .map(|part| bepsilon_part(internal, part))
+            .chain([st::BASEMENT, st::BASEMENT_SEGMENT].map(|part| bepsilon_part(leaf, part)))
+            .collect(),
+            Shape::Delta => vec![
+                st::btree_delta_block(st::BTREE_LEAF),
+                st::btree_delta_base(st::BTREE_LEAF),
+            ],
+            Shape::First => vec![st::btree_page(st::BTREE_LEAF), st::FREE_PAGE.to_string()],
         };
-        let kept = |s: &&&str| ps <= 512 || !buffer_segments.contains(*s);
-        all.iter().filter(kept).copied().collect()
+        let kept = |s: &String| ps <= 512 || !buffer_segments.contains(s);
+        all.into_iter().filter(kept).collect()
     }
 }
 
@@ -464,7 +474,10 @@ fn map_data(dir: &Path, data: &[u8], shape: Shape) -> ByteMap {
     let db = Db::open(&path, opts(ps, shape).read_only(true)).unwrap();
     let fm = db.file_map().unwrap();
     assert!(fm.report.is_ok(), "template: {:?}", fm.report.problems);
-    let free = fm.regions.iter().filter(|r| r.structure == "free page");
+    let free = fm
+        .regions
+        .iter()
+        .filter(|r| r.structure == pagewise::structure::FREE_PAGE);
     println!(
         "template {}: {} pages, {} free in {} extents, catalog free list as {:?}",
         shape.name(),
@@ -489,7 +502,7 @@ fn map_data(dir: &Path, data: &[u8], shape: Shape) -> ByteMap {
     println!("template {}: bytes by structure {bytes:?}", shape.name());
     for s in shape.required(ps) {
         assert!(
-            bytes.contains_key(s),
+            bytes.contains_key(s.as_str()),
             "the {} template holds no {s}",
             shape.name()
         );
@@ -505,7 +518,7 @@ fn map_data(dir: &Path, data: &[u8], shape: Shape) -> ByteMap {
 fn map_wal(wal: &[u8]) -> ByteMap {
     const HEADER_BYTES: usize = 40;
     let field = |at: usize, n: usize| wal.get(at..at + n).map(|b| b.to_vec());
-    let mut m = ByteMap::new(wal.len(), "log past the last record");
+    let mut m = ByteMap::new(wal.len(), LOG_TAIL);
     let (mut at, epoch) = (0, field(8, 8));
     while at + HEADER_BYTES <= wal.len()
         && field(at, 4).as_deref() == Some(b"PWL2")
@@ -763,8 +776,11 @@ fn cases(t: &Template, cover: Coverage, n: u64, seed: u64) -> Vec<Case> {
     out
 }
 
+/// What this test calls the log's bytes after its last record.
+const LOG_TAIL: &str = "log past the last record";
+
 /// Structures nothing reads.
-const UNUSED: [&str; 2] = ["free page", "log past the last record"];
+const UNUSED: [&str; 2] = [pagewise::structure::FREE_PAGE, LOG_TAIL];
 
 /// A random offset of the file `map` describes; 49 in 50 that land on
 /// bytes nothing reads (free pages, the log past its records) are drawn

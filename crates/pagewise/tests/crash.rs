@@ -474,9 +474,12 @@ fn crash_case(seed: u64, durability: Durability, tally: &mut Tally) -> Result<()
         if !fm.report.is_ok() {
             return Err(format!("{where_}: check: {:?}", fm.report.problems));
         }
-        let holds = |s: &str| fm.regions.iter().any(|r| r.structure == s) as u64;
-        tally.buffer_segment_rounds += holds("B-epsilon internal node: buffer segment");
-        tally.basement_segment_rounds += holds("B-epsilon leaf: basement segment");
+        let holds = |s: String| fm.regions.iter().any(|r| r.structure == s) as u64;
+        use pagewise::structure::{self as st, bepsilon_part};
+        tally.buffer_segment_rounds +=
+            holds(bepsilon_part(st::BEPSILON_INTERNAL, st::BUFFER_SEGMENT));
+        tally.basement_segment_rounds +=
+            holds(bepsilon_part(st::BEPSILON_LEAF, st::BASEMENT_SEGMENT));
         db.close().map_err(|e| format!("{where_}: close: {e}"))?;
         start = Some((
             img.crash(0, CrashMode::DropUnsynced),

@@ -12,6 +12,7 @@ use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
 use crate::store::extent::Extent;
 use crate::store::page::{Kind, HDR};
+use crate::structure;
 use std::collections::BTreeMap;
 
 pub struct Walk {
@@ -137,7 +138,11 @@ fn check_value(ix: &Index, claims: &mut Claims, w: &mut Walk, node: &Extent, v: 
     if !claims.claim(ext.first_page, ext.count_pages, Owner::Used, &what) {
         return;
     }
-    claims.map_pages(ext.first_page, ext.count_pages, "B-epsilon value extent");
+    claims.map_pages(
+        ext.first_page,
+        ext.count_pages,
+        structure::BEPSILON_VALUE_EXTENT,
+    );
     match ix.store.pager.read_extent(&ext, Kind::Overflow) {
         Ok(_) => w.value_pages_checked += ext.count_pages,
         Err(e) => claims.problem(ext.first_page, format!("{what}: {e}")),
@@ -174,21 +179,25 @@ fn map_node(claims: &mut Claims, ext: &Extent, ps: usize, b: &[u8], node: &Node)
         return;
     }
     let shape = if node.is_leaf() {
-        "B-epsilon leaf"
+        structure::BEPSILON_LEAF
     } else {
-        "B-epsilon internal node"
+        structure::BEPSILON_INTERNAL
     };
     claims.map_pages(
         ext.first_page,
         ext.count_pages,
-        &format!("{shape}: page tail"),
+        &structure::bepsilon_part(shape, structure::PAGE_TAIL),
     );
     let (cap, hdr) = ((ps - HDR) as u64, HDR as u64);
     for page in ext.first_page..ext.first_page + ext.count_pages {
-        claims.map_bytes(page * ps as u64, hdr, &format!("{shape}: page header"));
+        claims.map_bytes(
+            page * ps as u64,
+            hdr,
+            &structure::bepsilon_part(shape, structure::PAGE_HEADER),
+        );
     }
     for (r, part) in format::regions(b, node) {
-        let what = format!("{shape}: {part}");
+        let what = structure::bepsilon_part(shape, part);
         let (mut at, end) = (r.start as u64, r.end as u64);
         while at < end {
             let (page, within) = (ext.first_page + at / cap, at % cap);

@@ -13,6 +13,7 @@ use super::segment::{self, Segment};
 use super::{Child, Compression, MAX_HEIGHT, MAX_KEY_BYTES};
 use crate::store::extent::{Extent, EXTENT_REF_BYTES};
 use crate::store::page::{get_u16, get_u32, put_u16, put_u32, put_u64};
+use crate::structure;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -670,19 +671,19 @@ pub fn regions(b: &[u8], node: &Node) -> Vec<(std::ops::Range<usize>, &'static s
     let seg_start = shell.saturating_sub(seg_area);
     let pivots_end = seg_start.saturating_sub(filters).max(dir_end);
     let mut out = vec![
-        (0..HEADER_BYTES, "header"),
-        (HEADER_BYTES..dir_end, "directory"),
-        (dir_end..pivots_end, "pivots"),
-        (pivots_end..pivots_end + filters, "filters"),
-        (seg_start..shell, "segment list"),
+        (0..HEADER_BYTES, structure::HEADER),
+        (HEADER_BYTES..dir_end, structure::DIRECTORY),
+        (dir_end..pivots_end, structure::PIVOTS),
+        (pivots_end..pivots_end + filters, structure::FILTERS),
+        (seg_start..shell, structure::SEGMENT_LIST),
     ];
     for (i, d) in node.dir.iter().enumerate() {
         let cut = !segment::of(node.segs.as_deref(), i).is_empty();
         let what = match (leaf, cut) {
-            (true, false) => "basement",
-            (true, true) => "basement segment",
-            (false, false) => "buffer",
-            (false, true) => "buffer segment",
+            (true, false) => structure::BASEMENT,
+            (true, true) => structure::BASEMENT_SEGMENT,
+            (false, false) => structure::BUFFER,
+            (false, true) => structure::BUFFER_SEGMENT,
         };
         let at = d.offset as usize;
         out.push((at..at + d.comp_bytes as usize, what));

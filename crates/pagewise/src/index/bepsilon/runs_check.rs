@@ -10,6 +10,7 @@ use super::Meta;
 use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
 use crate::store::page::Kind;
+use crate::structure;
 use std::collections::BTreeMap;
 
 /// Checks `m`'s value table against `refs` (per run page, the packed
@@ -18,7 +19,11 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<(u
     let t = &m.values;
     if let Some(ext) = t.ext {
         if claims.claim(ext.first_page, ext.count_pages, Owner::Used, "value table") {
-            claims.map_pages(ext.first_page, ext.count_pages, "B-epsilon value table");
+            claims.map_pages(
+                ext.first_page,
+                ext.count_pages,
+                structure::BEPSILON_VALUE_TABLE,
+            );
             let read = ix.store.pager.read_extent(&ext, Kind::Overflow);
             match read
                 .map_err(|e| e.to_string())
@@ -43,7 +48,7 @@ pub fn check_table(ix: &Index, claims: &mut Claims, m: &Meta, refs: &BTreeMap<(u
                 claims.problem(pid, what);
             }
             if held(k, p) && claims.claim(pid, 1, Owner::Used, "value run page") {
-                claims.map_pages(pid, 1, "B-epsilon value run page");
+                claims.map_pages(pid, 1, structure::BEPSILON_VALUE_RUN_PAGE);
                 held_pages += 1;
             }
         }

@@ -8,6 +8,7 @@ use crate::index::Index;
 use crate::store::claims::{Claims, Owner};
 use crate::store::page::Kind;
 use crate::store::read::NodeRef;
+use crate::structure;
 
 /// What the walk of one tree found.
 #[derive(Debug, Default)]
@@ -55,9 +56,9 @@ impl Walk<'_> {
         // The parent's entry says whether a base is named; the depth
         // whether a leaf is expected (a node that disagrees is a problem below).
         let shape = if depth == self.height {
-            "leaf"
+            structure::BTREE_LEAF
         } else {
-            "branch"
+            structure::BTREE_BRANCH
         };
         let n = match self.ix.store.pager.read_node_ref(at) {
             Ok(img) => as_node(img),
@@ -78,11 +79,11 @@ impl Walk<'_> {
             }
             self.out.pages_checked += 1;
             self.claims
-                .map_pages(pid, 1, &format!("B+tree {shape} delta block"));
+                .map_pages(pid, 1, &structure::btree_delta_block(shape));
             self.claims
-                .map_pages(base, 1, &format!("B+tree {shape} delta base"));
+                .map_pages(base, 1, &structure::btree_delta_base(shape));
         } else {
-            self.claims.map_pages(pid, 1, &format!("B+tree {shape}"));
+            self.claims.map_pages(pid, 1, &structure::btree_page(shape));
         }
         if depth > 1 && n.is_empty() {
             self.claims.problem(pid, "empty non-root node".into());
@@ -156,7 +157,7 @@ impl Walk<'_> {
         }
         self.out.counted.overflow_pages += ext.count_pages;
         self.claims
-            .map_pages(ext.first_page, ext.count_pages, "B+tree overflow");
+            .map_pages(ext.first_page, ext.count_pages, structure::BTREE_OVERFLOW);
         match self.ix.store.pager.read_extent(&ext, Kind::Overflow) {
             Ok(_) => self.out.overflow_pages_checked += ext.count_pages,
             Err(e) => {
