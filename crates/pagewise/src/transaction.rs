@@ -9,6 +9,7 @@
 //! Serializable: a committed transaction read what it would have read at
 //! its commit, where its writes land.
 
+use crate::bytes::IntoBytes;
 use crate::db::{Db, Validate};
 use crate::error::{Error, Result};
 use crate::log::Op;
@@ -148,72 +149,52 @@ impl Transaction {
         Ok(Some(op.full_merge(key, base.as_deref(), &ops)))
     }
 
-    /// Sets `key` to `value` in `tree` when the transaction commits.
-    pub fn insert(
-        &mut self,
-        tree: impl AsRef<str>,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) {
+    /// Sets `key` to `value` in `tree` when the transaction commits (owned
+    /// bytes move in, borrowed ones are copied: [`crate::IntoBytes`]).
+    pub fn insert(&mut self, tree: impl AsRef<str>, key: impl IntoBytes, value: impl IntoBytes) {
         let (tree, key, value) = (
             Arc::<str>::from(tree.as_ref()),
-            key.as_ref(),
-            value.as_ref(),
+            key.into_bytes(),
+            value.into_bytes(),
         );
         let o = Overlay {
-            base: Base::Set(Some(value.to_vec())),
+            base: Base::Set(Some(value.clone())),
             operands: Vec::new(),
         };
-        self.overlay.insert((tree.clone(), key.to_vec()), o);
-        self.ops.push(Op::Put {
-            tree,
-            key: key.to_vec(),
-            value: value.to_vec(),
-        });
+        self.overlay.insert((tree.clone(), key.clone()), o);
+        self.ops.push(Op::Put { tree, key, value });
     }
 
     /// Removes `key` from `tree` when the transaction commits.
-    pub fn remove(&mut self, tree: impl AsRef<str>, key: impl AsRef<[u8]>) {
-        let (tree, key) = (Arc::<str>::from(tree.as_ref()), key.as_ref());
+    pub fn remove(&mut self, tree: impl AsRef<str>, key: impl IntoBytes) {
+        let (tree, key) = (Arc::<str>::from(tree.as_ref()), key.into_bytes());
         let o = Overlay {
             base: Base::Set(None),
             operands: Vec::new(),
         };
-        self.overlay.insert((tree.clone(), key.to_vec()), o);
-        self.ops.push(Op::Remove {
-            tree,
-            key: key.to_vec(),
-        });
+        self.overlay.insert((tree.clone(), key.clone()), o);
+        self.ops.push(Op::Remove { tree, key });
     }
 
     /// Merges `operand` into `key` of B-epsilon tree `tree` when the
     /// transaction commits (as `Tree::upsert`), without reading it: a
     /// blind write that never conflicts. Reads of the key in the
     /// transaction apply the merge operator to what they see.
-    pub fn upsert(
-        &mut self,
-        tree: impl AsRef<str>,
-        key: impl AsRef<[u8]>,
-        operand: impl AsRef<[u8]>,
-    ) {
+    pub fn upsert(&mut self, tree: impl AsRef<str>, key: impl IntoBytes, operand: impl IntoBytes) {
         let (tree, key, operand) = (
             Arc::<str>::from(tree.as_ref()),
-            key.as_ref(),
-            operand.as_ref(),
+            key.into_bytes(),
+            operand.into_bytes(),
         );
         let o = self
             .overlay
-            .entry((tree.clone(), key.to_vec()))
+            .entry((tree.clone(), key.clone()))
             .or_insert(Overlay {
                 base: Base::Snapshot,
                 operands: Vec::new(),
             });
-        o.operands.push(operand.to_vec());
-        self.ops.push(Op::Upsert {
-            tree,
-            key: key.to_vec(),
-            operand: operand.to_vec(),
-        });
+        o.operands.push(operand.clone());
+        self.ops.push(Op::Upsert { tree, key, operand });
     }
 
     /// Entries of `tree` with keys in `range` as the transaction sees them
