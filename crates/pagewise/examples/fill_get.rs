@@ -73,8 +73,12 @@ fn scans(t: &Tree, n: u64, len: usize) -> u64 {
     let mut seen = 0u64;
     for _ in 0..n {
         let start = random_key(&mut rng);
-        for kv in t.range(start.to_vec()..).take(len) {
-            seen += kv.expect("scan").1.len() as u64;
+        let mut entries = t.range(&start[..]..);
+        for _ in 0..len {
+            let Some(entry) = entries.next_ref() else {
+                break;
+            };
+            seen += entry.expect("scan").1.len() as u64;
         }
     }
     seen

@@ -279,7 +279,7 @@ impl Iter {
         }
     }
 
-    fn step(&mut self, forward: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    fn step(&mut self, forward: bool) -> Option<Result<(&[u8], &[u8])>> {
         if self.failed {
             return None;
         }
@@ -293,19 +293,48 @@ impl Iter {
         self.failed = matches!(r, Some(Err(_)));
         r
     }
+
+    /// The next entry in key order, borrowed from the iterator until its
+    /// next call: nothing is allocated for it, where [`Iterator::next`]
+    /// copies its key and value into a `Vec` each. For scans that look at
+    /// an entry and move on:
+    ///
+    /// ```no_run
+    /// # fn f(tree: &pagewise::Tree) -> pagewise::Result<()> {
+    /// let mut entries = tree.range(&b"user:"[..]..);
+    /// while let Some(entry) = entries.next_ref() {
+    ///     let (key, value) = entry?;
+    ///     println!("{} bytes under {key:?}", value.len());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        self.step(true)
+    }
+
+    /// The next entry from the back, in descending key order, borrowed as
+    /// [`Iter::next_ref`]'s.
+    pub fn next_back_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        self.step(false)
+    }
+}
+
+/// An entry copied out of the iterator's arena for [`Iterator`]'s items.
+fn owned(r: Option<Result<(&[u8], &[u8])>>) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    r.map(|r| r.map(|(k, v)| (k.to_vec(), v.to_vec())))
 }
 
 impl Iterator for Iter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.step(true)
+        owned(self.step(true))
     }
 }
 
 impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.step(false)
+        owned(self.step(false))
     }
 }
 

@@ -100,7 +100,13 @@ fn ranges_of_every_bound_kind_both_directions() {
             let mut seen = Vec::new();
             let mut flip = false;
             loop {
-                let x = if flip { it.next_back() } else { it.next() };
+                // Backward steps borrow their entry (`next_back_ref`), forward ones own it.
+                let x = if flip {
+                    it.next_back_ref()
+                        .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())))
+                } else {
+                    it.next()
+                };
                 flip = !flip;
                 match x {
                     Some(kv) => seen.push(kv.unwrap()),

@@ -1406,10 +1406,12 @@ fn forward_steps_go_on_from_the_merge_they_hold() {
         let mut it = t.range((lo.clone(), hi.clone()));
         let (mut front, mut back) = (Vec::new(), Vec::new());
         for i in 0..2 * want.len() + 2 {
+            // Forward steps borrow their entry (`next_ref`), backward ones own it.
             let got = if i % 5 == 4 {
                 it.next_back()
             } else {
-                it.next()
+                it.next_ref()
+                    .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())))
             };
             let Some(got) = got else { break };
             if i % 5 == 4 {

@@ -136,7 +136,15 @@ fn run_delta(
                     want.reverse();
                     tree.range(r).rev().map(Result::unwrap).collect()
                 } else {
-                    tree.range(r).map(Result::unwrap).collect()
+                    // Forward through the borrowing step, backward through
+                    // the owning iterator: both walk the same cursor.
+                    let mut it = tree.range(r);
+                    let mut got = Vec::new();
+                    while let Some(e) = it.next_ref() {
+                        let (k, v) = e.unwrap();
+                        got.push((k.to_vec(), v.to_vec()));
+                    }
+                    got
                 };
                 assert_eq!(got, want, "range {lo:?}..{hi:?} rev={rev}");
                 for (k, v) in m.iter().take(5) {

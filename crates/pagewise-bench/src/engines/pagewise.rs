@@ -254,10 +254,14 @@ impl Engine for PagewiseEngine {
 
     fn scan(&self, table: usize, start: &[u8], limit: usize, visit: Visit) -> Result<usize> {
         let mut n = 0;
-        for item in self.trees[table].range(start.to_vec()..).take(limit) {
-            let (k, v) = item.map_err(err)?;
+        let mut entries = self.trees[table].range(start..);
+        while n < limit {
+            let Some(entry) = entries.next_ref() else {
+                break;
+            };
+            let (k, v) = entry.map_err(err)?;
             n += 1;
-            if !visit(&k, &v) {
+            if !visit(k, v) {
                 break;
             }
         }

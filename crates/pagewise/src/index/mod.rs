@@ -8,6 +8,7 @@ pub mod btree;
 pub mod entry;
 pub mod head;
 pub mod placed;
+pub mod resolved;
 
 use placed::{Out, Placed};
 
@@ -739,6 +740,10 @@ impl Index {
     }
 }
 
+/// An entry a cursor lends its caller until its next step (None: no more
+/// in its direction).
+pub type Lent<'a> = Option<Result<(&'a [u8], &'a [u8])>>;
+
 /// An iterator's position in a tree of either kind, live or in a snapshot
 /// (`at` names the same state on every call).
 pub enum Cursor {
@@ -761,12 +766,9 @@ impl Cursor {
         }
     }
 
-    pub fn step(
-        &mut self,
-        ix: &Index,
-        at: Option<&Frozen>,
-        forward: bool,
-    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+    /// The next entry in the direction of travel, borrowed from the cursor
+    /// until its next step.
+    pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Lent<'_> {
         match self {
             Cursor::BTree(c) => c.step(ix, at, forward),
             Cursor::BEpsilon(c) => c.step(ix, at, forward),

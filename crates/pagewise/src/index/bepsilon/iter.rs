@@ -12,18 +12,20 @@ use super::pending::{resolve, Pending, Values};
 use super::pivots::Pivots;
 use super::read::plain_value;
 use super::read::{probes_instead, read_keeping, Frozen, Miss, Step, View};
-use super::resolved::{Resolved, Value};
 use super::segment;
 use super::slice::{self, segment_at, Slices};
 use super::value::{read_values, ValueRef};
 use super::value::{Form, TAG_INLINE};
 use super::Child;
 use crate::error::Result;
-use crate::index::{in_range, Index};
+use crate::index::resolved;
+use crate::index::{in_range, Index, Lent};
 use std::ops::Bound;
 use std::sync::{Arc, Weak};
 
-type Kv = (Vec<u8>, Vec<u8>);
+/// Entries a step resolved, their values possibly still in extents.
+type Resolved = resolved::Resolved<ValueRef>;
+type Value = resolved::Value<ValueRef>;
 
 /// Value extents a cursor reads through one queue: a 100-entry scan over
 /// values in extents waits about four times, not once per value, and reads
@@ -54,6 +56,9 @@ pub struct Cursor {
     slices: Slices,
     /// The last forward step's merge, when its limit cut it short.
     held: Option<Box<Held>>,
+    /// The value of the entry returned last when it is not in a queue's
+    /// arena (read from a value extent).
+    value: Vec<u8>,
 }
 
 /// A forward step's merge, left where its limit cut it short: its inputs
@@ -127,33 +132,49 @@ impl Cursor {
             limit: FIRST_UNIT,
             slices: Slices::default(),
             held: None,
+            value: Vec::new(),
         }
     }
 
-    pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Option<Result<Kv>> {
+    /// The next entry in the direction of travel, borrowed from the cursor
+    /// until its next step.
+    pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Lent<'_> {
         for _ in 0..u32::MAX {
-            let got = if forward {
-                self.front.take(true)
+            let queue = if forward {
+                &mut self.front
             } else {
-                self.back.take(false)
+                &mut self.back
             };
-            if let Some((k, v)) = got {
-                if !in_range(&k, &self.lo, &self.hi) {
+            if let Some((k, v)) = queue.pop(forward) {
+                if !in_range(queue.bytes(k.clone()), &self.lo, &self.hi) {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
                     (self.front, self.back) = (Resolved::default(), Resolved::default());
                     self.held = None;
                     return None;
                 }
-                let v = match v {
-                    Ok(v) => v,
-                    Err(e) => match self.read_values(ix, e, forward) {
-                        Ok(first) => first,
+                let in_arena = match v {
+                    Value::At(r) => Some(r),
+                    Value::Owned(v) => {
+                        self.value = v;
+                        None
+                    }
+                    Value::Out(e) => match self.read_values(ix, e, forward) {
+                        Ok(first) => {
+                            self.value = first;
+                            None
+                        }
                         Err(e) => return Some(Err(e)),
                     },
                 };
-                set_excluded(if forward { &mut self.lo } else { &mut self.hi }, &k);
-                return Some(Ok((k, v)));
+                let queue = if forward { &self.front } else { &self.back };
+                let key = queue.bytes(k);
+                set_excluded(if forward { &mut self.lo } else { &mut self.hi }, key);
+                let value = match in_arena {
+                    Some(r) => queue.bytes(r),
+                    None => &self.value[..],
+                };
+                return Some(Ok((key, value)));
             }
             let pos = if forward {
                 self.fnext.clone()?
@@ -242,7 +263,7 @@ impl Cursor {
         } else {
             &mut self.back
         };
-        let next = queue.extents_next(forward, VALUE_READS - 1);
+        let next = queue.out_next(forward, VALUE_READS - 1);
         let mut exts = vec![first];
         exts.extend(next.iter().map(|&(_, e)| e));
         let mut read = read_values(&ix.store.pager, &exts)?.into_iter();
@@ -665,7 +686,7 @@ fn plain_values(
         .collect();
     if lazy {
         for &(i, e) in &at {
-            entries.set(i, Value::Extent(e));
+            entries.set(i, Value::Out(e));
         }
     }
     let exts: Vec<ValueRef> = if lazy {
@@ -675,7 +696,7 @@ fn plain_values(
     };
     let mut read = read_values(pager, &exts)?.into_iter();
     for &i in rest {
-        if matches!(entries.value(i), Value::Extent(_)) {
+        if matches!(entries.value(i), Value::Out(_)) {
             continue;
         }
         let mut got = |_: &ValueRef| read.next().expect("one read per extent");

@@ -28,7 +28,6 @@ pub mod pending;
 pub mod pivots;
 pub mod place;
 pub mod read;
-pub mod resolved;
 pub mod runs;
 pub mod runs_check;
 pub mod segment;

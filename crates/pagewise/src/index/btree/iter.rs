@@ -3,14 +3,16 @@
 //! together with their siblings (read-ahead).
 
 use super::node::Node;
-use super::read::{node, Owned};
+use super::node::Val;
+use super::read::node;
 use super::readahead::{self, Window};
 use crate::error::Result;
 use crate::index::bepsilon::read::Frozen;
-use crate::index::{Index, Trees};
+use crate::index::resolved::{self, Value};
+use crate::index::{Index, Lent, Trees};
+use crate::store::extent::Extent;
 use crate::store::page::Kind;
 use crate::store::read::{NodeRef, Step, View};
-use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -39,11 +41,15 @@ fn above_lo(key: &[u8], lo: &Bound<Vec<u8>>) -> bool {
     }
 }
 
-type Entry = (Vec<u8>, Owned, u64);
+/// An overflow value still to be read: its extent, and the reuse
+/// generation its leaf was read under.
+type Over = (Extent, u64);
 
-/// One leaf's worth of entries plus where to continue.
+/// Entries copied out of leaves and not returned yet.
+type Resolved = resolved::Resolved<Over>;
+
+/// Where one leaf's entries end.
 struct Chunk {
-    entries: Vec<(Vec<u8>, Owned)>,
     /// Bound for the next leaf in the direction of travel (None: last leaf).
     next: Option<Vec<u8>>,
     /// Whether the chunk reached the end of its leaf in the direction of travel.
@@ -54,7 +60,8 @@ struct Chunk {
 enum Visit {
     /// The tree is empty.
     End,
-    Leaf(Chunk),
+    /// The next leaf, and the bound for the one after it.
+    Leaf(Arc<Node>, Option<Vec<u8>>),
     /// The next leaf is missing: read these nodes (it first) together.
     Fetch(Vec<NodeRef>),
 }
@@ -66,13 +73,18 @@ pub struct Cursor {
     tree: Arc<str>,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
-    front: VecDeque<Entry>,
-    back: VecDeque<Entry>,
+    /// Entries in key order per direction: forward takes from the front
+    /// of `front`, backward from the back of `back`.
+    front: Resolved,
+    back: Resolved,
     front_done: bool,
     back_done: bool,
     /// Read-ahead windows of the two directions.
     ahead_front: Window,
     ahead_back: Window,
+    /// The value of the entry returned last when it is not in a queue's
+    /// arena (an overflow value).
+    value: Vec<u8>,
 }
 
 impl Cursor {
@@ -87,12 +99,13 @@ impl Cursor {
             tree,
             lo,
             hi,
-            front: VecDeque::new(),
-            back: VecDeque::new(),
+            front: Resolved::default(),
+            back: Resolved::default(),
             front_done: empty,
             back_done: empty,
             ahead_front: Window::default(),
             ahead_back: Window::default(),
+            value: Vec::new(),
         }
     }
 
@@ -131,12 +144,7 @@ impl Cursor {
             depth += 1;
             parent = Some((n, i));
         };
-        let chunk = if forward {
-            self.collect_forward(&leaf, next)
-        } else {
-            self.collect_backward(&leaf, next)
-        };
-        Step::Done(Visit::Leaf(chunk))
+        Step::Done(Visit::Leaf(leaf, next))
     }
 
     /// The child of branch `n` holding the next keys in the direction of travel.
@@ -191,52 +199,45 @@ impl Cursor {
         Step::Done(Visit::Fetch(refs))
     }
 
-    fn collect_forward(&self, leaf: &Node, mut next: Option<Vec<u8>>) -> Chunk {
-        let start = match &self.lo {
-            Bound::Included(k) => leaf.search(k).unwrap_or_else(|i| i),
-            Bound::Excluded(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
-            Bound::Unbounded => 0,
-        };
-        let mut entries = Vec::new();
-        let mut exhausted = true;
-        for i in start..leaf.len() {
-            let k = leaf.key(i);
-            if !below_hi(k, &self.hi) {
-                exhausted = false;
-                next = None;
-                break;
-            }
-            entries.push((k.to_vec(), Owned::from_val(leaf.val(i))));
-        }
-        Chunk {
-            entries,
-            next,
-            exhausted,
-        }
-    }
-
-    fn collect_backward(&self, leaf: &Node, mut next: Option<Vec<u8>>) -> Chunk {
+    /// Copies `leaf`'s entries in range into `out` (empty), in key order
+    /// (a backward step takes them from the back), and says whether the
+    /// range goes on past the leaf in the direction of travel.
+    fn collect(
+        &self,
+        leaf: &Node,
+        mut next: Option<Vec<u8>>,
+        forward: bool,
+        gen: u64,
+        out: &mut Resolved,
+    ) -> Chunk {
+        debug_assert!(out.is_empty());
         let end = match &self.hi {
             Bound::Included(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
             Bound::Excluded(k) => leaf.search(k).unwrap_or_else(|i| i),
             Bound::Unbounded => leaf.len(),
         };
-        let mut entries = Vec::new();
-        let mut exhausted = true;
-        for i in (0..end).rev() {
+        let start = match &self.lo {
+            Bound::Included(k) => leaf.search(k).unwrap_or_else(|i| i),
+            Bound::Excluded(k) => leaf.search(k).map_or_else(|i| i, |i| i + 1),
+            Bound::Unbounded => 0,
+        }
+        .min(end);
+        // A key of the leaf past the range's end in the direction of
+        // travel: nothing further is in it.
+        let exhausted = if forward {
+            end == leaf.len()
+        } else {
+            start == 0
+        };
+        if !exhausted {
+            next = None;
+        }
+        for i in start..end {
             let k = leaf.key(i);
-            if !above_lo(k, &self.lo) {
-                exhausted = false;
-                next = None;
-                break;
-            }
-            entries.push((k.to_vec(), Owned::from_val(leaf.val(i))));
+            debug_assert!(above_lo(k, &self.lo) && below_hi(k, &self.hi));
+            push(out, k, leaf.val(i), gen);
         }
-        Chunk {
-            entries,
-            next,
-            exhausted,
-        }
+        Chunk { next, exhausted }
     }
 
     fn refill(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Result<()> {
@@ -244,8 +245,8 @@ impl Cursor {
         let mut window = self.window(forward).pages(cap);
         loop {
             let gen = ix.store.reuse_gen.load(Ordering::Acquire);
-            let c = match ix.store.read_at(at, |v| self.visit(v, forward, window))? {
-                Visit::Leaf(c) => c,
+            let (leaf, next) = match ix.store.read_at(at, |v| self.visit(v, forward, window))? {
+                Visit::Leaf(leaf, next) => (leaf, next),
                 Visit::Fetch(refs) => {
                     readahead::read_ahead(ix, &refs, gen);
                     self.window(forward).grow(cap);
@@ -262,15 +263,13 @@ impl Cursor {
             };
             self.window(forward).leaf_done();
             window = self.window(forward).pages(cap);
-            let got = !c.entries.is_empty();
-            let buf = if forward {
-                &mut self.front
-            } else {
-                &mut self.back
-            };
-            let from = buf.len();
-            buf.extend(c.entries.into_iter().map(|(k, v)| (k, v, gen)));
-            read_overflow(ix, at, buf.range_mut(from..), gen);
+            // Called with this direction's queue drained.
+            let mut buf = std::mem::take(self.queue(forward));
+            buf.clear();
+            let c = self.collect(&leaf, next, forward, gen, &mut buf);
+            read_overflow(ix, at, &mut buf, gen);
+            let got = !buf.is_empty();
+            *self.queue(forward) = buf;
             match (c.exhausted, c.next) {
                 (true, Some(sep)) => {
                     if forward {
@@ -300,26 +299,19 @@ impl Cursor {
         }
     }
 
-    fn resolve(
-        &mut self,
-        ix: &Index,
-        at: Option<&Frozen>,
-        e: Entry,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        match e.1 {
-            Owned::Inline(v) => Ok(Some((e.0, v))),
-            Owned::Overflow(ext) => match ix.store.read_extent_at(
-                &ext,
-                Kind::Overflow,
-                (!at.is_some_and(|fz| fz.pinned())).then_some(e.2),
-            )? {
-                Some(v) => Ok(Some((e.0, v))),
-                // The extent was reused since the leaf was read: look again.
-                None => Ok(super::read::get(ix, at, &self.tree, &e.0)?
-                    .ok()
-                    .flatten()
-                    .map(|v| (e.0, v))),
-            },
+    fn queue(&mut self, forward: bool) -> &mut Resolved {
+        if forward {
+            &mut self.front
+        } else {
+            &mut self.back
+        }
+    }
+
+    fn done(&self, forward: bool) -> bool {
+        if forward {
+            self.front_done
+        } else {
+            self.back_done
         }
     }
 
@@ -330,51 +322,82 @@ impl Cursor {
         self.back.clear();
     }
 
-    /// The next entry in the direction of travel (`forward` or backward).
-    pub fn step(
-        &mut self,
-        ix: &Index,
-        at: Option<&Frozen>,
-        forward: bool,
-    ) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
-        loop {
-            let e = if forward {
-                self.front.pop_front()
-            } else {
-                self.back.pop_front()
+    /// The next entry in the direction of travel (`forward` or backward),
+    /// borrowed from the cursor until its next step.
+    pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Lent<'_> {
+        // Where the entry found lies: its queue, its key, and its value
+        // (None: `self.value`); no borrow of the cursor outlives a pass.
+        let (in_front, k, in_arena) = loop {
+            let (in_front, (k, v)) = match self.queue(forward).pop(forward) {
+                Some(e) => (forward, e),
+                None if !self.done(forward) => {
+                    if let Err(err) = self.refill(ix, at, forward) {
+                        self.fail();
+                        return Some(Err(err));
+                    }
+                    continue;
+                }
+                // The other end's queue holds the rest, in order.
+                None => (!forward, self.queue(!forward).pop(forward)?),
             };
-            let e = match e {
-                Some(e) => e,
-                None => {
-                    let done = if forward {
-                        self.front_done
-                    } else {
-                        self.back_done
-                    };
-                    if !done {
-                        if let Err(err) = self.refill(ix, at, forward) {
+            let in_arena = match v {
+                Value::At(r) => Some(r),
+                Value::Owned(b) => {
+                    self.value = b;
+                    None
+                }
+                Value::Out(over) => {
+                    let q = if in_front { &self.front } else { &self.back };
+                    match read_out(ix, at, &self.tree, q.bytes(k.clone()), over) {
+                        Ok(Some(b)) => {
+                            self.value = b;
+                            None
+                        }
+                        Ok(None) => continue,
+                        Err(err) => {
                             self.fail();
                             return Some(Err(err));
                         }
-                        continue;
-                    }
-                    // The other end's buffer holds the rest, in order.
-                    if forward {
-                        self.back.pop_back()?
-                    } else {
-                        self.front.pop_back()?
                     }
                 }
             };
-            match self.resolve(ix, at, e) {
-                Ok(Some(kv)) => return Some(Ok(kv)),
-                Ok(None) => continue,
-                Err(err) => {
-                    self.fail();
-                    return Some(Err(err));
-                }
-            }
-        }
+            break (in_front, k, in_arena);
+        };
+        let q = if in_front { &self.front } else { &self.back };
+        let value = match in_arena {
+            Some(r) => q.bytes(r),
+            None => &self.value[..],
+        };
+        Some(Ok((q.bytes(k), value)))
+    }
+}
+
+/// Appends a leaf entry to `out`: its value's bytes, or its overflow
+/// extent (the leaf read under reuse generation `gen`).
+fn push(out: &mut Resolved, key: &[u8], val: Val<'_>, gen: u64) {
+    match val {
+        Val::Inline(b) => out.push(key, b),
+        Val::Overflow(ext) => out.push_out(key, (ext, gen)),
+    }
+}
+
+/// The overflow value `over` of `key`, read from its extent; if the extent
+/// was reused since its leaf was read, the key looked up again (None: it
+/// is gone).
+fn read_out(
+    ix: &Index,
+    at: Option<&Frozen>,
+    tree: &str,
+    key: &[u8],
+    (ext, gen): Over,
+) -> Result<Option<Vec<u8>>> {
+    let pinned = at.is_some_and(|fz| fz.pinned());
+    match ix
+        .store
+        .read_extent_at(&ext, Kind::Overflow, (!pinned).then_some(gen))?
+    {
+        Some(v) => Ok(Some(v)),
+        None => Ok(super::read::get(ix, at, tree, key)?.ok().flatten()),
     }
 }
 
@@ -382,26 +405,13 @@ impl Cursor {
 /// under reuse generation `gen`) through one queue (`Pager::read_extents`),
 /// so a scan over large values waits about once per queue depth instead of
 /// once per value. A value whose extent may have been reused meanwhile, or
-/// whose read failed, stays an extent: `resolve` reads it again and reports.
-fn read_overflow<'a>(
-    ix: &Index,
-    at: Option<&Frozen>,
-    entries: impl Iterator<Item = &'a mut Entry>,
-    gen: u64,
-) {
-    let mut big: Vec<&mut Entry> = entries
-        .filter(|e| matches!(e.1, Owned::Overflow(_)))
-        .collect();
-    let exts: Vec<crate::store::extent::Extent> = big
-        .iter()
-        .map(|e| match e.1 {
-            Owned::Overflow(x) => x,
-            Owned::Inline(_) => unreachable!("filtered"),
-        })
-        .collect();
-    if exts.len() < 2 {
-        return; // one value: `resolve` reads it as before
+/// whose read failed, stays out: `read_out` reads it again and reports.
+fn read_overflow(ix: &Index, at: Option<&Frozen>, entries: &mut Resolved, gen: u64) {
+    let big = entries.out_next(true, usize::MAX);
+    if big.len() < 2 {
+        return; // one value: `read_out` reads it as before
     }
+    let exts: Vec<Extent> = big.iter().map(|&(_, (ext, _))| ext).collect();
     let Ok(read) = ix.store.pager.read_extents(&exts, Kind::Overflow) else {
         return;
     };
@@ -410,9 +420,9 @@ fn read_overflow<'a>(
     if !trusted {
         return;
     }
-    for (e, r) in big.iter_mut().zip(read) {
+    for ((i, _), r) in big.into_iter().zip(read) {
         if let Ok(v) = r {
-            e.1 = Owned::Inline(v);
+            entries.set(i, Value::Owned(v));
         }
     }
 }
