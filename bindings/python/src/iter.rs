@@ -24,8 +24,66 @@ const MAX_CHUNK: usize = 512;
 /// A key and its value.
 pub type Kv = (Vec<u8>, Vec<u8>);
 
-/// An engine iterator of either direction (`pagewise::Iter`, `TxIter`).
-pub type Source = Box<dyn DoubleEndedIterator<Item = pagewise::Result<Kv>> + Send>;
+/// An engine iterator of either direction: a tree's or a snapshot's tree's,
+/// whose entries are lent (`Iter::next_ref`), or a transaction's.
+pub enum Source {
+    Tree(pagewise::Iter),
+    Tx(pagewise::TxIter),
+}
+
+impl Source {
+    /// Appends the next entry to `ahead`; false at the end.
+    fn step(&mut self, reverse: bool, ahead: &mut Ahead) -> pagewise::Result<bool> {
+        match self {
+            Source::Tree(it) => {
+                let next = if reverse {
+                    it.next_back_ref()
+                } else {
+                    it.next_ref()
+                };
+                next.map(|e| e.map(|(k, v)| ahead.push(k, v)))
+            }
+            Source::Tx(it) => {
+                let next = if reverse { it.next_back() } else { it.next() };
+                next.map(|e| e.map(|(k, v)| ahead.push(&k, &v)))
+            }
+        }
+        .transpose()
+        .map(|pushed| pushed.is_some())
+    }
+}
+
+/// Entries read ahead and not handed out: keys and values back to back in
+/// one buffer, so an entry costs a copy, not two allocations.
+#[derive(Default)]
+struct Ahead {
+    bytes: Vec<u8>,
+    /// Per entry: where its key starts, the key's and the value's lengths.
+    entries: VecDeque<(usize, usize, usize)>,
+}
+
+impl Ahead {
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.entries
+            .push_back((self.bytes.len(), key.len(), value.len()));
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(value);
+    }
+
+    fn pop(&mut self) -> Option<(&[u8], &[u8])> {
+        let (at, k, v) = self.entries.pop_front()?;
+        Some((&self.bytes[at..at + k], &self.bytes[at + k..at + k + v]))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.entries.clear();
+    }
+}
 
 /// What an iterator reads from: `check` fails (ClosedError) once it is
 /// closed, released or ended.
@@ -67,10 +125,22 @@ pub enum Yield {
     Items,
 }
 
+impl Yield {
+    fn object(self, py: Python<'_>, k: &[u8], v: &[u8]) -> PyResult<PyObject> {
+        Ok(match self {
+            Yield::Keys => bytes::to_py(py, k).into_any().unbind(),
+            Yield::Values => bytes::to_py(py, v).into_any().unbind(),
+            Yield::Items => PyTuple::new(py, [bytes::to_py(py, k), bytes::to_py(py, v)])?
+                .into_any()
+                .unbind(),
+        })
+    }
+}
+
 pub struct State {
     /// None once the iterator let go of it (its source was closed).
     it: Option<Source>,
-    buf: VecDeque<Kv>,
+    ahead: Ahead,
     /// An error met while reading ahead, raised after the buffered entries.
     error: Option<pagewise::Error>,
     done: bool,
@@ -79,24 +149,26 @@ pub struct State {
 }
 
 impl State {
-    /// Reads up to one chunk (GIL released by the caller).
+    /// Reads up to one chunk (GIL released by the caller) into `ahead`,
+    /// which every entry read before has left.
     fn refill(&mut self, reverse: bool) {
+        debug_assert!(self.ahead.is_empty());
         let n = self.chunk;
         self.chunk = (self.chunk * 2).min(self.max_chunk);
+        self.ahead.clear();
         let Some(it) = self.it.as_mut() else {
             self.done = true;
             return;
         };
         for _ in 0..n {
-            let next = if reverse { it.next_back() } else { it.next() };
-            match next {
-                Some(Ok(kv)) => self.buf.push_back(kv),
-                Some(Err(e)) => {
-                    self.error = Some(e);
+            match it.step(reverse, &mut self.ahead) {
+                Ok(true) => {}
+                Ok(false) => {
                     self.done = true;
                     return;
                 }
-                None => {
+                Err(e) => {
+                    self.error = Some(e);
                     self.done = true;
                     return;
                 }
@@ -107,7 +179,7 @@ impl State {
     /// Drops the engine iterator and what was read ahead.
     fn release(&mut self) {
         self.it = None;
-        self.buf.clear();
+        self.ahead.clear();
         self.done = true;
     }
 }
@@ -126,7 +198,7 @@ impl RangeIter {
     pub fn new(it: Source, alive: Arc<dyn Alive>, reverse: bool, what: Yield) -> Self {
         let state = Arc::new(Mutex::new(State {
             it: Some(it),
-            buf: VecDeque::new(),
+            ahead: Ahead::default(),
             error: None,
             done: false,
             chunk: FIRST_CHUNK,
@@ -152,32 +224,37 @@ impl RangeIter {
         r
     }
 
-    fn next_entry(&self, py: Python<'_>) -> PyResult<Option<Kv>> {
+    /// The next entry as the Python object this iterator yields.
+    fn next_object(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
         if let Err(e) = self.alive.check() {
             py.allow_threads(|| self.state.lock().release());
             return Err(e);
         }
-        // Fast path: an entry already read ahead is taken with the GIL held
-        // (no release and reacquire per entry); if a refill or a release
-        // holds the state on another thread, the slow path below waits for
-        // it with the GIL released.
-        if let Some(mut st) = self.state.try_lock() {
-            if let Some(kv) = st.buf.pop_front() {
-                return Ok(Some(kv));
+        // An entry already read ahead is handed out with the GIL held (no
+        // release and reacquire per entry); if a refill or a release holds
+        // the state on another thread, or nothing is read ahead, the state
+        // is waited for and refilled with the GIL released, and looked at
+        // again (more than once only if another thread took the entries).
+        for _ in 0..u32::MAX {
+            if let Some(mut st) = self.state.try_lock() {
+                if let Some((k, v)) = st.ahead.pop() {
+                    return self.what.object(py, k, v).map(Some);
+                }
+                if st.done {
+                    return st.error.take().map_or(Ok(None), |e| Err(to_py(e)));
+                }
             }
+            let reverse = self.reverse;
+            py.allow_threads(|| {
+                let mut st = self.state.lock();
+                if st.ahead.is_empty() && !st.done {
+                    st.refill(reverse);
+                }
+            });
         }
-        let reverse = self.reverse;
-        let r = py.allow_threads(|| {
-            let mut st = self.state.lock();
-            if st.buf.is_empty() && !st.done {
-                st.refill(reverse);
-            }
-            match st.buf.pop_front() {
-                Some(kv) => Ok(Some(kv)),
-                None => st.error.take().map_or(Ok(None), Err),
-            }
-        });
-        r.map_err(to_py)
+        Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "an iterator's entries were taken by other threads 2^32 times in a row",
+        ))
     }
 }
 
@@ -188,16 +265,6 @@ impl RangeIter {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let Some((k, v)) = self.next_entry(py)? else {
-            return Ok(None);
-        };
-        Ok(Some(match self.what {
-            Yield::Keys => bytes::to_py(py, &k).into_any().unbind(),
-            Yield::Values => bytes::to_py(py, &v).into_any().unbind(),
-            Yield::Items => {
-                let t = PyTuple::new(py, [bytes::to_py(py, &k), bytes::to_py(py, &v)])?;
-                t.into_any().unbind()
-            }
-        }))
+        self.next_object(py)
     }
 }

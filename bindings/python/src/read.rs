@@ -6,7 +6,7 @@
 use crate::bytes::{self, extract};
 use crate::db::Shared;
 use crate::errors::to_py;
-use crate::iter::{Alive, Kv, RangeIter, Yield};
+use crate::iter::{Alive, Kv, RangeIter, Source, Yield};
 use crate::snapshot::SnapState;
 use pagewise::TreeKind;
 use pyo3::exceptions::PyKeyError;
@@ -159,7 +159,12 @@ impl ReadableTree {
     ) -> PyResult<RangeIter> {
         self.alive().check()?;
         let it = self.reader()?.range(lo, hi);
-        Ok(RangeIter::new(Box::new(it), self.alive(), reverse, what))
+        Ok(RangeIter::new(
+            Source::Tree(it),
+            self.alive(),
+            reverse,
+            what,
+        ))
     }
 
     /// The first entry from the front (`last` false) or the back.
@@ -268,7 +273,7 @@ impl ReadableTree {
         self.alive().check()?;
         let it = self.reader()?.prefix(&p);
         Ok(RangeIter::new(
-            Box::new(it),
+            Source::Tree(it),
             self.alive(),
             reverse,
             Yield::Items,

@@ -8,7 +8,7 @@
 use crate::bytes::{self, extract};
 use crate::db::Shared;
 use crate::errors::{self, to_py};
-use crate::iter::{Alive, RangeIter, Yield};
+use crate::iter::{Alive, RangeIter, Source, Yield};
 use crate::read::bound;
 use crate::tree::{tree_name, write_args};
 use parking_lot::Mutex;
@@ -147,7 +147,7 @@ impl Transaction {
         let (lo, hi) = (bound(start, "start", true)?, bound(end, "end", false)?);
         let it = self.state.with(py, |tx| tx.range(&name, (lo, hi)))?;
         Ok(RangeIter::exact(
-            Box::new(it),
+            Source::Tx(it),
             self.state.clone(),
             reverse,
             Yield::Items,
@@ -166,7 +166,7 @@ impl Transaction {
         let (name, p) = (tree_name(tree)?, extract(prefix, "prefix")?);
         let it = self.state.with(py, |tx| tx.prefix(&name, &p))?;
         Ok(RangeIter::exact(
-            Box::new(it),
+            Source::Tx(it),
             self.state.clone(),
             reverse,
             Yield::Items,
