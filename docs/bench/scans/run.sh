@@ -2,7 +2,7 @@
 # 100-row scans on 2M rows of 24-byte keys and 64-byte values (issue shape of
 # "Where pagewise is behind"): fill, then scans with the bench's 64 MiB cache
 # and with a 5% cache, every phase under the memory cap. Engines alternate per
-# round; BEFORE (optional) is an older binary whose B-epsilon tree runs too;
+# round; BEFORE (optional) is an older binary whose two tree kinds run too;
 # PEER (optional, default BINARY) a binary with RocksDB compiled in
 # (build-with-rocksdb.sh).
 # Usage: run.sh BINARY OUTDIR ROUNDS [BEFORE] [PEER]
@@ -19,6 +19,7 @@ for r in $(seq "${FIRST:-1}" "$ROUNDS"); do
   one "$B" pagewise-bepsilon bepsilon "$r"
   [ -n "$BEFORE" ] && one "$BEFORE" pagewise-bepsilon bepsilon-before "$r"
   one "$B" pagewise btree "$r"
+  [ -n "$BEFORE" ] && one "$BEFORE" pagewise btree-before "$r"
   one "$PEER" rocksdb rocksdb "$r"
 done
 echo "$(date -u +%H:%M:%S) done load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/run.log"
