@@ -20,7 +20,7 @@ use super::Child;
 use crate::error::Result;
 use crate::index::resolved;
 use crate::index::{in_range, Index, Lent};
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::sync::{Arc, Weak};
 
 /// Entries a step resolved, their values possibly still in extents.
@@ -59,6 +59,16 @@ pub struct Cursor {
     /// The value of the entry returned last when it is not in a queue's
     /// arena (read from a value extent).
     value: Vec<u8>,
+    /// Per direction, the key returned last, where its queue's arena holds
+    /// it, not yet written into `lo` or `hi` ([`Cursor::settle`]): a step
+    /// that returns an entry copies no key.
+    front_last: Option<Range<usize>>,
+    back_last: Option<Range<usize>>,
+    /// Per direction, whether it returned an entry: until both did, every
+    /// entry a queue holds lies inside both bounds (resolved inside them,
+    /// and only its own direction has moved its bound since, past keys
+    /// behind it), so no entry taken is checked.
+    returned: [bool; 2],
 }
 
 /// A forward step's merge, left where its limit cut it short: its inputs
@@ -133,6 +143,9 @@ impl Cursor {
             slices: Slices::default(),
             held: None,
             value: Vec::new(),
+            front_last: None,
+            back_last: None,
+            returned: [false; 2],
         }
     }
 
@@ -146,10 +159,11 @@ impl Cursor {
                 &mut self.back
             };
             if let Some((k, v)) = queue.pop(forward) {
-                if !in_range(queue.bytes(k.clone()), &self.lo, &self.hi) {
+                if self.returned == [true; 2] && !self.inside(&k, forward) {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
                     (self.front, self.back) = (Resolved::default(), Resolved::default());
+                    (self.front_last, self.back_last) = (None, None);
                     self.held = None;
                     return None;
                 }
@@ -167,15 +181,21 @@ impl Cursor {
                         Err(e) => return Some(Err(e)),
                     },
                 };
+                self.returned[usize::from(forward)] = true;
+                if forward {
+                    self.front_last = Some(k.clone());
+                } else {
+                    self.back_last = Some(k.clone());
+                }
                 let queue = if forward { &self.front } else { &self.back };
                 let key = queue.bytes(k);
-                set_excluded(if forward { &mut self.lo } else { &mut self.hi }, key);
                 let value = match in_arena {
                     Some(r) => queue.bytes(r),
                     None => &self.value[..],
                 };
                 return Some(Ok((key, value)));
             }
+            self.settle();
             let pos = if forward {
                 self.fnext.clone()?
             } else {
@@ -189,6 +209,28 @@ impl Cursor {
             }
         }
         None
+    }
+
+    /// Writes the keys returned last into the bounds they shrink (before
+    /// the bounds are read: a descent, a check of an entry taken, `past`).
+    /// Requires: each is still in its queue's arena (an arena is emptied
+    /// only by a step in its direction, which settles first).
+    fn settle(&mut self) {
+        if let Some(r) = self.front_last.take() {
+            set_excluded(&mut self.lo, self.front.bytes(r));
+        }
+        if let Some(r) = self.back_last.take() {
+            set_excluded(&mut self.hi, self.back.bytes(r));
+        }
+    }
+
+    /// Whether the key at `k` of the queue in direction `forward` lies
+    /// inside both bounds (once both ends returned entries, the other may
+    /// have returned it already).
+    fn inside(&mut self, k: &Range<usize>, forward: bool) -> bool {
+        self.settle();
+        let queue = if forward { &self.front } else { &self.back };
+        in_range(queue.bytes(k.clone()), &self.lo, &self.hi)
     }
 
     /// Resolves the next unit from `pos` in the direction of travel into
