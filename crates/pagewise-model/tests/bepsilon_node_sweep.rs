@@ -215,9 +215,8 @@ fn check_after(n: u64, e: &[f64; 6]) {
     assert!(e[4] > 2.5, "{n} KiB gets/s, I/O-only: {e:?}");
 }
 
-/// The merged engine's 5M run after the sweep (docs/benchmarks.md, "B-epsilon
-/// tree": the merged engine at 5M rows, one binary, one run; load 2.8 -> 1.6,
-/// quieter than the sweep): 1 MiB nodes, 16 KiB basements, fanout 16, its
+/// The merged engine's 5M run after the sweep (`docs/bench/bepsilon-node-sweep/`,
+/// one binary, one run; load 2.8 -> 1.6, quieter than the sweep): 1 MiB nodes, 16 KiB basements, fanout 16, its
 /// 5%-cache gets predicted with the costs fitted on the sweep (out of
 /// sample for this run but for `c_get`, which is its cached phase).
 #[test]

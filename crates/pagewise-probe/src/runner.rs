@@ -183,7 +183,7 @@ fn run_thread(plan: &ThreadPlan, stop: &Stop) -> Result<ThreadOutcome, ProbeErro
             if qd > 1 {
                 // Hand each I/O to the device at once, as fio does: batching the
                 // refills makes a virtio queue complete in lockstep bursts and
-                // loses ~20% of the QD32 throughput (docs/benchmarks.md).
+                // loses ~16% of the QD32 throughput (docs/benchmarks.md, "Probe vs fio").
                 q.wait(0, &mut done)?;
             }
         }

@@ -413,7 +413,7 @@ thread_local! {
 /// `1 + partitions / slots` loads). Basements only: a buffer is up to
 /// node bytes / fanout, and admitting buffers too let them push the leaf
 /// shells out of a 5% cache (7.6k against 15.2k gets/s at 5M rows,
-/// docs/benchmarks.md, "B-epsilon tree").
+/// measured with `dfc4902`).
 pub struct Probed {
     slots: Box<[std::sync::atomic::AtomicU64]>,
     bits: u32,
