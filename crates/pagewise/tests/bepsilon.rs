@@ -9,7 +9,7 @@ use common::Append;
 use pagewise::{BEpsilonOptions, Batch, Compression, Db, Durability, Options, TreeKind};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 type Model = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
@@ -1373,6 +1373,67 @@ fn scan_counts(db: &Db) -> (u64, u64) {
 /// The scans' starting keys: 44 spread over the keys.
 fn scan_starts() -> impl Iterator<Item = (usize, u32)> {
     (0..6000u32).step_by(137).enumerate()
+}
+
+/// Entries lent from both ends in any order (`next_ref`, `next_back_ref`),
+/// over basements with messages buffered above them: every entry of the
+/// range exactly once, the front's ascending and the back's descending, as
+/// the model has them, and nothing from either end after the ends meet
+/// (the cursor writes its bounds only when it reads them).
+#[test]
+fn entries_lent_from_both_ends_in_any_order_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, model) = held_merge_tree(&dir.path().join("db"), opts());
+    let t = db.tree("t").unwrap();
+    let config = ProptestConfig {
+        cases: 64,
+        ..ProptestConfig::default()
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let cases = (
+        0u32..6000,
+        0u32..1500,
+        0u8..3,
+        0u8..3,
+        prop::collection::vec(any::<bool>(), 0..400),
+    );
+    runner
+        .run(&cases, |(start, len, lk, hk, turns)| {
+            let a = format!("k{start:06}").into_bytes();
+            let b = format!("k{:06}", start + len).into_bytes();
+            let (lo, hi) = (bound(&a, lk), bound(&b, hk));
+            let inside = |k: &Vec<u8>| (lo.as_ref(), hi.as_ref()).contains(k);
+            let want: Vec<_> = model
+                .iter()
+                .filter(|(k, _)| inside(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let mut it = t.range((lo.clone(), hi.clone()));
+            let (mut front, mut back) = (Vec::new(), Vec::new());
+            let mut turns = turns.into_iter().chain(std::iter::repeat(true));
+            for _ in 0..want.len() + 2 {
+                let forward = turns.next().unwrap();
+                let got = if forward {
+                    it.next_ref()
+                } else {
+                    it.next_back_ref()
+                };
+                let Some(got) = got else { break };
+                let (k, v) = got.unwrap();
+                let e = (k.to_vec(), v.to_vec());
+                if forward {
+                    front.push(e);
+                } else {
+                    back.push(e);
+                }
+            }
+            prop_assert!(it.next_ref().is_none() && it.next_back_ref().is_none());
+            back.reverse();
+            front.extend(back);
+            prop_assert_eq!(front, want);
+            Ok(())
+        })
+        .unwrap();
 }
 
 #[test]
