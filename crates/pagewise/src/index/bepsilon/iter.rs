@@ -59,12 +59,11 @@ pub struct Cursor {
     /// The value of the entry returned last when it is not in a queue's
     /// arena (read from a value extent).
     value: Vec<u8>,
-    /// Per direction, the key returned last, where its queue's arena holds
-    /// it, not yet written into `lo` or `hi` ([`Cursor::settle`]): a step
-    /// that returns an entry copies no key.
-    front_last: Option<Range<usize>>,
-    back_last: Option<Range<usize>>,
-    /// Per direction, whether it returned an entry: until both did, every
+    /// Per direction (backward, forward), the key returned last, where its
+    /// queue's arena holds it, not yet written into `hi` or `lo`
+    /// ([`Cursor::settle`]): a step that returns an entry copies no key.
+    last: [Option<Range<usize>>; 2],
+    /// Per direction (backward, forward), whether it returned an entry: until both did, every
     /// entry a queue holds lies inside both bounds (resolved inside them,
     /// and only its own direction has moved its bound since, past keys
     /// behind it), so no entry taken is checked.
@@ -143,8 +142,7 @@ impl Cursor {
             slices: Slices::default(),
             held: None,
             value: Vec::new(),
-            front_last: None,
-            back_last: None,
+            last: [None, None],
             returned: [false; 2],
         }
     }
@@ -153,17 +151,12 @@ impl Cursor {
     /// until its next step.
     pub fn step(&mut self, ix: &Index, at: Option<&Frozen>, forward: bool) -> Lent<'_> {
         for _ in 0..u32::MAX {
-            let queue = if forward {
-                &mut self.front
-            } else {
-                &mut self.back
-            };
-            if let Some((k, v)) = queue.pop(forward) {
+            if let Some((k, v)) = self.queue_mut(forward).pop(forward) {
                 if self.returned == [true; 2] && !self.inside(&k, forward) {
                     // The other end already returned it: everything is consumed.
                     (self.fnext, self.bnext) = (None, None);
                     (self.front, self.back) = (Resolved::default(), Resolved::default());
-                    (self.front_last, self.back_last) = (None, None);
+                    self.last = [None, None];
                     self.held = None;
                     return None;
                 }
@@ -182,11 +175,7 @@ impl Cursor {
                     },
                 };
                 self.returned[usize::from(forward)] = true;
-                if forward {
-                    self.front_last = Some(k.clone());
-                } else {
-                    self.back_last = Some(k.clone());
-                }
+                self.last[usize::from(forward)] = Some(k.clone());
                 let queue = if forward { &self.front } else { &self.back };
                 let key = queue.bytes(k);
                 let value = match in_arena {
@@ -216,11 +205,20 @@ impl Cursor {
     /// Requires: each is still in its queue's arena (an arena is emptied
     /// only by a step in its direction, which settles first).
     fn settle(&mut self) {
-        if let Some(r) = self.front_last.take() {
+        if let Some(r) = self.last[1].take() {
             set_excluded(&mut self.lo, self.front.bytes(r));
         }
-        if let Some(r) = self.back_last.take() {
+        if let Some(r) = self.last[0].take() {
             set_excluded(&mut self.hi, self.back.bytes(r));
+        }
+    }
+
+    /// The queue of entries resolved for direction `forward`.
+    fn queue_mut(&mut self, forward: bool) -> &mut Resolved {
+        if forward {
+            &mut self.front
+        } else {
+            &mut self.back
         }
     }
 
@@ -300,11 +298,7 @@ impl Cursor {
     /// direction of travel), reading it with the next entries' value
     /// extents in that direction through one queue, up to [`VALUE_READS`].
     fn read_values(&mut self, ix: &Index, first: ValueRef, forward: bool) -> Result<Vec<u8>> {
-        let queue = if forward {
-            &mut self.front
-        } else {
-            &mut self.back
-        };
+        let queue = self.queue_mut(forward);
         let next = queue.out_next(forward, VALUE_READS - 1);
         let mut exts = vec![first];
         exts.extend(next.iter().map(|&(_, e)| e));
