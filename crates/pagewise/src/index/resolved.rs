@@ -81,6 +81,27 @@ impl<X: Copy> Resolved<X> {
         });
     }
 
+    /// Appends the entries lying in `bytes`, one per `(key, value)` span
+    /// (offsets in `bytes`), copying `bytes` once: a run of stored entries
+    /// whose values need no change. Requires: their keys ascend, above
+    /// every entry's here.
+    pub fn push_spans(
+        &mut self,
+        bytes: &[u8],
+        spans: impl Iterator<Item = (Range<usize>, Range<usize>)>,
+    ) {
+        let at = self.arena.len();
+        self.arena.extend_from_slice(bytes);
+        for (k, v) in spans {
+            assert!(k.end <= bytes.len() && v.start <= v.end && v.end <= bytes.len());
+            debug_assert!(self.last_key().is_none_or(|l| l < &bytes[k.clone()]));
+            self.items.push_back(Item {
+                key: at + k.start..at + k.end,
+                value: Value::At(at + v.start..at + v.end),
+            });
+        }
+    }
+
     /// Appends an entry whose key is above every entry's here and whose
     /// value is still to be read from `out`.
     pub fn push_out(&mut self, key: &[u8], out: X) {
@@ -166,6 +187,10 @@ mod tests {
         Some((r.bytes(k).to_vec(), v))
     }
 
+    fn kv(k: &[u8], v: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+        Some((k.to_vec(), Some(v.to_vec())))
+    }
+
     #[test]
     fn entries_come_back_from_either_end_as_pushed() {
         let mut r = Resolved::<u32>::default();
@@ -179,21 +204,17 @@ mod tests {
         assert_eq!(r.out_next(true, 4), vec![(1, 9), (3, 7)]);
         assert_eq!(r.out_next(false, 1), vec![(3, 7)]);
         assert_eq!(take(&mut r, false), Some((b"d".to_vec(), None)));
-        assert_eq!(
-            take(&mut r, false),
-            Some((b"c".to_vec(), Some(b"333".to_vec())))
-        );
-        assert_eq!(
-            take(&mut r, true),
-            Some((b"a".to_vec(), Some(b"1".to_vec())))
-        );
+        assert_eq!(take(&mut r, false), kv(b"c", b"333"));
+        assert_eq!(take(&mut r, true), kv(b"a", b"1"));
         r.set(0, Value::Owned(b"22".to_vec()));
-        assert_eq!(
-            take(&mut r, true),
-            Some((b"b".to_vec(), Some(b"22".to_vec())))
-        );
+        assert_eq!(take(&mut r, true), kv(b"b", b"22"));
         assert!(r.is_empty() && r.pop(true).is_none());
         r.push(b"e", b"4");
+        // Two entries lying in one slice, a byte before each value left out.
+        r.push_spans(b"f.5g.66", [(0..1, 2..3), (3..4, 5..7)].into_iter());
+        assert_eq!(take(&mut r, false), kv(b"g", b"66"));
+        assert_eq!(take(&mut r, true), kv(b"e", b"4"));
+        assert_eq!(take(&mut r, true), kv(b"f", b"5"));
         r.clear();
         assert_eq!((r.len(), r.last_key()), (0, None));
     }

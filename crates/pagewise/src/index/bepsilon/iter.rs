@@ -665,6 +665,20 @@ fn run_merge(
     // Entries whose stored value is not an inline one (`plain_values`).
     let mut rest: Vec<usize> = Vec::new();
     for _ in 0..u32::MAX {
+        // The basement's entries before the next buffered change: copied
+        // as one run, neither merged nor bound-checked one by one.
+        let run = merge.base_run(want.limit - out.len());
+        if !run.is_empty() {
+            let end = below(packed, run.clone(), hi);
+            push_run(out, packed, run.start..end, form, &mut rest);
+            if end < run.end {
+                break;
+            }
+            if out.len() >= want.limit {
+                cut = true;
+                break;
+            }
+        }
         let Some(next) = merge.next(&mut resolver) else {
             break;
         };
@@ -699,6 +713,45 @@ fn run_merge(
         plain_values(v, form, tree, out, &rest, want.lazy)?;
     }
     Ok(cut)
+}
+
+/// Where entries `run` of `packed` pass the cursor's upper bound `hi`
+/// (`run.end` if none does).
+fn below(packed: &Packed, run: Range<usize>, hi: Bound<&[u8]>) -> usize {
+    match hi {
+        Bound::Included(h) => packed.count_in(run, h, true),
+        Bound::Excluded(h) => packed.count_in(run, h, false),
+        Bound::Unbounded => run.end,
+    }
+}
+
+/// Appends entries `run` of `packed` to `out` in one copy, each value the
+/// user's where it is stored inline; the index in `out` of each other
+/// value goes to `rest` (`plain_values`), as `run_merge` does per entry.
+fn push_run(
+    out: &mut Resolved,
+    packed: &Packed,
+    run: Range<usize>,
+    form: Form,
+    rest: &mut Vec<usize>,
+) {
+    if run.is_empty() {
+        return;
+    }
+    let first = out.len();
+    let (bytes, spans) = packed.spans(run);
+    let spans = spans.enumerate().map(|(i, (k, v))| {
+        let inline = !v.is_empty() && bytes[v.start] == TAG_INLINE;
+        match form {
+            Form::Plain => (k, v),
+            _ if inline => (k, v.start + 1..v.end),
+            _ => {
+                rest.push(first + i);
+                (k, v)
+            }
+        }
+    });
+    out.push_spans(bytes, spans);
 }
 
 /// The entries at `rest` (ascending; each holds a stored value that is not

@@ -110,6 +110,30 @@ impl<'a> Merge<'a> {
         }
     }
 
+    /// Takes the basement's next entries that no buffered change reaches
+    /// (every key below every stream's head), at most `most`: their
+    /// indices in the basement. The merge goes on after them, and
+    /// [`Self::place`] names where. Contract: each entry is what
+    /// [`Self::next`] would return for it, keys ascending.
+    pub fn base_run(&mut self, most: usize) -> Range<usize> {
+        let start = self.entries.start;
+        let end = self.entries.end.min(start.saturating_add(most));
+        if start >= end {
+            return start..start;
+        }
+        let first_change = self
+            .streams
+            .iter()
+            .filter_map(|s| s.head.as_ref().map(|h| h.0))
+            .min();
+        let end = match first_change {
+            Some(k) => self.base.count_in(start..end, k, false),
+            None => end,
+        };
+        self.entries.start = end;
+        start..end
+    }
+
     /// The next key and its stored value after every change above it (None:
     /// removed); None at the end. Contract: keys strictly ascend; the value
     /// is the basement's, then each buffer's change applied oldest first.
@@ -172,9 +196,27 @@ mod tests {
 
     /// Keys that share their 8-byte heads (prefixes, keys shorter than a
     /// head, zero bytes) merged from a basement and two buffers against a
-    /// map that applies the basement, then the older buffer, then the newer.
+    /// map that applies the basement, then the older buffer, then the newer;
+    /// buffers with a message for most keys and for every 9th.
     #[test]
     fn keys_sharing_heads_merge_in_key_order() {
+        for every in [1, 9] {
+            merge_against_model(every);
+        }
+    }
+
+    /// How a test takes the merge's entries.
+    #[derive(Debug, Clone, Copy)]
+    enum Take {
+        /// `next` alone.
+        Straight,
+        /// `next`, resumed from its place after every key (a cursor's steps).
+        Resumed,
+        /// `base_run` of at most this many entries before every `next`.
+        Runs(usize),
+    }
+
+    fn merge_against_model(every: usize) {
         let mut keys: Vec<Vec<u8>> = vec![b"".to_vec(), b"a".to_vec(), b"a\0".to_vec()];
         for i in 0..40u8 {
             keys.push([b"prefix00".as_slice(), &[i % 7, i]].concat());
@@ -191,7 +233,8 @@ mod tests {
         let mut bufs = [Buffer::new(), Buffer::new()];
         let mut seq = 0;
         for (b, buf) in bufs.iter_mut().enumerate() {
-            for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % (3 + b) != 1) {
+            let touched = |i: usize| i % (3 + b) != 1 && i.is_multiple_of(every);
+            for (i, k) in keys.iter().enumerate().filter(|(i, _)| touched(*i)) {
                 seq += 1;
                 let (kind, val) = match (i + b) % 4 {
                     0 => (Kind::Delete, vec![]),
@@ -214,15 +257,28 @@ mod tests {
         let mut no_merge = |_: &[u8], _: Option<Vec<u8>>, _: &Pending| -> Result<Option<Vec<u8>>> {
             unreachable!("no upserts")
         };
-        // Straight through, and resumed from its place after every key
-        // (a cursor's steps: `iter.rs`).
-        for resumed in [false, true] {
+        for take in [
+            Take::Straight,
+            Take::Resumed,
+            Take::Runs(1),
+            Take::Runs(5),
+            Take::Runs(usize::MAX),
+        ] {
             let streams = bufs.iter().map(Buffer::changes);
             let mut merge = Merge::new(&base, all.clone(), streams, None);
             let mut got = Vec::new();
             for _ in 0..10 * keys.len() {
-                if resumed {
-                    merge = Merge::resume(&base, bufs.iter(), &merge.place());
+                match take {
+                    Take::Straight => {}
+                    Take::Resumed => merge = Merge::resume(&base, bufs.iter(), &merge.place()),
+                    Take::Runs(most) => {
+                        let run = merge.base_run(most);
+                        assert!(run.len() <= most);
+                        got.extend(
+                            run.map(|i| base.at(i))
+                                .map(|(k, v)| (k.to_vec(), v.to_vec())),
+                        );
+                    }
                 }
                 let Some(next) = merge.next(&mut no_merge) else {
                     break;
@@ -232,7 +288,7 @@ mod tests {
                     got.push((k.to_vec(), v.into_owned()));
                 }
             }
-            assert_eq!(got, want, "resumed: {resumed}");
+            assert_eq!(got, want, "{take:?}, a message every {every} keys");
         }
     }
 }

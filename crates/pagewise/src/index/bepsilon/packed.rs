@@ -157,6 +157,40 @@ impl Packed {
         self.lower(key)
     }
 
+    /// Index of the first entry of `run` whose key is not below `key`
+    /// (`at`: above it): `run.end` when there is none.
+    pub fn count_in(&self, run: Range<usize>, key: &[u8], at: bool) -> usize {
+        assert!(run.start <= run.end && run.end <= self.len());
+        let heads = &self.heads[run.clone()];
+        let i = run.start + head::count_below(heads, key, at, |i| self.key_at(run.start + i));
+        debug_assert!(
+            i == run.start || (self.key_at(i - 1) < key || (at && self.key_at(i - 1) == key))
+        );
+        i
+    }
+
+    /// Entries `run` as their stored bytes, one slice, and per entry where
+    /// its key and its value lie in that slice, in key order.
+    pub fn spans(
+        &self,
+        run: Range<usize>,
+    ) -> (
+        &[u8],
+        impl Iterator<Item = (Range<usize>, Range<usize>)> + '_,
+    ) {
+        assert!(run.start < run.end && run.end <= self.len());
+        let base = self.offs[run.start] as usize;
+        let bytes = &self.data[base..self.end_of(run.end - 1)];
+        let spans = self.offs[run].iter().map(move |&o| {
+            let r = o as usize;
+            let k = get_u16(&self.data, r + entry::KEY_LEN.at) as usize;
+            let v = get_u32(&self.data, r + entry::VALUE_LEN.at) as usize;
+            let key_at = r - base + entry::KEY_AT;
+            (key_at..key_at + k, key_at + k..key_at + k + v)
+        });
+        (bytes, spans)
+    }
+
     /// Entry `i`: key and value.
     pub fn at(&self, i: usize) -> (&[u8], &[u8]) {
         self.entry(i)
