@@ -232,6 +232,9 @@ impl Cursor {
         if !exhausted {
             next = None;
         }
+        // Room for the entries at the leaf's mean entry size: the arena
+        // is not grown a doubling at a time (each growth a copy).
+        out.reserve(end - start, leaf.bytes() / leaf.len().max(1));
         for i in start..end {
             let k = leaf.key(i);
             debug_assert!(above_lo(k, &self.lo) && below_hi(k, &self.hi));
