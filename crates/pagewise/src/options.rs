@@ -41,9 +41,12 @@ pub struct Options {
     pub durability: Durability,
     /// Use O_DIRECT (falls back to buffered I/O where the filesystem refuses it).
     pub direct_io: bool,
-    /// Most sibling leaves an iterator reads together with a leaf it misses
-    /// (the window starts at 2 and doubles per batch up to this, and to 1/16
-    /// of the cache's pages); 0 turns iterator read-ahead off.
+    /// Most sibling leaves a B+tree iterator reads together with a leaf it
+    /// misses (the window starts at 2 and doubles per batch up to this, and
+    /// to 1/16 of the cache's pages), and most basements of the same leaf a
+    /// B-epsilon cursor reads with a basement it misses (up to 8: one from
+    /// the later half of its first basement, then doubling per basement it
+    /// ends); 0 turns iterator read-ahead off.
     pub read_ahead: usize,
     /// Checkpoint when the write-ahead log holds this many bytes (at least
     /// [`WAL_LIMIT_MIN_BYTES`], 64 KiB). Recovery replays at most about this much log; the log file

@@ -162,7 +162,9 @@ pub fn read_misses(
     kept: (&mut Slices, u64),
     still: impl Fn() -> bool,
 ) -> Result<bool> {
-    assert!(misses.len() >= 2 && misses.len() <= super::MAX_HEIGHT as usize + 1);
+    // A path's misses, and the basements read ahead.
+    let most = super::MAX_HEIGHT as usize + 1 + super::miss::MAX_AHEAD_BASEMENTS;
+    assert!(misses.len() >= 2 && misses.len() <= most);
     let mut seen = HashSet::new();
     let wants: Vec<Want> = misses
         .into_iter()

@@ -52,6 +52,10 @@ pub struct Cursor {
     /// step that ends with its basement leaves it: doubling there too had a
     /// 100-row scan resolve 350 entries, each a key and a value copied).
     limit: usize,
+    /// Basements read ahead with a forward step's missed basement: 0 until
+    /// a forward step ends its basement, then 1, doubling per basement
+    /// ended up to `Options::read_ahead` ([`read_ahead`]).
+    ahead: usize,
     /// Buffer segments read for this cursor's steps (`slice.rs`).
     slices: Slices,
     /// The last forward step's merge, when its limit cut it short.
@@ -126,6 +130,10 @@ struct Want<'a> {
     bounds: (&'a Bound<Vec<u8>>, &'a Bound<Vec<u8>>),
     lazy: bool,
     limit: usize,
+    /// Basements after the one a forward step misses to read with it
+    /// (`Cursor::ahead`; 0: only when the position lies in the later half
+    /// of its basement, one).
+    ahead: usize,
 }
 
 impl Cursor {
@@ -139,6 +147,7 @@ impl Cursor {
             front: Resolved::default(),
             back: Resolved::default(),
             limit: FIRST_UNIT,
+            ahead: 0,
             slices: Slices::default(),
             held: None,
             value: Vec::new(),
@@ -249,6 +258,7 @@ impl Cursor {
             bounds: (&self.lo, &self.hi),
             lazy: at.is_some_and(|fz| fz.pinned()),
             limit: if forward { self.limit } else { usize::MAX },
+            ahead: self.ahead,
         };
         // The drained queue's arena holds the next unit's entries.
         let queue = if forward {
@@ -280,6 +290,8 @@ impl Cursor {
         }
         if unit.cut {
             self.limit = self.limit.saturating_mul(2);
+        } else if unit.next.is_some() {
+            self.ahead = (self.ahead * 2).clamp(1, ix.read_ahead_pages.max(1));
         }
         self.fnext = unit.next;
         self.held = match unit.keep {
@@ -429,7 +441,10 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Resu
         narrow(&mut unit, lo, n.pivots.get(i));
         let part = match scan_part(v, cur, &n, i, want, &mut unit) {
             Ok(p) => p,
-            Err(m) if n.is_leaf() => return Step::Miss(Miss::batch(misses, m)),
+            Err(m) if n.is_leaf() => {
+                read_ahead(v, (cur, &n, i), want, &mut misses);
+                return Step::Miss(Miss::batch(misses, m));
+            }
             Err(m) => {
                 misses.push(m);
                 cur = n.children[i];
@@ -475,6 +490,79 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Resu
         }));
     }
     Step::Done(Ok(empty))
+}
+
+/// Adds to `misses` the basements after basement `i` of leaf `n` (behind
+/// `c`) that a forward step missing basement `i` reads with it, through the
+/// same queue: `want.ahead` of them, or one when the cursor has not ended a
+/// basement yet and its position lies in the later half of basement `i`'s
+/// key range (a scan that goes on needs it next); only basements not in
+/// memory whose keys can lie inside the cursor's bounds, within the leaf,
+/// and none when `Options::read_ahead` is 0.
+fn read_ahead(
+    v: &View,
+    (c, n, i): (Child, &Arc<Node>, usize),
+    want: &Want,
+    misses: &mut Vec<Miss>,
+) {
+    let Child::Clean(ext) = c else {
+        return; // a dirty leaf holds every basement
+    };
+    if !want.forward || v.ix.read_ahead_pages == 0 {
+        return;
+    }
+    let count = match want.ahead {
+        0 => usize::from(later_half(n, i, want.pos)),
+        a => a.min(super::miss::MAX_AHEAD_BASEMENTS),
+    };
+    for j in i + 1..(i + 1 + count).min(n.parts.len()) {
+        let first = &n.pivots[j - 1]; // basement j's lowest key
+        let inside = match want.bounds.1 {
+            Bound::Included(h) => first <= h.as_slice(),
+            Bound::Excluded(h) => first < h.as_slice(),
+            Bound::Unbounded => true,
+        };
+        if !inside {
+            break;
+        }
+        if n.parts[j].is_none() && n.dir.get(j).is_some_and(|d| d.comp_bytes > 0) {
+            misses.push(Miss::Part(ext, j, n.clone()));
+        }
+    }
+}
+
+/// Whether `pos` lies in the later half of basement `i` of leaf `n`: by
+/// the basement's segments when it is stored as several (their first keys
+/// are in the shell; the segment holding `pos` ends past the middle), else
+/// by its key range (a leaf's first basement is taken to start at the
+/// empty key; its last has no next basement).
+fn later_half(n: &Node, i: usize, pos: &Bound<Vec<u8>>) -> bool {
+    let segs = segment::of(n.segs.as_deref(), i);
+    if segs.len() >= 2 {
+        return 2 * (segment_at(&segs, pos, true) + 1) > segs.len();
+    }
+    let (Some(p), Some(hi)) = (key_of(&as_ref(pos)), n.pivots.get(i)) else {
+        return false;
+    };
+    let lo = i.checked_sub(1).map_or(&[][..], |j| &n.pivots[j]);
+    past_middle(lo, hi, p)
+}
+
+/// Whether `p` lies at or past the middle of `[lo, hi)`, by the first eight
+/// bytes where `lo` and `hi` differ, read as a big-endian number (shorter
+/// keys padded with zeros): exact for fixed-width integer keys, and about
+/// right for keys whose bytes spread evenly.
+fn past_middle(lo: &[u8], hi: &[u8], p: &[u8]) -> bool {
+    let common = lo.iter().zip(hi).take_while(|(a, b)| a == b).count();
+    let word = |k: &[u8]| {
+        let mut b = [0u8; 8];
+        let tail = k.get(common..).unwrap_or(&[]);
+        let m = tail.len().min(8);
+        b[..m].copy_from_slice(&tail[..m]);
+        u128::from(u64::from_be_bytes(b))
+    };
+    let (l, h, x) = (word(lo), word(hi), word(p));
+    h > l && x >= l && 2 * (x - l) >= h - l
 }
 
 /// Narrows the unit `[lo, hi)` (None: unbounded) to `[lo2, hi2)` as well.
@@ -793,4 +881,33 @@ fn plain_values(
         entries.set(i, Value::Owned(plain));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::past_middle;
+
+    /// The middle by hand: after the common "k", [k\x10, k\x30) has its
+    /// middle at k\x20; decimal digits are bytes too ("key1.." to "key3..":
+    /// the middle is "key2..").
+    #[test]
+    fn past_middle_splits_a_range_by_its_differing_bytes() {
+        assert!(!past_middle(b"k\x10", b"k\x30", b"k\x10"));
+        assert!(!past_middle(b"k\x10", b"k\x30", b"k\x1f\xff"));
+        assert!(past_middle(b"k\x10", b"k\x30", b"k\x20"));
+        assert!(past_middle(b"k\x10", b"k\x30", b"k\x2f\x01"));
+        let n = |i: u32| format!("key{i:03}").into_bytes();
+        assert!(!past_middle(&n(100), &n(300), &n(199)));
+        assert!(past_middle(&n(100), &n(300), &n(200)));
+        let be = |x: u64| x.to_be_bytes().to_vec();
+        assert!(!past_middle(&be(1000), &be(3000), &be(1999)));
+        assert!(past_middle(&be(1000), &be(3000), &be(2000)));
+        // From the empty key (a leaf's first basement): the middle of
+        // [0, 0x80..) is 0x40...
+        assert!(!past_middle(&[], &[0x80], &[0x3f, 0xff]));
+        assert!(past_middle(&[], &[0x80], &[0x40]));
+        // An empty or inverted range has no later half.
+        assert!(!past_middle(&n(5), &n(5), &n(5)));
+        assert!(!past_middle(&n(6), &n(5), &n(7)));
+    }
 }

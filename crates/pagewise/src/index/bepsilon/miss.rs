@@ -5,6 +5,11 @@ use super::node::Node;
 use crate::store::extent::Extent;
 use std::sync::Arc;
 
+/// Basements a scan step reads ahead at most with the one it misses
+/// (`iter.rs`, `read_ahead`): a read-ahead round's bytes stay within a few
+/// hundred KiB.
+pub const MAX_AHEAD_BASEMENTS: usize = 8;
+
 /// What a traversal is missing.
 pub enum Miss {
     /// The node at this extent is not in memory.
