@@ -44,9 +44,9 @@ pub struct Options {
     /// Most sibling leaves a B+tree iterator reads together with a leaf it
     /// misses (the window starts at 2 and doubles per batch up to this, and
     /// to 1/16 of the cache's pages), and most basements of the same leaf a
-    /// B-epsilon cursor reads with a basement it misses (up to 8: one from
-    /// the later half of its first basement, then doubling per basement it
-    /// ends); 0 turns iterator read-ahead off.
+    /// B-epsilon cursor reads with a basement it misses (up to 8 and 1/16
+    /// of the cache's bytes: one from the later half of its first basement,
+    /// then doubling per basement it ends); 0 turns iterator read-ahead off.
     pub read_ahead: usize,
     /// Checkpoint when the write-ahead log holds this many bytes (at least
     /// [`WAL_LIMIT_MIN_BYTES`], 64 KiB). Recovery replays at most about this much log; the log file

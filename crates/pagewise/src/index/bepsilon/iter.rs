@@ -497,8 +497,8 @@ fn unit_step(v: &View, tree: &str, want: &Want, out: &mut Resolved) -> Step<Resu
 /// same queue: `want.ahead` of them, or one when the cursor has not ended a
 /// basement yet and its position lies in the later half of basement `i`'s
 /// key range (a scan that goes on needs it next); only basements not in
-/// memory whose keys can lie inside the cursor's bounds, within the leaf,
-/// and none when `Options::read_ahead` is 0.
+/// memory whose keys can lie inside the cursor's bounds, within the leaf
+/// and 1/16 of the cache's bytes, and none when `Options::read_ahead` is 0.
 fn read_ahead(
     v: &View,
     (c, n, i): (Child, &Arc<Node>, usize),
@@ -515,6 +515,8 @@ fn read_ahead(
         0 => usize::from(later_half(n, i, want.pos)),
         a => a.min(super::miss::MAX_AHEAD_BASEMENTS),
     };
+    // As the B+tree's read-ahead: a round cannot evict much of the cache.
+    let mut room_bytes = v.ix.store.cache.capacity() / 16;
     for j in i + 1..(i + 1 + count).min(n.parts.len()) {
         let first = &n.pivots[j - 1]; // basement j's lowest key
         let inside = match want.bounds.1 {
@@ -526,6 +528,11 @@ fn read_ahead(
             break;
         }
         if n.parts[j].is_none() && n.dir.get(j).is_some_and(|d| d.comp_bytes > 0) {
+            let charge = n.part_bytes[j] + 12 * n.dir[j].entries as usize;
+            if charge > room_bytes {
+                break;
+            }
+            room_bytes -= charge;
             misses.push(Miss::Part(ext, j, n.clone()));
         }
     }
